@@ -1,0 +1,64 @@
+/**
+ * Assembles the API: every surface's route definitions, the auth and balance gate in front of the
+ * authenticated ones, and the mounting of each route under its surface's prefixes (the primary surface
+ * answers identically under /compat/v1 and /openai/v1). The result is what the transport serves.
+ */
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Store } from '../store/store.js';
+import { authenticateApiKey, extractApiKey } from '../auth/api-keys.js';
+import type { Ledger } from '../billing/ledger.js';
+import { modelRoutes } from './compat/models.js';
+import type { ModelCatalog } from './model-catalog.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
+import { SURFACE_PREFIXES, type Caller, type HttpRoute, type RouteDef } from './types.js';
+
+export interface ApiDeps {
+  store: Store;
+  ledger: Ledger;
+  catalog: ModelCatalog;
+  metrics: Metrics;
+  logger: Logger;
+  vendor: string;
+  version: string;
+  readinessChecks: ReadinessCheck[];
+  /** Extra routes (tests mount probes here; later features add theirs). */
+  extraRoutes?: RouteDef[];
+}
+
+export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: RouteDef[] } {
+  const definitions: RouteDef[] = [...modelRoutes(deps.catalog), ...(deps.extraRoutes ?? [])];
+  const openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
+  definitions.push({
+    method: 'GET',
+    path: '/openapi.json',
+    surface: 'compat',
+    auth: false,
+    handler: async () => ({ kind: 'json', body: openapi }),
+  });
+  definitions.push(...opsRoutes(deps.metrics, deps.readinessChecks));
+
+  const routes: HttpRoute[] = [];
+  for (const def of definitions) {
+    for (const prefix of SURFACE_PREFIXES[def.surface]) {
+      routes.push({
+        method: def.method,
+        pattern: prefix + def.path,
+        surface: def.surface,
+        handle: async (req) => def.handler(req, def.auth ? await authorize(deps, def, req.headers) : null),
+      });
+    }
+  }
+  return { routes, definitions };
+}
+
+async function authorize(deps: ApiDeps, def: RouteDef, headers: Record<string, string>): Promise<Caller> {
+  // The native surface takes x-api-key only (SPEC §5.3).
+  const presented =
+    def.surface === 'native' ? headers['x-api-key']?.trim() || undefined : extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] });
+  const caller = await authenticateApiKey(deps.store, presented);
+  // Work that costs money is refused before it starts when the account cannot pay for any of it.
+  if (def.billable) await deps.ledger.assertCanAfford(caller.account);
+  return caller;
+}

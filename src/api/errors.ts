@@ -1,0 +1,75 @@
+/**
+ * The one registry of error codes (code → HTTP status and error type) and the one serializer of the
+ * primary surface's envelope `{"error":{"message","type","param","code"}}`. Statuses and types follow
+ * PROTOCOLS §4; everything that fails on the primary surface goes through here.
+ */
+
+export const ERROR_CODES = {
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  insufficient_quota: { status: 402, type: 'insufficient_quota' },
+  permission_denied: { status: 403, type: 'permission_error' },
+  unknown_endpoint: { status: 404, type: 'invalid_request_error' },
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_value: { status: 400, type: 'invalid_request_error' },
+  missing_required_parameter: { status: 400, type: 'invalid_request_error' },
+  invalid_multipart: { status: 400, type: 'invalid_request_error' },
+  unsupported_voice: { status: 400, type: 'invalid_request_error' },
+  request_too_large: { status: 413, type: 'invalid_request_error' },
+  audio_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_content_type: { status: 415, type: 'invalid_request_error' },
+  invalid_request: { status: 422, type: 'invalid_request_error' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  server_error: { status: 500, type: 'api_error' },
+  service_unavailable: { status: 503, type: 'api_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorEnvelope {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+export interface ApiErrorOptions {
+  param?: string | null;
+  /** Extra response headers, e.g. Retry-After on 503. */
+  headers?: Record<string, string>;
+}
+
+/** A failure meant for the client: its message is safe to show. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    // PROTOCOLS §4 lists 402 with no code; SPEC's issue text names insufficient_quota, so it is sent as both.
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+/**
+ * Turns anything thrown into an ApiError. Unknown errors become a 500 whose message reveals nothing
+ * of the internals (the original is logged by the caller, never sent).
+ */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError('server_error', 'The server had an error while processing your request.');
+}
+
+export function envelopeOf(err: unknown): ErrorEnvelope {
+  return toApiError(err).toEnvelope();
+}

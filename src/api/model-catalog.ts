@@ -1,0 +1,88 @@
+/**
+ * The served model ids (SPEC §1, §9; PROTOCOLS §5): the three canonical models, the aliases that resolve
+ * to them, and the legacy ids that keep their own behaviour until the retirement date, after which they
+ * answer 404 model_not_found. The vendor name prefixes the legacy ids; the clock is injectable so the
+ * calendar can be tested on both sides of the date.
+ */
+
+export type Capability = 'transcription' | 'speech' | 'translation';
+
+export interface CatalogModel {
+  /** The id responses report: canonical for aliases, the legacy id itself for legacy models. */
+  id: string;
+  capability: Capability;
+  /** A legacy model with its own behaviour, served until the retirement date. */
+  legacy: boolean;
+}
+
+export interface ModelObject {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
+
+/** `created` default of SPEC §2.1 (2025-01-01T00:00:00Z). */
+export const MODEL_CREATED = 1735689600;
+
+export type Clock = () => Date;
+
+export class ModelCatalog {
+  private readonly canonical: CatalogModel[];
+  private readonly legacy: CatalogModel[];
+  private readonly aliases: Map<string, string>;
+
+  constructor(
+    private readonly vendor: string,
+    /** ISO date (YYYY-MM-DD, UTC): from this day on the legacy ids are gone. */
+    private readonly retirementDate: string,
+    private readonly clock: Clock = () => new Date(),
+  ) {
+    this.canonical = [
+      { id: 'sunjata-1', capability: 'transcription', legacy: false },
+      { id: 'jifili-1', capability: 'speech', legacy: false },
+      { id: 'banjugu-1', capability: 'translation', legacy: false },
+    ];
+    this.legacy = [
+      { id: `${vendor}-asr-v1`, capability: 'transcription', legacy: true },
+      { id: `${vendor}-asr-v2`, capability: 'transcription', legacy: true },
+      { id: `${vendor}-tts-v1`, capability: 'speech', legacy: true },
+      { id: `${vendor}-tts-v2`, capability: 'speech', legacy: true },
+      { id: `${vendor}-translate-v2`, capability: 'translation', legacy: true },
+    ];
+    this.aliases = new Map([
+      [`${vendor}-asr-v3`, 'sunjata-1'],
+      ['whisper-1', 'sunjata-1'],
+      ['gpt-4o-transcribe', 'sunjata-1'],
+      ['gpt-4o-mini-transcribe', 'sunjata-1'],
+      [`${vendor}-tts-v3`, 'jifili-1'],
+      ['tts-1', 'jifili-1'],
+      ['tts-1-hd', 'jifili-1'],
+      ['gpt-4o-mini-tts', 'jifili-1'],
+      [`${vendor}-translate-v1`, 'banjugu-1'],
+    ]);
+  }
+
+  /** True from the retirement date (UTC) on. */
+  legacyRetired(): boolean {
+    return this.clock().toISOString().slice(0, 10) >= this.retirementDate;
+  }
+
+  /** Canonical models, plus the legacy ones while they are still served. Aliases are not listed twice. */
+  list(): CatalogModel[] {
+    return this.legacyRetired() ? [...this.canonical] : [...this.canonical, ...this.legacy];
+  }
+
+  /** Resolves an id or alias; undefined for unknown ids and for legacy ids past retirement. */
+  resolve(id: string): CatalogModel | undefined {
+    const target = this.aliases.get(id) ?? id;
+    const canonical = this.canonical.find((m) => m.id === target);
+    if (canonical) return canonical;
+    if (this.legacyRetired()) return undefined;
+    return this.legacy.find((m) => m.id === target);
+  }
+
+  toObject(model: CatalogModel): ModelObject {
+    return { id: model.id, object: 'model', created: MODEL_CREATED, owned_by: this.vendor };
+  }
+}

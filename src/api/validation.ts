@@ -1,0 +1,20 @@
+/**
+ * zod at the boundary: parses a request value and turns the first problem into a 400 envelope whose
+ * `param` names the offending field (dotted path, `messages.0.content`) and whose message says what is
+ * wrong with it. A missing field reads `<param>: Field required`, as the real service words it.
+ */
+import type { ZodType, core } from 'zod';
+import { ApiError } from './errors.js';
+
+export function parseRequest<T>(schema: ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw issueToError(result.error.issues[0]!);
+}
+
+export function issueToError(issue: core.$ZodIssue): ApiError {
+  const param = issue.path.length ? issue.path.map(String).join('.') : null;
+  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  if (missing) return new ApiError('missing_required_parameter', `${param ?? 'body'}: Field required`, { param });
+  return new ApiError('invalid_value', `${param ? `${param}: ` : ''}${issue.message}`, { param });
+}

@@ -1,0 +1,83 @@
+/**
+ * The whole runtime configuration: one zod schema, read from the environment once at boot, validated,
+ * and frozen. A bad value stops the server at start with a message naming the variable.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { PriceTableSchema } from '../billing/prices.js';
+
+const int = (def: number) => z.coerce.number().int().nonnegative().default(def);
+
+export const ConfigSchema = z.object({
+  host: z.string().default('0.0.0.0'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  dbPath: z.string().default(path.join('data', 'kuma.sqlite')),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** The service maker's name: the extension object's key, model ids' prefix and `owned_by` (SPEC's `vendor`). */
+  vendor: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('djelia'),
+  /** Day the legacy models and native routes retire (SPEC §9); they answer 404 from this day on. */
+  retirementDate: z.iso.date().default('2026-09-20'),
+  /** Balance given to the dev account created on first start with an empty store, in units. */
+  devBalanceUnits: z.coerce.number().nonnegative().default(100),
+  maxJsonBodyBytes: int(1024 * 1024),
+  maxUploadBytes: int(25 * 1024 * 1024),
+  /** Upload parts larger than this are written to a temp file instead of being held in memory. */
+  uploadSpillBytes: int(1024 * 1024),
+  tmpDir: z.string().default(os.tmpdir()),
+  /** A streaming client that reads nothing for this long is disconnected (its buffers are bounded anyway). */
+  streamStallTimeoutMs: int(30_000),
+  /** In-flight requests get this long to finish after SIGTERM before the process exits. */
+  shutdownGraceMs: int(10_000),
+  corsOrigin: z.string().default('*'),
+  prices: PriceTableSchema.default(PriceTableSchema.parse({})),
+});
+
+export type Config = Readonly<z.infer<typeof ConfigSchema>>;
+
+/** Maps KUMA_* environment variables onto the schema's fields. */
+const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
+  KUMA_HOST: 'host',
+  PORT: 'port',
+  KUMA_PORT: 'port',
+  KUMA_DB_PATH: 'dbPath',
+  KUMA_LOG_LEVEL: 'logLevel',
+  KUMA_VENDOR: 'vendor',
+  KUMA_RETIREMENT_DATE: 'retirementDate',
+  KUMA_DEV_BALANCE: 'devBalanceUnits',
+  KUMA_MAX_JSON_BODY_BYTES: 'maxJsonBodyBytes',
+  KUMA_MAX_UPLOAD_BYTES: 'maxUploadBytes',
+  KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
+  KUMA_TMP_DIR: 'tmpDir',
+  KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',
+  KUMA_SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
+  KUMA_CORS_ORIGIN: 'corsOrigin',
+};
+
+const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {
+  KUMA_PRICE_TRANSCRIPTION_PER_SECOND: 'transcriptionPerSecond',
+  KUMA_PRICE_TRANSLATION_PER_CHARACTER: 'translationPerCharacter',
+  KUMA_PRICE_TRANSLATION_PER_TOKEN: 'translationPerToken',
+  KUMA_PRICE_SPEECH_PER_CHARACTER: 'speechPerCharacter',
+};
+
+export class ConfigError extends Error {}
+
+/** Builds the config from the environment, then applies `overrides` (used by tests and embedders). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<z.input<typeof ConfigSchema>> = {}): Config {
+  const raw: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(ENV_NAMES)) if (env[name] !== undefined && env[name] !== '') raw[field] = env[name];
+  const prices: Record<string, number> = {};
+  for (const [name, field] of Object.entries(PRICE_ENV_NAMES)) if (env[name]) prices[field] = Number(env[name]);
+  if (Object.keys(prices).length) raw.prices = prices;
+  const result = ConfigSchema.safeParse({ ...raw, ...overrides });
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => {
+      const field = i.path.join('.');
+      const envName = Object.entries({ ...ENV_NAMES, ...PRICE_ENV_NAMES }).find(([, f]) => f === i.path.at(-1))?.[0];
+      return `  ${field}${envName ? ` (${envName})` : ''}: ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return Object.freeze(result.data);
+}

@@ -1,0 +1,47 @@
+/**
+ * Prometheus metrics: request counts by route and status, latency histograms by route, requests in flight,
+ * and the process's default metrics. One registry per server so tests can run several servers side by side.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'kuma_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'kuma_http_request_duration_seconds',
+    help: 'Time from request start to the end of the response, by method and route pattern.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'kuma_http_in_flight_requests',
+    help: 'Requests being processed now.',
+    registers: [this.registry],
+  });
+  readonly usage = new Counter({
+    name: 'kuma_usage_units_total',
+    help: 'Billed quantity recorded in the ledger, by model and unit.',
+    labelNames: ['model', 'unit'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'kuma_' });
+  }
+
+  /** Route is the pattern (e.g. `/compat/v1/models/:model`), never the raw path, to bound label cardinality. */
+  observe(method: string, route: string, status: number, seconds: number): void {
+    this.requests.inc({ method, route, status: String(status) });
+    this.latency.observe({ method, route }, seconds);
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

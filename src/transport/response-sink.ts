@@ -1,0 +1,119 @@
+/**
+ * Writes one HTTP response through uWebSockets.js: every write is corked (uWS requires it outside its
+ * own callbacks), a streamed write that meets backpressure waits for `onWritable` before the next one,
+ * and a client that reads nothing for `stallTimeoutMs` is disconnected. So at most one chunk beyond the
+ * socket buffers is ever queued toward a slow client.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse } from 'uWebSockets.js';
+
+export class ResponseSink {
+  private aborted = false;
+  private headSent = false;
+  private finished = false;
+  private status = 0;
+  private readonly abortWaiters = new Set<() => void>();
+
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly stallTimeoutMs: number,
+  ) {}
+
+  get isAborted(): boolean {
+    return this.aborted;
+  }
+
+  get hasStarted(): boolean {
+    return this.headSent;
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  get statusCode(): number {
+    return this.status;
+  }
+
+  /** Called from uWS onAborted: the socket is gone and `res` must not be touched again. */
+  markAborted(): void {
+    this.aborted = true;
+    for (const wake of this.abortWaiters) wake();
+    this.abortWaiters.clear();
+  }
+
+  /** Sends a complete response in one go. `closeConnection` drops keep-alive (used when a body went unread). */
+  sendWhole(status: number, headers: Record<string, string>, body: string | Uint8Array, closeConnection = false, headOnly = false): void {
+    if (this.aborted || this.finished) return;
+    this.status = status;
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      if (headOnly) this.res.endWithoutBody(Buffer.byteLength(body as string), closeConnection);
+      else this.res.end(body, closeConnection);
+    });
+    this.headSent = true;
+    this.finished = true;
+  }
+
+  /** Starts a streamed response; headers leave with the first chunk. */
+  begin(status: number, headers: Record<string, string>): void {
+    if (this.aborted || this.headSent) return;
+    this.status = status;
+    this.res.cork(() => this.writeHead(status, headers));
+    this.headSent = true;
+  }
+
+  /** Writes a chunk; resolves false when the client is gone or stalled (stop producing). */
+  async write(chunk: string | Uint8Array): Promise<boolean> {
+    if (this.aborted || this.finished) return false;
+    let accepted = true;
+    this.res.cork(() => {
+      accepted = this.res.write(chunk);
+    });
+    if (accepted) return true;
+    return this.waitWritable();
+  }
+
+  end(closeConnection = false): void {
+    if (this.aborted || this.finished) return;
+    this.finished = true;
+    this.res.cork(() => this.res.end(undefined, closeConnection));
+  }
+
+  /** Drops the connection without a proper end (used when the client stalls). */
+  close(): void {
+    if (this.aborted || this.finished) return;
+    this.finished = true;
+    this.res.close();
+    this.markAborted();
+  }
+
+  private writeHead(status: number, headers: Record<string, string>): void {
+    this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
+    for (const [name, value] of Object.entries(headers)) this.res.writeHeader(name, value);
+  }
+
+  private waitWritable(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      let settled = false;
+      const settle = (ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.abortWaiters.delete(onAbort);
+        resolve(ok);
+      };
+      const onAbort = () => settle(false);
+      const timer = setTimeout(() => {
+        // The client has read nothing for too long: free the connection rather than queue more for it.
+        this.close();
+        settle(false);
+      }, this.stallTimeoutMs);
+      this.abortWaiters.add(onAbort);
+      this.res.onWritable(() => {
+        settle(!this.aborted);
+        return true;
+      });
+    });
+  }
+}

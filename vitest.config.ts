@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Integration tests start real servers on ephemeral ports; two cores, so keep parallelism modest.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
