@@ -66,15 +66,25 @@ export class ConfigError extends Error {}
 /** Builds the config from the environment, then applies `overrides` (used by tests and embedders). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<z.input<typeof ConfigSchema>> = {}): Config {
   const raw: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(ENV_NAMES)) if (env[name] !== undefined && env[name] !== '') raw[field] = env[name];
+  // Which variable set each field, so an error can name the one the operator actually wrote.
+  const sources: Record<string, string> = {};
+  for (const [name, field] of Object.entries(ENV_NAMES)) {
+    if (env[name] === undefined || env[name] === '') continue;
+    raw[field] = env[name];
+    sources[field] = name;
+  }
   const prices: Record<string, number> = {};
-  for (const [name, field] of Object.entries(PRICE_ENV_NAMES)) if (env[name]) prices[field] = Number(env[name]);
+  for (const [name, field] of Object.entries(PRICE_ENV_NAMES)) {
+    if (!env[name]) continue;
+    prices[field] = Number(env[name]);
+    sources[`prices.${field}`] = name;
+  }
   if (Object.keys(prices).length) raw.prices = prices;
   const result = ConfigSchema.safeParse({ ...raw, ...overrides });
   if (!result.success) {
     const lines = result.error.issues.map((i) => {
       const field = i.path.join('.');
-      const envName = Object.entries({ ...ENV_NAMES, ...PRICE_ENV_NAMES }).find(([, f]) => f === i.path.at(-1))?.[0];
+      const envName = sources[field];
       return `  ${field}${envName ? ` (${envName})` : ''}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

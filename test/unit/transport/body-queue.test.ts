@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { BodyQueue } from '../../../src/transport/body-queue.js';
+
+const ab = (bytes: number[]) => new Uint8Array(bytes).buffer;
+
+describe('BodyQueue', () => {
+  it('copies chunks, so a reused uWS buffer cannot change what was queued', async () => {
+    const q = new BodyQueue(() => {}, () => {});
+    const shared = new Uint8Array([1, 2, 3]);
+    q.push(shared.buffer, false);
+    shared.fill(9);
+    q.push(ab([4]), true);
+    const got: number[] = [];
+    for await (const c of q) got.push(...c);
+    expect(got).toEqual([1, 2, 3, 4]);
+  });
+
+  it('pauses the socket above the high-water mark and resumes once half is drained', async () => {
+    const events: string[] = [];
+    const q = new BodyQueue(() => events.push('pause'), () => events.push('resume'), 10);
+    for (let i = 0; i < 4; i++) q.push(ab([1, 2, 3, 4]), false);
+    expect(events).toEqual(['pause']);
+    const it = q[Symbol.asyncIterator]();
+    await it.next();
+    expect(events).toEqual(['pause']); // 12 bytes left > 5
+    await it.next();
+    await it.next();
+    expect(events).toEqual(['pause', 'resume']);
+  });
+
+  it('rejects a pending read when the client disconnects', async () => {
+    const q = new BodyQueue(() => {}, () => {});
+    const reading = (async () => {
+      for await (const _ of q) void _;
+    })();
+    q.fail(new Error('client disconnected'));
+    await expect(reading).rejects.toThrow('client disconnected');
+  });
+
+  it('can be read only once', async () => {
+    const q = new BodyQueue(() => {}, () => {});
+    q.end();
+    for await (const _ of q) void _;
+    await expect((async () => { for await (const _ of q) void _; })()).rejects.toThrow(/only once/);
+  });
+
+  it('discard drops queued bytes and resumes a paused socket', () => {
+    const events: string[] = [];
+    const q = new BodyQueue(() => events.push('pause'), () => events.push('resume'), 2);
+    q.push(ab([1, 2, 3]), false);
+    q.discard();
+    q.push(ab([4, 5, 6]), true);
+    expect(events).toEqual(['pause', 'resume']);
+    expect(q.complete).toBe(true);
+  });
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { Router } from '../../../src/transport/router.js';
+import type { HttpRoute } from '../../../src/api/types.js';
+
+const route = (method: HttpRoute['method'], pattern: string): HttpRoute => ({
+  method,
+  pattern,
+  surface: 'compat',
+  handle: async () => ({ kind: 'json', body: null }),
+});
+
+describe('Router', () => {
+  const router = new Router([route('GET', '/compat/v1/models'), route('GET', '/compat/v1/models/:model'), route('POST', '/compat/v1/audio/speech')]);
+
+  it('matches static paths and extracts URL-decoded parameters', () => {
+    expect(router.match('GET', '/compat/v1/models')).toMatchObject({ kind: 'found' });
+    const m = router.match('GET', '/compat/v1/models/gpt%2D4o%20x');
+    expect(m).toMatchObject({ kind: 'found', params: { model: 'gpt-4o x' } });
+  });
+
+  it('forgives a trailing slash', () => {
+    expect(router.match('GET', '/compat/v1/models/')).toMatchObject({ kind: 'found', params: {} });
+  });
+
+  it('tells a wrong method on a served path from an unknown path', () => {
+    expect(router.match('GET', '/compat/v1/audio/speech')).toEqual({ kind: 'wrong_method', allowed: ['POST'] });
+    expect(router.match('GET', '/compat/v1/audio/nothing')).toEqual({ kind: 'not_found' });
+    expect(router.match('GET', '/compat/v1/models/a/b')).toEqual({ kind: 'not_found' });
+  });
+
+  it('serves HEAD from the GET route', () => {
+    expect(router.match('HEAD', '/compat/v1/models')).toMatchObject({ kind: 'found' });
+  });
+
+  it('does not match a malformed percent-encoding', () => {
+    expect(router.match('GET', '/compat/v1/models/%E0%A4%A')).toEqual({ kind: 'not_found' });
+  });
+
+  it('refuses to register the same route twice', () => {
+    expect(() => router.add(route('GET', '/compat/v1/models'))).toThrow(/twice/);
+  });
+});
