@@ -1,0 +1,85 @@
+/**
+ * API keys: how they are made, how they are stored (as a hash, never the key), how a request presents
+ * one, and how a presented key is turned into the account and key record it belongs to.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { ApiError } from '../api/errors.js';
+import type { Account, ApiKeyRecord, Store } from '../store/store.js';
+
+/** Any RFC 4122-shaped UUID, either case: clients validate the key's shape and refuse anything else. */
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const BEARER_PATTERN = /^bearer\s+(.+)$/i;
+
+export const MISSING_KEY_MESSAGE =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth " +
+  '(i.e. Authorization: Bearer YOUR_KEY), or in an x-api-key header.';
+
+// Never echo the presented key (not even a prefix): it may be a real key pasted into the wrong place.
+export const INCORRECT_KEY_MESSAGE = 'Incorrect API key provided. Check the key you are sending, or ask your administrator for a new one.';
+
+/** A new key: a random (version 4) UUID, 122 bits from the CSPRNG; real clients refuse non-UUID keys. */
+export function generateApiKey(): string {
+  return randomUUID();
+}
+
+export function isWellFormedApiKey(candidate: string): boolean {
+  return UUID_PATTERN.test(candidate);
+}
+
+/**
+ * The stored form of a key: SHA-256 hex of the lower-cased key (UUIDs are case-insensitive, so both
+ * spellings of one key match). A fast hash is right here: keys carry 122 random bits, so there is no
+ * dictionary to attack and a slow password hash (bcrypt, scrypt) would only add latency to every request.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key.toLowerCase(), 'utf8').digest('hex');
+}
+
+/**
+ * The key a request presents: `Authorization: Bearer <key>` (scheme in any case) or `x-api-key: <key>`.
+ * Authorization wins when both are present with a usable value.
+ */
+export function extractApiKey(headers: { authorization?: string; 'x-api-key'?: string }): string | undefined {
+  const authorization = headers.authorization?.trim();
+  if (authorization) {
+    const bearer = BEARER_PATTERN.exec(authorization)?.[1]?.trim();
+    if (bearer) return bearer;
+  }
+  const headerKey = headers['x-api-key']?.trim();
+  return headerKey || undefined;
+}
+
+export interface AuthenticatedKey {
+  account: Account;
+  key: ApiKeyRecord;
+}
+
+/** Compares two hex digests in constant time (equal lengths are guaranteed by both being SHA-256). */
+function digestsEqual(aHex: string, bHex: string): boolean {
+  const a = Buffer.from(aHex, 'hex');
+  const b = Buffer.from(bHex, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * Resolves a presented key to its account and active key record, or throws `invalid_api_key`.
+ * Revoked keys are not found by the store, so they fail exactly like unknown ones.
+ */
+export async function authenticateApiKey(store: Store, presented: string | undefined): Promise<AuthenticatedKey> {
+  const candidate = presented?.trim();
+  if (!candidate) throw new ApiError('invalid_api_key', MISSING_KEY_MESSAGE);
+
+  // Hash before looking at the shape, so a malformed key costs the same work as a well-formed one and
+  // response timing says nothing about which check failed; malformed keys then skip the DB lookup.
+  const computedHash = hashApiKey(candidate);
+  if (!isWellFormedApiKey(candidate)) throw new ApiError('invalid_api_key', INCORRECT_KEY_MESSAGE);
+
+  const found = await store.findKeyByHash(computedHash);
+  // The index lookup matched on equality already; the constant-time re-check guards against a store
+  // implementation whose lookup is looser (e.g. case-folding collation) ever accepting a wrong key.
+  if (!found || !digestsEqual(found.keyHash, computedHash) || found.key.revokedAt !== null) {
+    throw new ApiError('invalid_api_key', INCORRECT_KEY_MESSAGE);
+  }
+  return { account: found.account, key: found.key };
+}

@@ -1,0 +1,217 @@
+/**
+ * The embedded Store: accounts, API keys (by hash) and the usage ledger in one SQLite file through
+ * better-sqlite3. Several processes (server workers, the keys CLI) may open the same file at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from './store.js';
+
+/** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * Schema migrations, applied in order; `PRAGMA user_version` holds how many have run. Append only:
+ * an existing database replays just the steps it has not seen.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE accounts (
+    id             TEXT PRIMARY KEY,
+    name           TEXT NOT NULL,
+    balance_micros INTEGER NOT NULL CHECK (typeof(balance_micros) = 'integer'),
+    created_at     TEXT NOT NULL
+  );
+  CREATE TABLE api_keys (
+    id         TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    key_hash   TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+  );
+  CREATE TABLE usage_records (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id        TEXT NOT NULL,
+    account_id        TEXT NOT NULL REFERENCES accounts(id),
+    key_id            TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    unit              TEXT NOT NULL CHECK (unit IN ('second', 'character', 'token')),
+    quantity          REAL NOT NULL CHECK (quantity >= 0),
+    unit_price_micros INTEGER NOT NULL CHECK (typeof(unit_price_micros) = 'integer'),
+    cost_micros       INTEGER NOT NULL CHECK (typeof(cost_micros) = 'integer'),
+    created_at        TEXT NOT NULL
+  );
+  -- The unique index is both the uniqueness rule and the index behind every authenticated request.
+  CREATE UNIQUE INDEX idx_api_keys_key_hash ON api_keys(key_hash);
+  CREATE INDEX idx_api_keys_account ON api_keys(account_id);
+  CREATE INDEX idx_usage_account ON usage_records(account_id);
+  CREATE INDEX idx_usage_request ON usage_records(request_id);
+  `,
+];
+
+interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
+interface KeyRow { id: string; account_id: string; label: string; created_at: string; revoked_at: string | null }
+interface UsageRow {
+  id: number; request_id: string; account_id: string; key_id: string; model: string; unit: string;
+  quantity: number; unit_price_micros: number; cost_micros: number; created_at: string;
+}
+
+const toAccount = (r: AccountRow): Account => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, createdAt: r.created_at });
+const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id, accountId: r.account_id, label: r.label, createdAt: r.created_at, revokedAt: r.revoked_at,
+});
+const toUsage = (r: UsageRow): UsageRecord => ({
+  id: r.id, requestId: r.request_id, accountId: r.account_id, keyId: r.key_id, model: r.model,
+  unit: r.unit as UsageRecord['unit'], quantity: r.quantity, unitPriceMicros: r.unit_price_micros,
+  costMicros: r.cost_micros, createdAt: r.created_at,
+});
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
+const nowIso = () => new Date().toISOString();
+
+function assertSafeInteger(value: number, what: string): void {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`${what} must be a safe integer number of micros, got ${value}`);
+}
+
+function migrate(db: Database.Database): void {
+  // BEGIN IMMEDIATE and re-reading the version inside the lock: two processes opening a fresh file at
+  // the same moment must not both run the same migration.
+  db.transaction(() => {
+    const current = db.pragma('user_version', { simple: true }) as number;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`Database schema version ${current} is newer than this build supports (${MIGRATIONS.length})`);
+    }
+    for (let version = current; version < MIGRATIONS.length; version++) db.exec(MIGRATIONS[version]!);
+    if (current !== MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}
+
+export async function openSqliteStore(filePath: string): Promise<Store> {
+  const inMemory = filePath === ':memory:';
+  if (!inMemory) mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
+  const db = new Database(filePath);
+
+  // Set first, so that even switching the journal mode waits for a concurrent opener instead of failing.
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  if (!inMemory) db.pragma('journal_mode = WAL');
+  // Durability: a usage row committed before the HTTP response must never be lost. In WAL mode a commit
+  // is written to the -wal file before COMMIT returns, so synchronous=NORMAL already survives a kill -9
+  // of the process (the OS still holds the write); it can only lose the last commits on an OS crash or
+  // power cut. FULL also fsyncs the WAL at every commit, which closes that gap too: this is money, and
+  // one fsync per billed request is cheap next to the inference it pays for.
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+
+  const stmt = {
+    insertAccount: db.prepare('INSERT INTO accounts (id, name, balance_micros, created_at) VALUES (?, ?, ?, ?)'),
+    getAccount: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?'),
+    listAccounts: db.prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY rowid'),
+    countAccounts: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts'),
+    // One statement read-modify-write: the addition happens inside SQLite, never in JS, so no update is lost.
+    addToBalance: db.prepare<[number, string], AccountRow>(
+      'UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ? RETURNING *',
+    ),
+    insertKey: db.prepare('INSERT INTO api_keys (id, account_id, key_hash, label, created_at) VALUES (?, ?, ?, ?, ?)'),
+    findKeyByHash: db.prepare<[string], KeyRow & { key_hash: string; a_name: string; a_balance: number; a_created: string }>(
+      `SELECT k.*, a.name AS a_name, a.balance_micros AS a_balance, a.created_at AS a_created
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+        WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+    ),
+    listAllKeys: db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY rowid'),
+    listAccountKeys: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE account_id = ? ORDER BY rowid'),
+    revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    insertUsage: db.prepare(
+      `INSERT INTO usage_records
+         (request_id, account_id, key_id, model, unit, quantity, unit_price_micros, cost_micros, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+  };
+
+  const addToBalance = (accountId: string, amountMicros: number): Account => {
+    const row = stmt.addToBalance.get(amountMicros, accountId);
+    if (!row) throw new Error(`Unknown account: ${accountId}`);
+    return toAccount(row);
+  };
+
+  // BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits (busy_timeout) at the
+  // start rather than failing mid-transaction when a read lock cannot be upgraded.
+  const recordUsageTx = db.transaction((records: NewUsageRecord[]) => {
+    const createdAt = nowIso();
+    const debits = new Map<string, number>();
+    for (const r of records) {
+      stmt.insertUsage.run(r.requestId, r.accountId, r.keyId, r.model, r.unit, r.quantity, r.unitPriceMicros, r.costMicros, createdAt);
+      debits.set(r.accountId, (debits.get(r.accountId) ?? 0) + r.costMicros);
+    }
+    const balances: Record<string, number> = {};
+    for (const [accountId, total] of debits) balances[accountId] = addToBalance(accountId, -total).balanceMicros;
+    return { balances };
+  });
+
+  return {
+    async createAccount(name, balanceMicros) {
+      assertSafeInteger(balanceMicros, 'balanceMicros');
+      const account: Account = { id: newId('acct'), name, balanceMicros, createdAt: nowIso() };
+      stmt.insertAccount.run(account.id, account.name, account.balanceMicros, account.createdAt);
+      return account;
+    },
+    async getAccount(id) {
+      const row = stmt.getAccount.get(id);
+      return row && toAccount(row);
+    },
+    async listAccounts() {
+      return stmt.listAccounts.all().map(toAccount);
+    },
+    async credit(accountId, amountMicros) {
+      assertSafeInteger(amountMicros, 'amountMicros');
+      return addToBalance(accountId, amountMicros);
+    },
+
+    async createKey(accountId, keyHash, label) {
+      const key: ApiKeyRecord = { id: newId('key'), accountId, label, createdAt: nowIso(), revokedAt: null };
+      stmt.insertKey.run(key.id, key.accountId, keyHash, key.label, key.createdAt);
+      return key;
+    },
+    async findKeyByHash(keyHash) {
+      const row = stmt.findKeyByHash.get(keyHash);
+      if (!row) return undefined;
+      return {
+        key: toKey(row),
+        keyHash: row.key_hash,
+        account: { id: row.account_id, name: row.a_name, balanceMicros: row.a_balance, createdAt: row.a_created },
+      };
+    },
+    async listKeys(accountId) {
+      const rows = accountId === undefined ? stmt.listAllKeys.all() : stmt.listAccountKeys.all(accountId);
+      return rows.map(toKey);
+    },
+    async revokeKey(keyId) {
+      return stmt.revokeKey.run(nowIso(), keyId).changes > 0;
+    },
+
+    async recordUsage(records) {
+      for (const r of records) {
+        assertSafeInteger(r.costMicros, 'costMicros');
+        assertSafeInteger(r.unitPriceMicros, 'unitPriceMicros');
+      }
+      return recordUsageTx.immediate(records);
+    },
+    async listUsage(filter = {}) {
+      const where: string[] = [];
+      const params: string[] = [];
+      if (filter.accountId !== undefined) { where.push('account_id = ?'); params.push(filter.accountId); }
+      if (filter.requestId !== undefined) { where.push('request_id = ?'); params.push(filter.requestId); }
+      const sql = `SELECT * FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
+      return db.prepare<string[], UsageRow>(sql).all(...params).map(toUsage);
+    },
+
+    async countAccounts() {
+      return stmt.countAccounts.get()!.n;
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * The SQLite store: schema and pragmas, accounts, keys, and above all the usage ledger's all-or-nothing
+ * transaction and its durability across a kill -9.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../../src/store/sqlite-store.js';
+import type { NewUsageRecord, Store, UsageUnit } from '../../../src/store/store.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const hangFixture = fileURLToPath(new URL('../../fixtures/commit-then-hang.ts', import.meta.url));
+
+let dir: string;
+let dbPath: string;
+let store: Store;
+
+beforeEach(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-store-'));
+  dbPath = path.join(dir, 'nested', 'deeper', 'kuma.sqlite');
+  store = await openSqliteStore(dbPath);
+});
+
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function usage(accountId: string, overrides: Partial<NewUsageRecord> = {}): NewUsageRecord {
+  return {
+    requestId: 'req_1', accountId, keyId: 'key_aaaaaaaaaaaa', model: 'djelia-transcribe',
+    unit: 'second', quantity: 1.5, unitPriceMicros: 100, costMicros: 150, ...overrides,
+  };
+}
+
+describe('opening', () => {
+  it('creates the parent directory, uses WAL and records the schema version', async () => {
+    const raw = new Database(dbPath, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(raw.pragma('user_version', { simple: true })).toBe(1);
+      const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records']));
+      const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
+      expect(indexes).toEqual(expect.arrayContaining(['idx_api_keys_key_hash', 'idx_usage_account', 'idx_usage_request']));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('reopens an existing file without re-running migrations, keeping the data', async () => {
+    const account = await store.createAccount('keep', 5);
+    await store.close();
+    store = await openSqliteStore(dbPath);
+    expect(await store.getAccount(account.id)).toEqual(account);
+  });
+
+  it('refuses a database written by a newer schema', async () => {
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.pragma('user_version = 99');
+    raw.close();
+    await expect(openSqliteStore(dbPath)).rejects.toThrow(/newer/);
+    store = await openSqliteStore(':memory:');
+  });
+
+  it('works in memory', async () => {
+    const mem = await openSqliteStore(':memory:');
+    await mem.createAccount('m', 1);
+    expect(await mem.countAccounts()).toBe(1);
+    await mem.close();
+  });
+});
+
+describe('accounts', () => {
+  it('creates, lists, counts and credits accounts with ISO UTC timestamps', async () => {
+    const a = await store.createAccount('alpha', 1_000_000);
+    const b = await store.createAccount('beta', 0);
+    expect(a.id).toMatch(/^acct_[0-9a-f]{12}$/);
+    expect(a.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect((await store.listAccounts()).map((x) => x.id)).toEqual([a.id, b.id]);
+    expect(await store.countAccounts()).toBe(2);
+    expect((await store.credit(a.id, 250)).balanceMicros).toBe(1_000_250);
+    expect((await store.credit(a.id, -2_000_000)).balanceMicros).toBe(-999_750);
+    expect(await store.getAccount('acct_missing')).toBeUndefined();
+  });
+
+  it('rejects crediting an unknown account or a fractional amount', async () => {
+    await expect(store.credit('acct_000000000000', 5)).rejects.toThrow(/Unknown account/);
+    const a = await store.createAccount('a', 0);
+    await expect(store.credit(a.id, 0.5)).rejects.toThrow(RangeError);
+  });
+});
+
+describe('keys', () => {
+  it('finds an active key by hash with its account, and stops finding it once revoked', async () => {
+    const account = await store.createAccount('k', 10);
+    const key = await store.createKey(account.id, 'a'.repeat(64), 'ci');
+    expect(key).toMatchObject({ accountId: account.id, label: 'ci', revokedAt: null });
+    expect(key.id).toMatch(/^key_[0-9a-f]{12}$/);
+    expect(await store.findKeyByHash('a'.repeat(64))).toEqual({ key, keyHash: 'a'.repeat(64), account });
+    expect(await store.revokeKey(key.id)).toBe(true);
+    expect(await store.revokeKey(key.id)).toBe(false);
+    expect(await store.revokeKey('key_unknown')).toBe(false);
+    expect(await store.findKeyByHash('a'.repeat(64))).toBeUndefined();
+    expect((await store.listKeys(account.id))[0]!.revokedAt).not.toBeNull();
+  });
+
+  it('lists keys per account and refuses a duplicate hash or an unknown account', async () => {
+    const a = await store.createAccount('a', 0);
+    const b = await store.createKey(a.id, 'b'.repeat(64), 'one');
+    const other = await store.createAccount('other', 0);
+    await store.createKey(other.id, 'c'.repeat(64), 'two');
+    expect(await store.listKeys(a.id)).toEqual([b]);
+    expect(await store.listKeys()).toHaveLength(2);
+    await expect(store.createKey(a.id, 'b'.repeat(64), 'dup')).rejects.toThrow(/UNIQUE/);
+    await expect(store.createKey('acct_nope', 'd'.repeat(64), 'x')).rejects.toThrow(/FOREIGN KEY/);
+  });
+});
+
+describe('recordUsage', () => {
+  it('writes exactly one row and debits exactly its cost', async () => {
+    const a = await store.createAccount('u', 1_000);
+    const { balances } = await store.recordUsage([usage(a.id)]);
+    expect(balances).toEqual({ [a.id]: 850 });
+    const rows = await store.listUsage();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ ...usage(a.id), id: expect.any(Number) });
+    expect((await store.getAccount(a.id))!.balanceMicros).toBe(850);
+  });
+
+  it('writes nothing and debits nothing when one record violates the unit CHECK', async () => {
+    const a = await store.createAccount('u', 1_000);
+    const bad = usage(a.id, { unit: 'minute' as UsageUnit, costMicros: 300 });
+    await expect(store.recordUsage([usage(a.id), bad])).rejects.toThrow(/CHECK constraint/);
+    expect(await store.listUsage()).toEqual([]);
+    expect((await store.getAccount(a.id))!.balanceMicros).toBe(1_000);
+  });
+
+  it('writes nothing when a later record names an unknown account', async () => {
+    const a = await store.createAccount('u', 1_000);
+    await expect(store.recordUsage([usage(a.id), usage('acct_nonexistent')])).rejects.toThrow();
+    expect(await store.listUsage()).toEqual([]);
+    expect((await store.getAccount(a.id))!.balanceMicros).toBe(1_000);
+  });
+
+  it('debits each account by the sum of its own records', async () => {
+    const a = await store.createAccount('a', 1_000);
+    const b = await store.createAccount('b', 1_000);
+    const result = await store.recordUsage([usage(a.id), usage(b.id, { costMicros: 7 }), usage(a.id, { costMicros: 50 })]);
+    expect(result.balances).toEqual({ [a.id]: 800, [b.id]: 993 });
+  });
+
+  it('refuses fractional micros', async () => {
+    const a = await store.createAccount('a', 1_000);
+    await expect(store.recordUsage([usage(a.id, { costMicros: 1.5 })])).rejects.toThrow(RangeError);
+    expect(await store.listUsage()).toEqual([]);
+  });
+
+  it('filters usage by account and request', async () => {
+    const a = await store.createAccount('a', 1_000);
+    const b = await store.createAccount('b', 1_000);
+    await store.recordUsage([usage(a.id, { requestId: 'r1' }), usage(b.id, { requestId: 'r2' })]);
+    await store.recordUsage([usage(a.id, { requestId: 'r3' })]);
+    expect((await store.listUsage({ accountId: a.id })).map((r) => r.requestId)).toEqual(['r1', 'r3']);
+    expect((await store.listUsage({ requestId: 'r2' })).map((r) => r.accountId)).toEqual([b.id]);
+    expect(await store.listUsage({ accountId: a.id, requestId: 'r2' })).toEqual([]);
+  });
+
+  it('keeps a committed row when the process is killed with SIGKILL right after the commit', async () => {
+    const a = await store.createAccount('crash', 1_000);
+    const child = spawn(process.execPath, ['--import', 'tsx', hangFixture, dbPath, a.id, 'req_crash'], {
+      cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => { if (chunk.toString().includes('committed')) resolve(); });
+      child.on('exit', () => reject(new Error(`child exited before committing: ${stderr}`)));
+    });
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    await store.close();
+    store = await openSqliteStore(dbPath);
+    expect((await store.listUsage({ requestId: 'req_crash' })).map((r) => r.costMicros)).toEqual([200]);
+    expect((await store.getAccount(a.id))!.balanceMicros).toBe(800);
+  });
+});
