@@ -4,7 +4,7 @@
  * backpressure). Nothing here knows about uWebSockets.js.
  */
 import type { ZodType } from 'zod';
-import type { MultipartForm } from '../transport/multipart.js';
+import type { MultipartForm } from './uploads.js';
 import type { Account, ApiKeyRecord } from '../store/store.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -9,12 +9,22 @@ import { ApiError } from './errors.js';
 export function parseRequest<T>(schema: ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  throw issueToError(result.error.issues[0]!);
+  throw issueToError(result.error.issues[0]!, value);
 }
 
-export function issueToError(issue: core.$ZodIssue): ApiError {
+/** `value` is the input that was parsed: a field absent from it is reported as required, not as invalid. */
+export function issueToError(issue: core.$ZodIssue, value: unknown): ApiError {
   const param = issue.path.length ? issue.path.map(String).join('.') : null;
-  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  const missing = issue.code === 'invalid_type' && valueAt(value, issue.path) === undefined;
   if (missing) return new ApiError('missing_required_parameter', `${param ?? 'body'}: Field required`, { param });
   return new ApiError('invalid_value', `${param ? `${param}: ` : ''}${issue.message}`, { param });
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
 }
