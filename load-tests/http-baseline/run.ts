@@ -20,23 +20,16 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
+import { appendResults, gitCommit } from '../results.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
-const RESULTS_FILE = path.join(ROOT, 'load-tests', 'RESULTS.md');
 const ENDPOINT = '/compat/v1/models';
 const SERVERS = [
   { name: 'kuma', script: path.join(HERE, 'serve-kuma.ts') },
   { name: 'node', script: path.join(HERE, 'serve-node-http.ts') },
 ] as const;
 type ServerName = (typeof SERVERS)[number]['name'];
-const RESULTS_HEADER = `# Load-test results
-
-Recorded runs of the load tests in this folder (see README.md). Each section below is one run, appended by the
-test itself with the commit, Node version, CPU and parameters it ran with. Numbers are only comparable within
-one section (same machine, same moment); across sections compare ratios, not absolute figures.
-
-`;
 
 const { values: flags } = parseArgs({
   options: {
@@ -115,7 +108,14 @@ function startChild(name: ServerName, script: string, dbPath: string): Promise<C
   });
 }
 
-const CLK_TCK = Number(tryRun('getconf', 'CLK_TCK')) || 100; // 100 is the Linux default
+function clockTicks(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100; // the Linux default
+  }
+}
+const CLK_TCK = clockTicks();
 
 /** utime + stime of a process in ms, from /proc (Linux only; NaN elsewhere, shown as n/a). */
 function processCpuMs(pid: number): number {
@@ -202,20 +202,6 @@ const describe = (s: Sample) =>
   `${fmt(s.rps, 0)} req/s, p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms, server CPU ${fmt(s.serverCpuPct, 0)}%, autocannon CPU ${fmt(s.loadgenCpuPct, 0)}%`;
 
 /** Output of a command, or undefined when it fails (no git, no commits yet, no getconf). */
-function tryRun(cmd: string, ...args: string[]): string | undefined {
-  try {
-    return execFileSync(cmd, args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
-}
-
-function gitCommit(): string {
-  // A repository without commits yet still gets a recordable (and honest) label.
-  const hash = tryRun('git', 'rev-parse', '--short', 'HEAD') ?? 'no-commit';
-  return tryRun('git', 'status', '--porcelain') ? `${hash}-dirty` : hash;
-}
-
 async function main(): Promise<void> {
   const dbPath = path.join(dir, 'bench.sqlite');
   const apiKey = await prepareStore(dbPath);
@@ -282,9 +268,7 @@ async function main(): Promise<void> {
     ...notes.map((n) => `- Note: ${n}`),
     '',
   ].join('\n');
-  if (!fs.existsSync(RESULTS_FILE)) fs.writeFileSync(RESULTS_FILE, RESULTS_HEADER);
-  fs.appendFileSync(RESULTS_FILE, `${section}\n`);
-  console.log(`\nrecorded in ${path.relative(ROOT, RESULTS_FILE)}`);
+  appendResults(section);
 }
 
 try {

@@ -1,0 +1,116 @@
+/**
+ * load-tests/codecs: for each of the 13 speech formats, Kuma's streaming encoder speed (× real time on
+ * one core) and first-chunk latency (ms from pushing the first 20 ms PCM chunk to the first bytes out),
+ * beside ffmpeg encoding the same 24 kHz speech-like input in the same run. Appends the table to
+ * load-tests/RESULTS.md. Run: `npm run bench:codecs [-- --seconds 30 --no-write]`.
+ */
+import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { SPEECH_FORMATS, type SpeechFormat } from '../../src/codecs/types.js';
+import { createEncoder } from '../../src/codecs/encoders/index.js';
+import { closeSharedAacPool, sharedAacPool } from '../../src/codecs/encoders/ffmpeg-aac-pool.js';
+import { speakDemo } from '../../models/generator/demo-voice.js';
+import { appendResults, environmentLines } from '../results.js';
+import { FFMPEG_FORMAT_ARGS, ffmpegBinary } from './ffmpeg-formats.js';
+
+const RATE = 24000;
+const CHUNK = 480; // 20 ms
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, 'no-write': { type: 'boolean', default: false }, repeats: { type: 'string', default: '5' } } });
+const seconds = Number(values.seconds);
+const repeats = Number(values.repeats);
+
+function speechLike(totalSeconds: number): Float32Array {
+  const text = 'i ni ce a ka kɛnɛ wa n bɛ taa sugu la ɔ ɲɔ ŋa ';
+  const out = new Float32Array(Math.round(totalSeconds * RATE));
+  let offset = 0;
+  while (offset < out.length) {
+    const piece = speakDemo(text, RATE).samples;
+    out.set(piece.subarray(0, Math.min(piece.length, out.length - offset)), offset);
+    offset += piece.length;
+  }
+  return out;
+}
+
+const input = speechLike(seconds);
+const s16 = Buffer.alloc(input.length * 2);
+input.forEach((v, i) => s16.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
+
+/** Whole-stream encode in 20 ms pushes: CPU time of this thread (plus wall time, which covers AAC's ffmpeg). */
+async function kumaSpeed(format: SpeechFormat): Promise<{ xrtCpu: number; xrtWall: number; bytes: number }> {
+  const encoder = await createEncoder(format, { inputRate: RATE });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let bytes = 0;
+  for (let i = 0; i < input.length; i += CHUNK) bytes += (await encoder.push(input.subarray(i, i + CHUNK))).length;
+  bytes += (await encoder.flush()).length;
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { xrtCpu: seconds / ((cpu.user + cpu.system) / 1e6), xrtWall: seconds / wall, bytes };
+}
+
+/** ms from the first push to the first non-empty output, pushing 20 ms chunks back to back. Median of repeats. */
+async function kumaFirstChunk(format: SpeechFormat): Promise<number> {
+  const samples: number[] = [];
+  for (let r = 0; r < repeats; r++) {
+    const encoder = await createEncoder(format, { inputRate: RATE });
+    const t0 = performance.now();
+    for (let i = 0; i < input.length; i += CHUNK) {
+      if ((await encoder.push(input.subarray(i, i + CHUNK))).length > 0) break;
+    }
+    samples.push(performance.now() - t0);
+    encoder.close();
+  }
+  return median(samples);
+}
+
+/** ffmpeg: spawn, pipe s16le in, time to the first stdout bytes and to exit. */
+function ffmpegRun(format: SpeechFormat): Promise<{ firstMs: number; xrtWall: number } | null> {
+  const args = FFMPEG_FORMAT_ARGS[format];
+  if (!args) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let first = -1;
+    const child = spawn(ffmpegBinary(), ['-hide_banner', '-loglevel', 'error', '-probesize', '32', '-analyzeduration', '0', '-fflags', '+nobuffer', '-f', 's16le', '-ar', String(RATE), '-ac', '1', '-i', 'pipe:0', ...args, 'pipe:1']);
+    child.stdout.on('data', () => {
+      if (first < 0) first = performance.now() - t0;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve({ firstMs: first, xrtWall: seconds / ((performance.now() - t0) / 1000) }) : reject(new Error(`ffmpeg ${format} exited ${code}`))));
+    child.stdin.end(s16);
+  });
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  // Warm what a running server has warm: the wasm modules and the AAC process pool.
+  for (const format of SPEECH_FORMATS) (await createEncoder(format, { inputRate: RATE })).close();
+  await sharedAacPool().ready();
+  await new Promise((r) => setTimeout(r, 500));
+
+  const rows: string[] = ['| format | Kuma ×RT (CPU, one core) | Kuma ×RT (wall) | Kuma first chunk ms | target | ffmpeg ×RT (wall, incl. spawn) | ffmpeg first bytes ms (incl. spawn) |', '|---|---:|---:|---:|---|---:|---:|'];
+  for (const format of SPEECH_FORMATS) {
+    const speed = await kumaSpeed(format);
+    const first = await kumaFirstChunk(format);
+    const ff = await ffmpegRun(format).catch(() => null);
+    const target = format === 'aac' || format === 'fmp4' ? '≥50×, ≤60 ms' : '≥50×, ≤10 ms';
+    const ok = speed.xrtWall >= 50 && first <= (format === 'aac' || format === 'fmp4' ? 60 : 10) ? 'met' : 'MISSED';
+    rows.push(`| ${format} | ${speed.xrtCpu.toFixed(0)} | ${speed.xrtWall.toFixed(0)} | ${first.toFixed(2)} | ${target} (${ok}) | ${ff ? ff.xrtWall.toFixed(0) : 'n/a'} | ${ff ? ff.firstMs.toFixed(1) : 'n/a'} |`);
+    process.stdout.write(rows.at(-1)! + '\n');
+  }
+  await closeSharedAacPool();
+  const notes = [
+    `Input: ${seconds} s of the demo voice at 24 kHz mono, pushed in 20 ms chunks; first-chunk latency is the median of ${repeats} fresh encoders (warm wasm and warm AAC pool), pushing chunks back to back until bytes come out.`,
+    'For aac/fmp4 the encoding runs in a pooled ffmpeg process, so the CPU column counts only this thread; read the wall column.',
+    `ffmpeg: ${ffmpegBinary()} ${process.env.KUMA_FFMPEG_PATH ? '' : '(system ffmpeg if on PATH, else the npm static build)'}, one process per run with -probesize 32 -analyzeduration 0 -fflags +nobuffer; its times include the process start, which is what a per-request ffmpeg would cost.`,
+  ];
+  const section = ['## codecs — ' + new Date().toISOString(), '', ...environmentLines(), '', ...rows, '', ...notes.map((n) => `- ${n}`), ''].join('\n');
+  process.stdout.write('\n' + section + '\n');
+  if (!values['no-write']) appendResults(section);
+}
+
+await main();

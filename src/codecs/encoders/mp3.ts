@@ -1,0 +1,53 @@
+/**
+ * MP3 output: LAME compiled to WASM (`wasm-media-encoders`), mono, 24 kHz (MPEG-2 Layer III, 576-sample
+ * frames), 48 kbps CBR — transparent enough for speech at a fixed, predictable byte rate (6 kB/s), which
+ * also keeps the byte count proportional to duration for clients that estimate length from it.
+ *
+ * Streaming caveats, inherent to MP3 without a seekable output:
+ * - No Xing/LAME "Info" tag with the gapless delay/padding can be written (it would need rewriting the
+ *   first frame at the end), so decoders play LAME's 1105-sample priming (576 encoder + 529 decoder
+ *   delay, ≈46 ms) as leading silence and the last frame's padding as trailing silence.
+ * - LAME holds back a frame plus its lookahead before the first bytes; output chunks are not frame
+ *   aligned (the bit reservoir), which is fine for a byte stream.
+ */
+
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createEncoder as createWasmEncoder, type WasmMediaEncoder } from 'wasm-media-encoders';
+import { formatInfo } from '../formats.js';
+import type { EncoderOptions, StreamingEncoder } from '../types.js';
+import { streamingEncoderFromCore } from './encoder-lifecycle.js';
+
+export const MP3_BITRATE_KBPS = 48;
+
+let compiled: WebAssembly.Module | undefined;
+
+/**
+ * The package's default factory decodes an inlined base64 copy and compiles it on every call (≈15–35 ms).
+ * We compile the shipped .wasm file on first use and keep the module (handed back by the library's module
+ * callback), leaving ≈3 ms of instantiation per encoder.
+ */
+async function instantiateLame(): Promise<WasmMediaEncoder<'audio/mpeg'>> {
+  if (compiled) return createWasmEncoder('audio/mpeg', compiled);
+  const require = createRequire(import.meta.url);
+  // The package's export map spells this entry './wasm/mp3' (its './wasm/mp3.wasm' entry points at a typo).
+  const bytes = readFileSync(require.resolve('wasm-media-encoders/wasm/mp3'));
+  return createWasmEncoder('audio/mpeg', bytes, (module) => {
+    compiled = module;
+  });
+}
+
+export async function createMp3Encoder(options: EncoderOptions): Promise<StreamingEncoder> {
+  const info = formatInfo('mp3');
+  const lame = await instantiateLame();
+  // lame_init_params runs here (2–5 ms); CBR keeps LAME from writing a VBR tag frame at the start.
+  lame.configure({ sampleRate: info.sampleRate, channels: 1, bitrate: MP3_BITRATE_KBPS });
+  return streamingEncoderFromCore(info, options, {
+    // encode()/finalize() return views into WASM memory that the next call overwrites (and that a
+    // memory growth detaches), so copy before handing them out.
+    encode: (samples) => lame.encode([samples]).slice(),
+    finish: () => lame.finalize().slice(),
+    // Nothing to free explicitly: the WASM instance (and its memory) goes with the last reference.
+    release: () => {},
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * The table of the 13 speech output formats: media type, encoded sample rate, losslessness and codec
+ * frame size. Encoders, the speech endpoints (Content-Type) and the streaming tests all read it from here,
+ * so a rate or media type is decided once.
+ */
+
+import { SPEECH_FORMATS, type FormatInfo, type SpeechFormat } from './types.js';
+
+/** Samples per MP3 frame at 24 kHz: LAME encodes 24 kHz as MPEG-2 Layer III, whose frames hold 576 samples (not 1152). */
+export const MP3_FRAME_SAMPLES = 576;
+/** 20 ms Opus frames at 24 kHz: the usual speech framing (Discord, WebRTC), 0.1 ms of CPU per frame at complexity 5. */
+export const OPUS_FRAME_SAMPLES = 480;
+/** AAC-LC always codes 1024 samples per frame. */
+export const AAC_FRAME_SAMPLES = 1024;
+/**
+ * FLAC block size at 24 kHz: 576 samples = 24 ms, close to the Opus/MP3 frame latency. Larger blocks compress
+ * speech a few percent better, which is not worth doubling the time to the first byte of a stream.
+ */
+export const FLAC_BLOCK_SAMPLES = 576;
+
+function entry(format: SpeechFormat, mediaType: string, sampleRate: number, lossless: boolean, frameSamples: number): FormatInfo {
+  return Object.freeze({ format, mediaType, sampleRate, lossless, frameSamples });
+}
+
+/**
+ * Media types follow PROTOCOLS §6 where it names one; for the rest:
+ * - μ-law: `audio/basic` (RFC 2046: 8 kHz mono μ-law, headerless) — exactly these bytes.
+ * - A-law: `audio/x-alaw-basic`, the long-standing counterpart of audio/basic that browsers and SoX know.
+ * - L16: RFC 2586 `audio/L16` with the rate and channel parameters. Note RFC 2586 L16 is big-endian, but the
+ *   SPEC defines l16_* as the same structure as `pcm` (little-endian), and we follow the SPEC.
+ * - fmp4: `audio/mp4` (AAC-LC in fragmented MP4, playable by MediaSource).
+ *
+ * `ulaw_8k` (older models' name) and `ulaw` (jifili-1's name) are the same thing: headerless 8 kHz G.711
+ * μ-law. The older service's name does not imply a WAV wrapper (it has a separate `wav_8k`), so both
+ * produce identical bytes; only the name differs.
+ */
+export const FORMAT_INFO: Readonly<Record<SpeechFormat, FormatInfo>> = Object.freeze({
+  pcm: entry('pcm', 'audio/pcm', 24000, true, 1),
+  l16_8000: entry('l16_8000', 'audio/L16;rate=8000;channels=1', 8000, true, 1),
+  l16_16000: entry('l16_16000', 'audio/L16;rate=16000;channels=1', 16000, true, 1),
+  wav: entry('wav', 'audio/wav', 24000, true, 1),
+  wav_8k: entry('wav_8k', 'audio/wav', 8000, true, 1),
+  // G.711 is lossy against 16-bit PCM (8-bit companding), though deterministic sample by sample.
+  ulaw: entry('ulaw', 'audio/basic', 8000, false, 1),
+  ulaw_8k: entry('ulaw_8k', 'audio/basic', 8000, false, 1),
+  alaw: entry('alaw', 'audio/x-alaw-basic', 8000, false, 1),
+  mp3: entry('mp3', 'audio/mpeg', 24000, false, MP3_FRAME_SAMPLES),
+  opus: entry('opus', 'audio/ogg', 24000, false, OPUS_FRAME_SAMPLES),
+  aac: entry('aac', 'audio/aac', 24000, false, AAC_FRAME_SAMPLES),
+  fmp4: entry('fmp4', 'audio/mp4', 24000, false, AAC_FRAME_SAMPLES),
+  flac: entry('flac', 'audio/flac', 24000, true, FLAC_BLOCK_SAMPLES),
+});
+
+export function formatInfo(format: SpeechFormat): FormatInfo {
+  return FORMAT_INFO[format];
+}
+
+export function isSpeechFormat(value: unknown): value is SpeechFormat {
+  return typeof value === 'string' && (SPEECH_FORMATS as readonly string[]).includes(value);
+}
