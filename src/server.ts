@@ -14,6 +14,7 @@ import { ModelCatalog, type Clock } from './api/model-catalog.js';
 import { createApi } from './api/create-api.js';
 import type { RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
+import { EngineRegistry } from './engines/engine-registry.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -23,7 +24,9 @@ export interface StartOptions {
   logDestination?: DestinationStream;
   /** Use this store instead of opening config.dbPath (the caller closes it). */
   store?: Store;
-  extraRoutes?: (deps: { store: Store; ledger: Ledger; catalog: ModelCatalog }) => RouteDef[];
+  /** Use these engines instead of the config's manifest (the caller closes them); null = no models. */
+  engines?: EngineRegistry | null;
+  extraRoutes?: (deps: { store: Store; ledger: Ledger; catalog: ModelCatalog; engines: EngineRegistry | null }) => RouteDef[];
 }
 
 export interface KumaServer {
@@ -32,6 +35,9 @@ export interface KumaServer {
   ledger: Ledger;
   logger: Logger;
   metrics: Metrics;
+  engines: EngineRegistry | null;
+  /** Resolves when every model is loaded and warmed (rejects if one fails to load). */
+  enginesReady: Promise<void>;
   /** Graceful: stop accepting, finish in-flight work within the config's grace period, close the store. */
   close(): Promise<void>;
 }
@@ -44,6 +50,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const store = options.store ?? (await openSqliteStore(config.dbPath));
   const ledger = new Ledger(store, config.prices);
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
+  const ownsEngines = options.engines === undefined;
+  const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;
+  // Models load in the background: the server answers at once, /readyz says not-ready until they are warm.
+  const enginesReady = engines ? engines.start(logger) : Promise.resolve();
+  enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
 
   const { routes } = createApi({
     store,
@@ -53,8 +64,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     logger,
     vendor: config.vendor,
     version: KUMA_VERSION,
-    readinessChecks: [async () => ({ name: 'store', ready: (await store.countAccounts()) >= 0 })],
-    extraRoutes: options.extraRoutes?.({ store, ledger, catalog }),
+    readinessChecks: [
+      async () => ({ name: 'store', ready: (await store.countAccounts()) >= 0 }),
+      async () => engines?.readiness() ?? { name: 'models', ready: true, detail: 'no models configured' },
+    ],
+    extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),
   });
 
   const http = await startHttpServer({
@@ -79,12 +93,29 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     ledger,
     logger,
     metrics,
+    engines,
+    enginesReady,
     close: () =>
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);
+        if (ownsEngines) await engines?.close();
         if (ownsStore) await store.close();
         logger.info('stopped');
         logger.flush();
       })()),
   };
+}
+
+async function enginesFromConfig(config: Config): Promise<EngineRegistry | null> {
+  if (!config.modelsManifest) return null;
+  if (config.demoPack) {
+    // Loaded only when needed: the generator is development-grade code that a production install with
+    // real models never runs.
+    const { ensureDemoPack } = await import('../models/generator/generate-demo-pack.js');
+    await ensureDemoPack();
+  }
+  return EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
+    intraOpThreads: config.engineIntraOpThreads,
+    interOpThreads: config.engineInterOpThreads,
+  });
 }

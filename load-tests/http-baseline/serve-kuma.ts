@@ -19,7 +19,7 @@ if (!dbPath || !tmpDir) {
 // An empty environment: a KUMA_* variable in the caller's shell must not change what is measured.
 // 'warn' skips the per-request access log (as it would be skipped in the node:http baseline) but still
 // shows transport errors, which is what we want to hear about under load.
-const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: 'warn', shutdownGraceMs: 1000 });
+const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: 'warn', shutdownGraceMs: 1000, modelsManifest: '' });
 const server = await startKuma({ config });
 process.stdout.write(`${JSON.stringify({ port: server.port, pid: process.pid })}\n`);
 

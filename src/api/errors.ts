@@ -3,6 +3,8 @@
  * primary surface's envelope `{"error":{"message","type","param","code"}}`. Statuses and types follow
  * PROTOCOLS §4; everything that fails on the primary surface goes through here.
  */
+import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
+import { AudioDecodeError } from '../codecs/types.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -62,11 +64,23 @@ export class ApiError extends Error {
 }
 
 /**
- * Turns anything thrown into an ApiError. Unknown errors become a 500 whose message reveals nothing
- * of the internals (the original is logged by the caller, never sent).
+ * Turns anything thrown into an ApiError. Engine and audio errors map to their statuses; unknown errors
+ * become a 500 whose message reveals nothing of the internals (the original is logged, never sent).
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof EngineOverloadedError) {
+    return new ApiError('service_unavailable', `The model ${err.modelId} is at capacity. Please retry after ${err.retryAfterSeconds} s.`, {
+      headers: { 'retry-after': String(err.retryAfterSeconds) },
+    });
+  }
+  if (err instanceof EngineNotReadyError) {
+    return new ApiError('service_unavailable', `The model ${err.modelId} is still loading. Please retry shortly.`, { headers: { 'retry-after': '5' } });
+  }
+  if (err instanceof AudioDecodeError) {
+    if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
+    return new ApiError('invalid_value', err.message, { param: 'file' });
+  }
   return new ApiError('server_error', 'The server had an error while processing your request.');
 }
 

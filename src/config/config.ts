@@ -30,6 +30,13 @@ export const ConfigSchema = z.object({
   /** In-flight requests get this long to finish after SIGTERM before the process exits. */
   shutdownGraceMs: int(10_000),
   corsOrigin: z.string().default('*'),
+  /** Model manifest (served ids → engines and model directories); empty = serve no models. */
+  modelsManifest: z.string().default(path.join('models', 'kuma-models.json')),
+  /** Generate the demo model pack on start when missing or out of date (the default manifest uses it). */
+  demoPack: z.union([z.boolean(), z.stringbool()]).default(true),
+  /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
+  engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
 });
 
@@ -52,6 +59,10 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',
   KUMA_SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
   KUMA_CORS_ORIGIN: 'corsOrigin',
+  KUMA_MODELS_MANIFEST: 'modelsManifest',
+  KUMA_DEMO_PACK: 'demoPack',
+  KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
+  KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {

@@ -29,16 +29,18 @@ export async function startTestServer(
     clock?: Clock;
     config?: Partial<z.input<typeof ConfigSchema>>;
     extraRoutes?: StartOptions['extraRoutes'];
+    engines?: StartOptions['engines'];
     balanceMicros?: number;
   } = {},
 ): Promise<TestServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-test-'));
-  const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(dir, 'kuma.sqlite'), logLevel: 'info', tmpDir: dir, ...options.config });
+  const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(dir, 'kuma.sqlite'), logLevel: 'info', tmpDir: dir, modelsManifest: '', ...options.config });
   const logs: string[] = [];
   const server = await startKuma({
     config,
     clock: options.clock,
     extraRoutes: options.extraRoutes,
+    engines: options.engines,
     logDestination: { write: (line: string) => void logs.push(line) },
   });
   const newAccount = async (balanceMicros: number) => {

@@ -1,0 +1,69 @@
+/**
+ * All model engines of a server, built from the manifest: started together in the background (the
+ * server listens at once; /readyz says not-ready until every model is loaded and warmed), looked up by
+ * served id or alias, closed together.
+ */
+import type { Logger } from 'pino';
+import { loadManifest } from './manifest.js';
+import { ModelEngine, type EngineThreads } from './runtime/model-engine.js';
+
+export interface EngineReadiness {
+  name: string;
+  ready: boolean;
+  detail?: string;
+}
+
+export class EngineRegistry {
+  private readonly byId = new Map<string, ModelEngine>();
+  private readonly engines: ModelEngine[] = [];
+  private failure: Error | null = null;
+  private startPromise: Promise<void> | null = null;
+
+  constructor(engines: ModelEngine[]) {
+    for (const engine of engines) {
+      this.engines.push(engine);
+      for (const id of [engine.entry.id, ...engine.entry.aliases]) this.byId.set(id, engine);
+    }
+  }
+
+  static fromManifest(file: string, vendor: string, threads: EngineThreads): EngineRegistry {
+    const manifest = loadManifest(file, vendor);
+    return new EngineRegistry(manifest.entries.map((entry) => new ModelEngine(entry, threads)));
+  }
+
+  /** Starts every engine; resolves when all are ready, rejects with the first load failure. */
+  start(logger?: Logger): Promise<void> {
+    this.startPromise ??= Promise.all(
+      this.engines.map(async (engine) => {
+        const t0 = Date.now();
+        await engine.start();
+        logger?.info({ model: engine.entry.id, engine: engine.entry.engine, ms: Date.now() - t0, info: engine.info }, 'model ready');
+      }),
+    ).then(
+      () => undefined,
+      (err: Error) => {
+        this.failure = err;
+        throw err;
+      },
+    );
+    return this.startPromise;
+  }
+
+  get(id: string): ModelEngine | undefined {
+    return this.byId.get(id);
+  }
+
+  ids(): string[] {
+    return [...this.byId.keys()];
+  }
+
+  readiness(): EngineReadiness {
+    if (this.failure) return { name: 'models', ready: false, detail: this.failure.message };
+    const loading = this.engines.filter((e) => !e.ready).map((e) => e.entry.id);
+    return loading.length ? { name: 'models', ready: false, detail: `loading: ${loading.join(', ')}` } : { name: 'models', ready: true };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.engines.map((e) => e.close()));
+  }
+}

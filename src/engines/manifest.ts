@@ -1,0 +1,74 @@
+/**
+ * Model manifests: which engine serves each model id, and from which directory. The file is JSON
+ * (`models/kuma-models.json` by default, or KUMA_MODELS_MANIFEST); relative directories resolve against
+ * the manifest's folder. Validated at start with clear errors.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+export const ENGINE_TYPES = ['ctc-wav2vec2', 'ctc-nemo', 'whisper', 'vits-hf', 'vits-sherpa', 'vits-piper', 'nllb', 'silero-vad', 'custom'] as const;
+export type EngineType = (typeof ENGINE_TYPES)[number];
+
+export const ModelEntrySchema = z.object({
+  /** Served id (`sunjata-1`, `djelia-tts-v1`, ...) or an internal one (`vad`). */
+  id: z.string().min(1),
+  /** More served ids answered by the same loaded model (e.g. a legacy id that shares the weights). */
+  aliases: z.array(z.string().min(1)).default([]),
+  engine: z.enum(ENGINE_TYPES),
+  /** Model directory (relative to the manifest file, or absolute). */
+  dir: z.string().min(1),
+  /** Worker threads holding their own copy of the model; jobs run one at a time per replica. */
+  replicas: z.number().int().min(1).max(16).default(1),
+  /** Jobs allowed to wait when every replica is busy; more answer 503 at once. */
+  maxQueue: z.number().int().min(0).max(10_000).default(16),
+  /**
+   * Engine-specific settings (file names, decoding options); each runner validates its own. The `custom`
+   * engine loads the runner module named by `options.module` (relative to the model directory), which
+   * keeps the engine boundary pluggable (e.g. a codec-LM TTS).
+   */
+  options: z.record(z.string(), z.unknown()).default({}),
+});
+export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+
+export const ManifestSchema = z.object({
+  models: z.array(ModelEntrySchema).min(1),
+});
+
+export class ManifestError extends Error {}
+
+export interface LoadedManifest {
+  file: string;
+  entries: Array<ModelEntry & { absoluteDir: string }>;
+}
+
+/**
+ * Reads and validates a manifest. `{vendor}` in ids and aliases is replaced by the configured vendor name,
+ * so one manifest serves whatever the legacy ids are called.
+ */
+export function loadManifest(file: string, vendor = 'djelia'): LoadedManifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ManifestError(`Cannot read the model manifest ${file}: ${(err as Error).message}`);
+  }
+  const parsed = ManifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ManifestError(`Invalid model manifest ${file}: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const seen = new Set<string>();
+  const base = path.dirname(path.resolve(file));
+  const entries = parsed.data.models.map((raw) => {
+    const entry = { ...raw, id: raw.id.replaceAll('{vendor}', vendor), aliases: raw.aliases.map((a) => a.replaceAll('{vendor}', vendor)) };
+    for (const id of [entry.id, ...entry.aliases]) {
+      if (seen.has(id)) throw new ManifestError(`Model manifest ${file} lists ${id} twice`);
+      seen.add(id);
+    }
+    const absoluteDir = path.resolve(base, entry.dir);
+    if (!fs.existsSync(absoluteDir)) throw new ManifestError(`Model ${entry.id}: directory ${absoluteDir} does not exist`);
+    return { ...entry, absoluteDir };
+  });
+  return { file, entries };
+}

@@ -1,0 +1,52 @@
+/**
+ * onnxruntime-node sessions for runners (always inside a worker thread: session.run blocks its thread).
+ * Thread counts come from config; input element types are read from the session so fp32, fp16 and
+ * quantised exports are fed what they declare.
+ */
+import fs from 'node:fs';
+import ort from 'onnxruntime-node';
+
+export { ort };
+
+export interface SessionOptions {
+  intraOpThreads: number;
+  interOpThreads: number;
+}
+
+export interface LoadedSession {
+  session: ort.InferenceSession;
+  file: string;
+  inputNames: readonly string[];
+  outputNames: readonly string[];
+  /** Element type per input name (`float32`, `float16`, `int64`, `bool`, ...). */
+  inputTypes: Record<string, string>;
+}
+
+export async function createSession(file: string, options: SessionOptions): Promise<LoadedSession> {
+  if (!fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
+  const session = await ort.InferenceSession.create(file, {
+    intraOpNumThreads: options.intraOpThreads,
+    interOpNumThreads: options.interOpThreads,
+    graphOptimizationLevel: 'all',
+  });
+  const inputTypes: Record<string, string> = {};
+  for (const meta of session.inputMetadata) {
+    if (meta.isTensor) inputTypes[meta.name] = meta.type;
+  }
+  return { session, file, inputNames: session.inputNames, outputNames: session.outputNames, inputTypes };
+}
+
+/** Checks that a model declares the inputs and outputs a layout needs; names what is missing. */
+export function requireSignature(loaded: LoadedSession, inputs: string[], outputs: string[]): void {
+  const missingIn = inputs.filter((name) => !loaded.inputNames.includes(name));
+  const missingOut = outputs.filter((name) => !loaded.outputNames.includes(name));
+  if (missingIn.length || missingOut.length) {
+    throw new Error(
+      `${loaded.file} does not have the expected signature: ` +
+        [missingIn.length ? `missing inputs ${missingIn.join(', ')}` : '', missingOut.length ? `missing outputs ${missingOut.join(', ')}` : '']
+          .filter(Boolean)
+          .join('; ') +
+        ` (it has inputs ${loaded.inputNames.join(', ')}; outputs ${loaded.outputNames.join(', ')})`,
+    );
+  }
+}

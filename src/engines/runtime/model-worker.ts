@@ -1,0 +1,118 @@
+/**
+ * Worker thread entry: loads one model's runner (onnxruntime sessions block the thread they run on, so
+ * they live here, never on the main thread), warms it, and serves jobs one at a time. Cancellation and
+ * flow-control credit arrive as messages; they are seen whenever the runner awaits `checkpoint()`.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import { loadRunner } from '../runner-registry.js';
+import { EngineCancelledError } from '../errors.js';
+import type { Runner, RunnerContext } from '../runner.js';
+import { transferables, type MainToWorker, type WorkerInit, type WorkerToMain } from './protocol.js';
+
+const port = parentPort!;
+const init = workerData as WorkerInit;
+
+interface JobState {
+  controller: AbortController;
+  credit: number;
+  wakeCredit: (() => void) | null;
+}
+
+const jobs = new Map<number, JobState>();
+const send = (message: WorkerToMain) => port.postMessage(message, transferables(message));
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+port.on('message', (message: MainToWorker) => {
+  if (message.type === 'job') void runJob(message.id, message.method, message.input, message.credit);
+  else if (message.type === 'cancel') jobs.get(message.id)?.controller.abort();
+  else if (message.type === 'credit') {
+    const job = jobs.get(message.id);
+    if (job) {
+      job.credit += message.amount;
+      job.wakeCredit?.();
+    }
+  } else if (message.type === 'shutdown') void shutdown();
+});
+
+let runner: Runner | null = null;
+
+/**
+ * Lowers this thread's scheduling priority (Linux: setpriority on the thread id, which /proc/thread-self
+ * names). With more busy model threads than cores, the main thread — which only does I/O — then gets the
+ * CPU as soon as it is runnable, so timers and sockets stay responsive. Threads onnxruntime starts from
+ * here inherit the value. Elsewhere this is a no-op.
+ */
+function lowerThreadPriority(niceness: number): void {
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, niceness);
+  } catch {
+    // not Linux, or not permitted: run at normal priority
+  }
+}
+
+async function start(): Promise<void> {
+  lowerThreadPriority(init.niceness);
+  try {
+    const loaded = await loadRunner({ entry: init.entry, dir: init.dir, intraOpThreads: init.intraOpThreads, interOpThreads: init.interOpThreads });
+    await loaded.warmup();
+    runner = loaded;
+    send({ type: 'ready', info: loaded.info() });
+  } catch (err) {
+    send({ type: 'load_failed', message: (err as Error).message ?? String(err) });
+  }
+}
+
+async function runJob(id: number, method: string, input: unknown, credit: number): Promise<void> {
+  const state: JobState = { controller: new AbortController(), credit, wakeCredit: null };
+  jobs.set(id, state);
+  const { signal } = state.controller;
+  const ctx: RunnerContext = {
+    signal,
+    async checkpoint() {
+      await yieldToEventLoop();
+      if (signal.aborted) throw new EngineCancelledError();
+    },
+  };
+  try {
+    if (!runner) throw new Error('The model is not loaded');
+    const result = runner.call(method, input, ctx);
+    if (isAsyncIterable(result)) {
+      for await (const chunk of result) {
+        // Wait for the main thread to make room before sending more (flow control).
+        while (state.credit <= 0 && !signal.aborted) await new Promise<void>((resolve) => (state.wakeCredit = resolve));
+        state.wakeCredit = null;
+        if (signal.aborted) throw new EngineCancelledError();
+        state.credit--;
+        send({ type: 'chunk', id, value: chunk });
+      }
+      send({ type: 'end', id });
+    } else {
+      send({ type: 'result', id, value: await result });
+    }
+  } catch (err) {
+    if (signal.aborted || err instanceof EngineCancelledError) send({ type: 'cancelled', id });
+    else send({ type: 'error', id, message: (err as Error)?.message ?? String(err) });
+  } finally {
+    jobs.delete(id);
+  }
+}
+
+// An abort must also wake a job that is waiting for credit.
+port.on('message', (message: MainToWorker) => {
+  if (message.type === 'cancel') jobs.get(message.id)?.wakeCredit?.();
+});
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+}
+
+async function shutdown(): Promise<void> {
+  for (const job of jobs.values()) job.controller.abort();
+  await runner?.close().catch(() => {});
+  port.close();
+}
+
+void start();

@@ -1,0 +1,45 @@
+/**
+ * Messages between the main thread and a model worker. Jobs are identified by id; streaming jobs send
+ * `chunk` messages under credit-based flow control (the worker never has more than `credit` chunks in
+ * flight that the main thread has not consumed), so a slow client throttles the model instead of
+ * piling chunks up in memory.
+ */
+import type { ModelEntry } from '../manifest.js';
+
+export interface WorkerInit {
+  entry: ModelEntry;
+  /** Absolute model directory. */
+  dir: string;
+  intraOpThreads: number;
+  interOpThreads: number;
+  /** Scheduling niceness of the worker thread (0 = normal, 19 = lowest). */
+  niceness: number;
+}
+
+export type MainToWorker =
+  | { type: 'job'; id: number; method: string; input: unknown; credit: number }
+  | { type: 'cancel'; id: number }
+  | { type: 'credit'; id: number; amount: number }
+  | { type: 'shutdown' };
+
+export type WorkerToMain =
+  | { type: 'ready'; info: Record<string, unknown> }
+  | { type: 'load_failed'; message: string }
+  | { type: 'result'; id: number; value: unknown }
+  | { type: 'chunk'; id: number; value: unknown }
+  | { type: 'end'; id: number }
+  | { type: 'cancelled'; id: number }
+  | { type: 'error'; id: number; message: string };
+
+/** Collects the ArrayBuffers inside a value so postMessage can transfer rather than copy them. */
+export function transferables(value: unknown, out: ArrayBuffer[] = [], depth = 0): ArrayBuffer[] {
+  if (depth > 4 || value === null || typeof value !== 'object') return out;
+  if (ArrayBuffer.isView(value)) {
+    const buffer = value.buffer;
+    // Only whole, non-shared buffers can be transferred without surprising their other views.
+    if (buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === buffer.byteLength && !out.includes(buffer)) out.push(buffer);
+    return out;
+  }
+  for (const v of Array.isArray(value) ? value : Object.values(value)) transferables(v, out, depth + 1);
+  return out;
+}

@@ -1,0 +1,126 @@
+/**
+ * Text preparation for speech synthesis: normalisation (Unicode NFC, whitespace collapsed, trimmed; all
+ * letters kept, Bambara's ɛ ɔ ɲ ŋ included) and chunking into sentences, then phrases, so a TTS engine can
+ * synthesize and stream one chunk at a time. The first chunk is kept short (≤ 40 characters by default)
+ * so the first audio comes quickly; later chunks may be longer (≤ 200). Chunks end at sentence punctuation,
+ * else at phrase punctuation, else between words, never inside a word (a single word longer than the limit
+ * becomes a chunk of its own).
+ *
+ * Each chunk reports how many characters of the ORIGINAL input it covers (Unicode code points, whitespace
+ * included), and the counts add up to the input's length, so billing can count exactly what was spoken.
+ */
+
+export interface TextChunk {
+  /** Normalised text of the chunk. */
+  text: string;
+  /** Code points of the original input covered by this chunk (the whitespace around it included). */
+  characters: number;
+}
+
+export interface ChunkOptions {
+  /** Longest first chunk, in code points of normalised text (unless one word is longer). */
+  firstMaxLength?: number;
+  /** Longest later chunk. */
+  maxLength?: number;
+}
+
+export const FIRST_CHUNK_MAX = 40;
+export const CHUNK_MAX = 200;
+
+const SENTENCE_END = /[.!?…。！？]/u;
+const PHRASE_END = /[,;:،，；：]/u;
+/** Closing quotes and brackets may follow the punctuation that ends a sentence: `wa?"` */
+const TRAILING_CLOSERS = /[\p{Pe}\p{Pf}"'»”’]+$/u;
+
+/**
+ * NFC (so "e" + combining accent and "é" count and match alike), Greek small epsilon — a common stand-in
+ * for Latin ɛ on keyboards without it — mapped to ɛ, whitespace runs collapsed to one space, trimmed.
+ */
+export function normalizeText(text: string): string {
+  return text.normalize('NFC').replace(/\u03b5/g, '\u025b').replace(/\s+/gu, ' ').trim();
+}
+
+interface Word {
+  /** Normalised word (no whitespace). */
+  text: string;
+  /** Code points of the original input it covers (its trailing whitespace included). */
+  characters: number;
+  boundary: 'sentence' | 'phrase' | null;
+}
+
+const codePoints = (s: string) => {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+};
+
+const isClosersOnly = (word: string) => word.replace(TRAILING_CLOSERS, '') === '';
+
+function boundaryOf(word: string): Word['boundary'] {
+  const core = word.replace(TRAILING_CLOSERS, '');
+  const last = [...core].pop() ?? '';
+  if (SENTENCE_END.test(last)) return 'sentence';
+  if (PHRASE_END.test(last)) return 'phrase';
+  return null;
+}
+
+/** Splits at whitespace; leading whitespace is charged to the first word, trailing to each word. */
+function splitWords(input: string): Word[] {
+  const words: Word[] = [];
+  const re = /(\s*)(\S+)(\s*)/gu;
+  let match: RegExpExecArray | null;
+  while ((match = re.exec(input))) {
+    const [, lead = '', raw = '', trail = ''] = match;
+    const text = normalizeText(raw);
+    words.push({ text, characters: codePoints(lead) + codePoints(raw) + codePoints(trail), boundary: boundaryOf(text) });
+  }
+  return words;
+}
+
+const lengthOf = (words: Word[]) => words.reduce((n, w) => n + codePoints(w.text), Math.max(0, words.length - 1));
+
+function toChunk(words: Word[]): TextChunk {
+  return { text: words.map((w) => w.text).join(' '), characters: words.reduce((n, w) => n + w.characters, 0) };
+}
+
+export function chunkText(input: string, options: ChunkOptions = {}): TextChunk[] {
+  const firstMax = options.firstMaxLength ?? FIRST_CHUNK_MAX;
+  const laterMax = options.maxLength ?? CHUNK_MAX;
+  const words = splitWords(input);
+  const chunks: TextChunk[] = [];
+  let current: Word[] = [];
+  const emit = (taken: Word[]) => {
+    if (taken.length) chunks.push(toChunk(taken));
+  };
+
+  let sentenceEnded = false;
+  for (const word of words) {
+    // A sentence ends after its closing quotes, even when they stand apart: `wa? »`.
+    if (sentenceEnded) {
+      if (isClosersOnly(word.text)) {
+        current.push(word);
+        continue;
+      }
+      sentenceEnded = false;
+      emit(current);
+      current = [];
+    }
+    // Make room for the word: cut at the last phrase boundary if there is one, else before the word.
+    while (current.length && lengthOf([...current, word]) > (chunks.length ? laterMax : firstMax)) {
+      let cut = current.length;
+      for (let i = current.length - 2; i >= 0; i--) {
+        if (current[i]!.boundary) {
+          cut = i + 1;
+          break;
+        }
+      }
+      emit(current.slice(0, cut));
+      current = current.slice(cut);
+    }
+    current.push(word);
+    sentenceEnded = word.boundary === 'sentence';
+  }
+  emit(current);
+  // Whitespace-only input yields no chunk (nothing is spoken, nothing is charged).
+  return chunks;
+}
