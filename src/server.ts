@@ -15,6 +15,7 @@ import { createApi } from './api/create-api.js';
 import type { RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
+import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -99,6 +100,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);
         if (ownsEngines) await engines?.close();
+        await closeSharedAacPool();
         if (ownsStore) await store.close();
         logger.info('stopped');
         logger.flush();

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { GraphBuilder } from './onnx-graph.js';
+import { GraphBuilder } from '../../src/engines/onnx/graph-builder.js';
 import { DEMO_SYMBOLS, speakDemo } from './demo-voice.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from '../../src/engines/asr/nemo-features.js';
 

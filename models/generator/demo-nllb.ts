@@ -19,7 +19,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { GraphBuilder, type Attr } from './onnx-graph.js';
+import { GraphBuilder, type Attr } from '../../src/engines/onnx/graph-builder.js';
 import { buildNllbTokenizer, writeNllbTokenizerFiles, type DemoTokenizerType } from './demo-tokenizers.js';
 
 export const DEMO_LANGUAGES = ['bam_Latn', 'eng_Latn', 'fra_Latn'] as const;

@@ -12,7 +12,7 @@
  * Batch size 1 only (the Compress flattens the batch), which is how Kuma calls every VITS export.
  */
 import onnxProto from 'onnx-proto';
-import { GraphBuilder, type Dim, type ElemType } from './onnx-graph.js';
+import { GraphBuilder, type Dim, type ElemType } from '../../src/engines/onnx/graph-builder.js';
 import { DEMO_GAP_SECONDS, DEMO_SYMBOL_SECONDS, renderSymbol } from './demo-voice.js';
 
 const { DataType } = onnxProto.onnx.TensorProto;

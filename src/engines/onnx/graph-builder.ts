@@ -1,7 +1,8 @@
 /**
- * A small builder for ONNX graphs on top of onnx-proto (protobufjs bindings of onnx.proto), so the demo
- * model pack can be generated in TypeScript with no Python: declare inputs/outputs with symbolic
- * dimensions, add initializers and nodes, serialize to bytes that onnxruntime loads.
+ * A small builder for ONNX graphs on top of onnx-proto (protobufjs bindings of onnx.proto): declare
+ * inputs/outputs with symbolic dimensions, add initializers and nodes, serialize to bytes that onnxruntime
+ * loads. The demo model pack is generated with it (no Python), and runners build small helper graphs
+ * with it (e.g. feature extraction that runs in onnxruntime's native kernels).
  */
 import onnxProto from 'onnx-proto';
 
