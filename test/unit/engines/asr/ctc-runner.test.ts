@@ -14,7 +14,7 @@ import type { EngineType } from '../../../../src/engines/manifest.js';
 import { ModelEngine } from '../../../../src/engines/runtime/model-engine.js';
 import { resample } from '../../../../src/codecs/resample.js';
 import { generateCtcModels } from '../../../../models/generator/demo-ctc.js';
-import { GraphBuilder } from '../../../../models/generator/onnx-graph.js';
+import { GraphBuilder } from '../../../../src/engines/onnx/graph-builder.js';
 import onnxProto from 'onnx-proto';
 import { DEMO_SYMBOLS, speakDemo } from '../../../../models/generator/demo-voice.js';
 
