@@ -7,7 +7,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
-import { spawnWorker } from './spawn-worker.js';
+import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
 
 const WORKER_URL = new URL(`./model-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
