@@ -130,15 +130,18 @@ async function loadWav2vec2(dir: string, options: Options, session: SessionOptio
     info: { layout: 'wav2vec2', vocabSize: tokens.length, blank, normalize },
     async scores(samples) {
       // Wav2Vec2FeatureExtractor: zero mean, unit variance per utterance (here per chunk).
+      // Indexed loops: for…of and Float32Array.from(mapFn) over typed arrays cost ~20× more here (measured).
       let input = samples;
       if (normalize) {
+        const n = samples.length;
         let mean = 0;
-        for (const v of samples) mean += v;
-        mean /= samples.length;
+        for (let i = 0; i < n; i++) mean += samples[i]!;
+        mean /= n;
         let variance = 0;
-        for (const v of samples) variance += (v - mean) ** 2;
-        const scale = 1 / Math.sqrt(variance / samples.length + 1e-7);
-        input = Float32Array.from(samples, (v) => (v - mean) * scale);
+        for (let i = 0; i < n; i++) variance += (samples[i]! - mean) ** 2;
+        const scale = 1 / Math.sqrt(variance / n + 1e-7);
+        input = new Float32Array(n);
+        for (let i = 0; i < n; i++) input[i] = (samples[i]! - mean) * scale;
       }
       const out = await loaded.session.run({ input_values: new ort.Tensor('float32', input, [1, input.length]) });
       const logits = out.logits!;

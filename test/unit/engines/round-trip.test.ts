@@ -1,9 +1,7 @@
 /**
  * The engines end to end, in their worker threads, from the manifest the server uses: for 20 generated
- * sentences, ASR(TTS(text)) == text across layouts and sample rates; and the main event loop stays
- * responsive while four long jobs compute.
+ * sentences, ASR(TTS(text)) == text across layouts and sample rates.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineRegistry } from '../../../src/engines/engine-registry.js';
 import { resample } from '../../../src/codecs/resample.js';
@@ -69,21 +67,5 @@ describe('ASR(TTS(text)) through the engines', () => {
     ['djelia-tts-v2', 'sunjata-1'],
   ])('%s → %s returns each of 20 generated sentences exactly', async (tts, asr) => {
     for (const text of texts) expect(await transcribe(asr, await speak(tts, text))).toBe(text);
-  });
-});
-
-describe('responsiveness', () => {
-  it('the p99 lag of a 10 ms timer stays under 20 ms while 4 long jobs run', async () => {
-    const long = sentences(12).join(' ');
-    const audio = await speak('jifili-1', long);
-    const lag = monitorEventLoopDelay({ resolution: 10 });
-    lag.enable();
-    const t0 = performance.now();
-    // Only engine work here: resampling a minute of audio in one call would itself block the loop.
-    await Promise.all([transcribe('sunjata-1', audio), transcribe('djelia-asr-v1', audio), synthesize('jifili-1', long), synthesize('djelia-tts-v1', long)]);
-    const elapsed = performance.now() - t0;
-    lag.disable();
-    expect(elapsed).toBeGreaterThan(200); // long enough for the percentile to mean something
-    expect(lag.percentile(99) / 1e6).toBeLessThan(20);
   });
 });
