@@ -16,6 +16,7 @@ import type { RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
+import { DecoderPool } from './codecs/decode/decoder-pool.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -57,7 +58,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const enginesReady = engines ? engines.start(logger) : Promise.resolve();
   enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
 
+  const decoder = new DecoderPool({ size: config.decoderThreads, timeoutMs: config.decodeTimeoutMs });
   const { routes } = createApi({
+    engines,
+    decoder,
+    maxAudioSeconds: config.maxAudioSeconds,
     store,
     ledger,
     catalog,
@@ -101,6 +106,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         await http.close(config.shutdownGraceMs);
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
+        await decoder.close();
         if (ownsStore) await store.close();
         logger.info('stopped');
         logger.flush();

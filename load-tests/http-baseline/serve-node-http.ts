@@ -23,6 +23,7 @@ import { Metrics } from '../../src/observability/metrics.js';
 import { KUMA_VERSION } from '../../src/server.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { corsHeaders } from '../../src/transport/cors.js';
+import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { Router } from '../../src/transport/router.js';
 
 const [dbPath, tmpDir] = process.argv.slice(2);
@@ -47,6 +48,10 @@ const { routes } = createApi({
   vendor: config.vendor,
   version: KUMA_VERSION,
   readinessChecks: [async () => ({ name: 'store', ready: (await store.countAccounts()) >= 0 })],
+  // No models and no uploads: the benchmark measures the transport on GET /models.
+  engines: null,
+  decoder: new DecoderPool({ size: 1 }),
+  maxAudioSeconds: config.maxAudioSeconds,
 });
 const router = new Router(routes);
 

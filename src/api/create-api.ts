@@ -9,6 +9,11 @@ import type { Store } from '../store/store.js';
 import { authenticateApiKey, extractApiKey } from '../auth/api-keys.js';
 import type { Ledger } from '../billing/ledger.js';
 import { modelRoutes } from './compat/models.js';
+import { transcriptionRoute } from './compat/transcriptions.js';
+import { translationRoute } from './compat/translations.js';
+import { chatRoute } from './compat/chat.js';
+import type { EngineRegistry } from '../engines/engine-registry.js';
+import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
@@ -23,12 +28,22 @@ export interface ApiDeps {
   vendor: string;
   version: string;
   readinessChecks: ReadinessCheck[];
+  engines: EngineRegistry | null;
+  decoder: DecoderPool;
+  maxAudioSeconds: number;
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];
 }
 
 export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: RouteDef[] } {
-  const definitions: RouteDef[] = [...modelRoutes(deps.catalog), ...(deps.extraRoutes ?? [])];
+  const compat = { ...deps };
+  const definitions: RouteDef[] = [
+    ...modelRoutes(deps.catalog),
+    transcriptionRoute(compat),
+    translationRoute(compat),
+    chatRoute(compat),
+    ...(deps.extraRoutes ?? []),
+  ];
   const openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
   definitions.push({
     method: 'GET',

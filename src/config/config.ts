@@ -22,6 +22,12 @@ export const ConfigSchema = z.object({
   devBalanceUnits: z.coerce.number().nonnegative().default(100),
   maxJsonBodyBytes: int(1024 * 1024),
   maxUploadBytes: int(25 * 1024 * 1024),
+  /** Longest audio accepted for transcription (413 audio_too_large above), in seconds. */
+  maxAudioSeconds: z.coerce.number().positive().default(7200),
+  /** Worker threads decoding uploads (WASM decoders block the thread they run on). */
+  decoderThreads: z.coerce.number().int().min(1).max(32).default(1),
+  /** A single upload's decoding is abandoned (400) after this long. */
+  decodeTimeoutMs: int(60_000),
   /** Upload parts larger than this are written to a temp file instead of being held in memory. */
   uploadSpillBytes: int(1024 * 1024),
   tmpDir: z.string().default(os.tmpdir()),
@@ -54,6 +60,9 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DEV_BALANCE: 'devBalanceUnits',
   KUMA_MAX_JSON_BODY_BYTES: 'maxJsonBodyBytes',
   KUMA_MAX_UPLOAD_BYTES: 'maxUploadBytes',
+  KUMA_MAX_AUDIO_SECONDS: 'maxAudioSeconds',
+  KUMA_DECODER_THREADS: 'decoderThreads',
+  KUMA_DECODE_TIMEOUT_MS: 'decodeTimeoutMs',
   KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
   KUMA_TMP_DIR: 'tmpDir',
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',

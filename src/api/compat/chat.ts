@@ -1,0 +1,104 @@
+/**
+ * POST /chat/completions as text translation (SPEC §4.6): the text is the last user message, the language
+ * pair comes from the extension object (`djelia`). Billed per character of input (usage counts are those
+ * characters); `djelia-translate-v2` is billed and reports in tokens. `stream=true` sends the role, the
+ * whole translation as one content delta, a `stop` chunk and `[DONE]` (translation is not incremental).
+ */
+import { randomBytes } from 'node:crypto';
+import { billableCharacters } from '../../billing/metering.js';
+import { ApiError } from '../errors.js';
+import { parseRequest } from '../validation.js';
+import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
+import { ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
+import { errorResponses } from '../schemas/responses.js';
+import type { CompatDeps } from './deps.js';
+import { engineFor, resolveModel } from './model-resolution.js';
+
+type Message = { role: string; content?: string | Array<{ type: string; text?: string }> | null };
+interface ChatBody {
+  model: string;
+  messages: Message[];
+  stream?: boolean | null;
+}
+
+function lastUserText(messages: Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user') continue;
+    if (typeof m.content === 'string') return m.content;
+    if (Array.isArray(m.content)) return m.content.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+    return '';
+  }
+  return '';
+}
+
+export function chatRoute(deps: CompatDeps): RouteDef {
+  const schema = chatRequestSchema(deps.vendor);
+  return {
+    method: 'POST',
+    path: '/chat/completions',
+    surface: 'compat',
+    auth: true,
+    billable: true,
+    openapi: {
+      operationId: 'createChatCompletion',
+      summary: 'Translate text between Bambara, French and English',
+      tags: ['Translation'],
+      request: { contentType: 'application/json', schema: schema.meta({ id: 'ChatTranslationRequest' }) },
+      responses: { 200: { description: 'The translation (or chat.completion.chunk events when stream=true)', schema: ChatCompletionSchema }, ...errorResponses(400, 401, 402, 404, 503) },
+    },
+    handler: (req, caller) => translateText(deps, schema, req, caller!),
+  };
+}
+
+async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatRequestSchema>, req: ApiRequest, caller: Caller): Promise<ApiResult> {
+  const parsed = parseRequest(schema, await req.body.json()) as Record<string, unknown>;
+  // The schema's key for the extension object is computed from config, so its fields are read back typed here.
+  const body = parsed as unknown as ChatBody;
+  const options = parsed[deps.vendor] as { source_language: string; target_language: string };
+  const model = resolveModel(deps.catalog, body.model, 'translation');
+  const text = lastUserText(body.messages);
+  if (!text.trim()) throw new ApiError('invalid_value', 'messages: the last user message has no text to translate.', { param: 'messages' });
+  const engine = engineFor(deps.engines, model);
+  const byToken = model.id === `${deps.vendor}-translate-v2`;
+  const characters = billableCharacters(text);
+  // Before any work: the input must be affordable (token-billed requests are estimated at one token per character).
+  await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(characters, deps.ledger.priceOf(byToken ? 'token' : 'character', 'translation')));
+
+  const result = await engine.run<{ translations: string[]; inputTokens: number; outputTokens: number }>(
+    'translate',
+    { texts: [text], source: options.source_language, target: options.target_language },
+    req.signal,
+  );
+  const translation = result.translations[0] ?? '';
+  const usage = byToken
+    ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
+    : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
+  await deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
+    { model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens },
+  ]);
+
+  const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
+  const created = Math.floor(Date.now() / 1000);
+  if (body.stream) return { kind: 'sse', events: chunks(id, created, model.id, translation, usage) };
+  return {
+    kind: 'json',
+    body: {
+      id,
+      object: 'chat.completion',
+      created,
+      model: model.id,
+      choices: [{ index: 0, message: { role: 'assistant', content: translation }, finish_reason: 'stop', logprobs: null }],
+      usage,
+    },
+  };
+}
+
+async function* chunks(id: string, created: number, model: string, content: string, usage: object): AsyncGenerator<SseMessage> {
+  const chunk = (delta: object, finish: 'stop' | null, extra: object = {}) =>
+    ({ data: JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra }) });
+  yield chunk({ role: 'assistant', content: '' }, null);
+  yield chunk({ content }, null);
+  yield chunk({}, 'stop', { usage });
+  yield { data: '[DONE]' };
+}

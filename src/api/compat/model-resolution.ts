@@ -1,0 +1,32 @@
+/**
+ * Turns a request's `model` into the served model and the engine that runs it: unknown and retired ids
+ * are 404 model_not_found (param `model`), a model of the wrong capability is 400, and a model with no
+ * engine configured on this server is 503.
+ */
+import type { EngineRegistry } from '../../engines/engine-registry.js';
+import type { ModelEngine } from '../../engines/runtime/model-engine.js';
+import { ApiError } from '../errors.js';
+import type { Capability, CatalogModel, ModelCatalog } from '../model-catalog.js';
+
+const CAPABILITY_WORDS: Record<Capability, string> = {
+  transcription: 'speech to text',
+  speech: 'text to speech',
+  translation: 'text translation',
+};
+
+export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability): CatalogModel {
+  const model = catalog.resolve(requested);
+  if (!model) throw new ApiError('model_not_found', `The model \`${requested}\` does not exist.`, { param: 'model' });
+  if (model.capability !== capability) {
+    throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, { param: 'model' });
+  }
+  return model;
+}
+
+export function engineFor(engines: EngineRegistry | null, model: CatalogModel): ModelEngine {
+  const engine = engines?.get(model.id);
+  if (!engine) {
+    throw new ApiError('service_unavailable', `The model \`${model.id}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
+  }
+  return engine;
+}

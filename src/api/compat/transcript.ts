@@ -1,0 +1,84 @@
+/**
+ * Transcripts in every response shape of SPEC §2.3 / PROTOCOLS §6–§7: plain text, json, verbose_json (real
+ * segment times; tokens [] and the scoring fields 0, as the spec fixes them), srt, vtt, and the SSE events
+ * of a streamed transcription.
+ */
+import type { ApiResult, SseMessage } from '../types.js';
+import { toSrt, toVtt } from '../../text/subtitles.js';
+
+export interface Segment {
+  start: number;
+  end: number;
+  text: string;
+}
+
+export interface DurationUsage {
+  type: 'duration';
+  seconds: number;
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+export function joinSegments(segments: Segment[]): string {
+  return segments
+    .map((s) => s.text.trim())
+    .filter(Boolean)
+    .join(' ');
+}
+
+export function transcriptResult(
+  format: 'json' | 'text' | 'verbose_json' | 'srt' | 'vtt',
+  segments: Segment[],
+  info: { durationSeconds: number; usage: DurationUsage; task: 'transcribe' | 'translate' },
+): ApiResult {
+  const text = joinSegments(segments);
+  switch (format) {
+    case 'json':
+      return { kind: 'json', body: { text, usage: info.usage } };
+    case 'text':
+      return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: text };
+    case 'srt':
+      return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: toSrt(segments) };
+    case 'vtt':
+      return { kind: 'text', contentType: 'text/vtt; charset=utf-8', body: toVtt(segments) };
+    case 'verbose_json':
+      return {
+        kind: 'json',
+        body: {
+          task: info.task,
+          language: 'bambara',
+          duration: round3(info.durationSeconds),
+          text,
+          segments: segments.map((s, id) => ({
+            id,
+            seek: 0,
+            start: round3(s.start),
+            end: round3(s.end),
+            text: s.text,
+            tokens: [],
+            temperature: 0,
+            avg_logprob: 0,
+            compression_ratio: 0,
+            no_speech_prob: 0,
+          })),
+          usage: info.usage,
+        },
+      };
+  }
+}
+
+/** The events of one decided segment: the segment itself, then its text as a delta. */
+export function segmentEvents(segment: Segment, index: number): SseMessage[] {
+  const text = segment.text.trim();
+  return [
+    {
+      data: JSON.stringify({ type: 'transcript.text.segment', id: `seg_${index}`, start: round3(segment.start), end: round3(segment.end), text, speaker: 'A' }),
+    },
+    // Deltas concatenate to the final text: segments after the first carry their separating space.
+    { data: JSON.stringify({ type: 'transcript.text.delta', delta: index === 0 ? text : ` ${text}` }) },
+  ];
+}
+
+export function doneEvents(text: string, usage: DurationUsage): SseMessage[] {
+  return [{ data: JSON.stringify({ type: 'transcript.text.done', text, usage }) }, { data: '[DONE]' }];
+}

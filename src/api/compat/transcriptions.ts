@@ -1,0 +1,85 @@
+/**
+ * POST /audio/transcriptions (SPEC §4.3): multipart upload → decoded 16 kHz audio → the model's engine →
+ * json | text | verbose_json | srt | vtt, or (stream=true with json/text) SSE events sent as the engine
+ * decides each segment. Billed per second of audio, checked against the balance before any inference and
+ * recorded only once the transcript is delivered in full.
+ */
+import { billableSeconds } from '../../billing/metering.js';
+import { ApiError } from '../errors.js';
+import { parseRequest } from '../validation.js';
+import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
+import { TranscriptionFormSchema, TranscriptionRequestDoc, TranscriptionResponseSchema } from '../schemas/audio.js';
+import { errorResponses } from '../schemas/responses.js';
+import type { CompatDeps } from './deps.js';
+import { engineFor, resolveModel } from './model-resolution.js';
+import { decodeUploadedAudio } from './uploaded-audio.js';
+import { doneEvents, joinSegments, segmentEvents, transcriptResult, type DurationUsage, type Segment } from './transcript.js';
+
+/** Models on which `temperature` takes effect (SPEC §4.3, §9); the others ignore it. */
+const TEMPERATURE_MODELS = (vendor: string) => new Set(['sunjata-1', `${vendor}-asr-v2`]);
+
+export function transcriptionRoute(deps: CompatDeps): RouteDef {
+  return {
+    method: 'POST',
+    path: '/audio/transcriptions',
+    surface: 'compat',
+    auth: true,
+    billable: true,
+    openapi: {
+      operationId: 'createTranscription',
+      summary: 'Transcribe Bambara audio',
+      tags: ['Audio'],
+      request: { contentType: 'multipart/form-data', schema: TranscriptionRequestDoc },
+      responses: {
+        200: { description: 'The transcript (json, text, verbose_json, srt, vtt, or text/event-stream when stream=true)', schema: TranscriptionResponseSchema },
+        ...errorResponses(400, 401, 402, 404, 413, 415, 503),
+      },
+    },
+    handler: (req, caller) => transcribe(deps, req, caller!),
+  };
+}
+
+async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
+  const form = await req.body.multipart();
+  try {
+    const fields = parseRequest(TranscriptionFormSchema, form.fields);
+    const model = resolveModel(deps.catalog, fields.model, 'transcription');
+    if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
+      throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
+    }
+    const engine = engineFor(deps.engines, model);
+    const audio = await decodeUploadedAudio(form, deps);
+    const seconds = billableSeconds(audio.durationSeconds);
+    const unitPrice = deps.ledger.priceOf('second', 'transcription');
+    await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(seconds, unitPrice));
+
+    const input = { samples: audio.samples, ...(TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {}) };
+    const usage: DurationUsage = { type: 'duration', seconds };
+    const charge = () =>
+      deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
+        { model: model.id, kind: 'transcription', unit: 'second', quantity: seconds },
+      ]);
+
+    if (fields.stream) {
+      return { kind: 'sse', events: streamTranscript(engine.stream<Segment>('transcribe', input, req.signal), usage, charge) };
+    }
+    const segments: Segment[] = [];
+    for await (const segment of engine.stream<Segment>('transcribe', input, req.signal)) segments.push(segment);
+    await charge();
+    return transcriptResult(fields.response_format, segments, { durationSeconds: audio.durationSeconds, usage, task: 'transcribe' });
+  } finally {
+    await form.dispose();
+  }
+}
+
+/** Segment events as the engine decides them; the charge is recorded when the whole transcript went out. */
+async function* streamTranscript(segments: AsyncIterable<Segment>, usage: DurationUsage, charge: () => Promise<unknown>): AsyncGenerator<SseMessage> {
+  const sent: Segment[] = [];
+  for await (const segment of segments) {
+    if (!segment.text.trim()) continue;
+    yield* segmentEvents(segment, sent.length);
+    sent.push(segment);
+  }
+  await charge();
+  yield* doneEvents(joinSegments(sent), usage);
+}

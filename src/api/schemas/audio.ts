@@ -1,0 +1,68 @@
+/**
+ * zod schemas of the audio endpoints (SPEC §4.3, §4.4, §2.3; PROTOCOLS §6–§7). Multipart fields arrive as
+ * strings ("0.2", "true"), so scalars are coerced; fields the spec says are accepted and ignored are
+ * declared, so they never cause a rejection.
+ */
+import { z } from 'zod';
+
+/** "true"/"false"/"1"/"0" from a form, or a real boolean; empty means not given. */
+const formBoolean = z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.union([z.boolean(), z.stringbool()]).nullable());
+const formNumber = z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.coerce.number().nullable());
+const optionalString = z.union([z.string(), z.null()]).optional();
+
+export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
+
+export const TranscriptionFormSchema = z.object({
+  model: z.string().min(1).default('sunjata-1'),
+  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  stream: formBoolean.optional(),
+  temperature: formNumber.pipe(z.number().min(0).max(1).nullable()).optional(),
+  // Accepted and ignored (Bambara only; no prompting; timings are always in verbose_json).
+  language: optionalString,
+  prompt: optionalString,
+  timestamp_granularities: z.union([z.array(z.string()), z.string(), z.null()]).optional(),
+});
+
+export const TranslationFormSchema = z.object({
+  model: z.string().min(1).default('sunjata-1'),
+  language: z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable()).optional(),
+  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  temperature: formNumber.pipe(z.number().min(0).max(1).nullable()).optional(),
+  prompt: optionalString,
+});
+
+export const DurationUsageSchema = z.object({ type: z.literal('duration'), seconds: z.number() });
+
+export const TranscriptionResponseSchema = z
+  .object({ text: z.string(), usage: DurationUsageSchema.optional() })
+  .meta({ id: 'TranscriptionResponse' });
+
+export const TranscriptionSegmentSchema = z
+  .object({
+    id: z.number().int(),
+    seek: z.literal(0),
+    start: z.number(),
+    end: z.number(),
+    text: z.string(),
+    tokens: z.array(z.number()).max(0),
+    temperature: z.literal(0),
+    avg_logprob: z.literal(0),
+    compression_ratio: z.literal(0),
+    no_speech_prob: z.literal(0),
+  })
+  .meta({ id: 'TranscriptionSegment' });
+
+export const VerboseTranscriptionSchema = z
+  .object({
+    task: z.enum(['transcribe', 'translate']),
+    language: z.string(),
+    duration: z.number(),
+    text: z.string(),
+    segments: z.array(TranscriptionSegmentSchema),
+    usage: DurationUsageSchema.optional(),
+  })
+  .meta({ id: 'TranscriptionVerbose' });
+
+/** The multipart request, for the OpenAPI document (the file part is binary). */
+export const TranscriptionRequestDoc = TranscriptionFormSchema.extend({ file: z.string().meta({ format: 'binary' }) }).meta({ id: 'TranscriptionRequest' });
+export const TranslationRequestDoc = TranslationFormSchema.extend({ file: z.string().meta({ format: 'binary' }) }).meta({ id: 'SpeechTranslationRequest' });
