@@ -15,7 +15,8 @@ export function parseRequest<T>(schema: ZodType<T>, value: unknown): T {
 /** `value` is the input that was parsed: a field absent from it is reported as required, not as invalid. */
 export function issueToError(issue: core.$ZodIssue, value: unknown): ApiError {
   const param = issue.path.length ? issue.path.map(String).join('.') : null;
-  const missing = issue.code === 'invalid_type' && valueAt(value, issue.path) === undefined;
+  // Whatever zod calls it (invalid_type, or invalid_value for an enum), an absent field is a missing one.
+  const missing = issue.code !== 'custom' && issue.path.length > 0 && valueAt(value, issue.path) === undefined;
   if (missing) return new ApiError('missing_required_parameter', `${param ?? 'body'}: Field required`, { param });
   return new ApiError('invalid_value', `${param ? `${param}: ` : ''}${issue.message}`, { param });
 }
