@@ -3,7 +3,7 @@
 export function corsHeaders(origin: string): Record<string, string> {
   return {
     'access-control-allow-origin': origin,
-    'access-control-expose-headers': 'x-request-id, retry-after, deprecation, sunset, link',
+    'access-control-expose-headers': 'x-request-id, retry-after, server-timing, deprecation, sunset, link',
   };
 }
 

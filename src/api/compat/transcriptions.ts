@@ -48,7 +48,9 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
       throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
     }
     const engine = engineFor(deps.engines, model);
+    const t0 = performance.now();
     const audio = await decodeUploadedAudio(form, deps);
+    const decodeMs = performance.now() - t0;
     const seconds = billableSeconds(audio.durationSeconds);
     const unitPrice = deps.ledger.priceOf('second', 'transcription');
     await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(seconds, unitPrice));
@@ -64,9 +66,13 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
       return { kind: 'sse', events: streamTranscript(engine.stream<Segment>('transcribe', input, req.signal), usage, charge) };
     }
     const segments: Segment[] = [];
+    const t1 = performance.now();
     for await (const segment of engine.stream<Segment>('transcribe', input, req.signal)) segments.push(segment);
+    const engineMs = performance.now() - t1;
     await charge();
-    return transcriptResult(fields.response_format, segments, { durationSeconds: audio.durationSeconds, usage, task: 'transcribe' });
+    const result = transcriptResult(fields.response_format, segments, { durationSeconds: audio.durationSeconds, usage, task: 'transcribe' });
+    // Server-Timing lets clients and load tests split latency into decoding, the model (queue included) and the rest.
+    return { ...result, headers: { 'server-timing': `decode;dur=${decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` } };
   } finally {
     await form.dispose();
   }

@@ -1,0 +1,23 @@
+/**
+ * The server under test for load-tests/asr: Kuma with the demo models, from a manifest given on the
+ * command line, as its own process. Prints `{port, apiKey, pid}` once every model is loaded.
+ */
+import { loadConfig } from '../../src/config/config.js';
+import { startKuma } from '../../src/server.js';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
+
+const [dbPath, manifest] = process.argv.slice(2);
+if (!dbPath || !manifest) {
+  process.stderr.write('usage: serve.ts <dbPath> <manifest>\n');
+  process.exit(2);
+}
+const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn' });
+const server = await startKuma({ config });
+await server.enginesReady;
+const account = await server.store.createAccount('load', 1_000_000_000_000);
+const apiKey = generateApiKey();
+await server.store.createKey(account.id, hashApiKey(apiKey), 'load');
+process.stdout.write(JSON.stringify({ port: server.port, apiKey, pid: process.pid }) + '\n');
+// Exit with the orchestrator: its end of stdin closes when it stops, however it stops.
+process.stdin.on('end', () => void server.close().then(() => process.exit(0)));
+process.stdin.resume();
