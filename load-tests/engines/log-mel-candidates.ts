@@ -42,40 +42,62 @@ class ComplexFft {
   }
 
   run(): void {
+    // One specialised loop per radix: a radix test inside the butterfly loop costs V8 about half the speed.
+    for (const { p, L, wr, wi } of this.stages) {
+      if (p === 2) this.radix2(L, wr, wi);
+      else if (p === 4) this.radix4(L, wr, wi);
+      else this.radix5(L, wr, wi);
+    }
+  }
+
+  private radix2(L: number, wr: Float64Array, wi: Float64Array): void {
+    const { re, im, n } = this;
+    for (let b = 0; b < n; b += 2 * L) {
+      for (let j = 0; j < L; j++) {
+        const i0 = b + j, i1 = i0 + L, w = 2 * j + 1;
+        const tr = re[i1]! * wr[w]! - im[i1]! * wi[w]!, ti = re[i1]! * wi[w]! + im[i1]! * wr[w]!;
+        re[i1] = re[i0]! - tr; im[i1] = im[i0]! - ti; re[i0] = re[i0]! + tr; im[i0] = im[i0]! + ti;
+      }
+    }
+  }
+
+  private radix4(L: number, wr: Float64Array, wi: Float64Array): void {
+    const { re, im, n } = this;
+    for (let b = 0; b < n; b += 4 * L) {
+      for (let j = 0; j < L; j++) {
+        const i0 = b + j, i1 = i0 + L, i2 = i1 + L, i3 = i2 + L, w = 4 * j;
+        const a0r = re[i0]!, a0i = im[i0]!;
+        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!, a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
+        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!, a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
+        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!, a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
+        const s02r = a0r + a2r, s02i = a0i + a2i, d02r = a0r - a2r, d02i = a0i - a2i;
+        const s13r = a1r + a3r, s13i = a1i + a3i, d13r = a1r - a3r, d13i = a1i - a3i;
+        // W4 = −i: outputs 1 and 3 are d02 ∓ i·d13.
+        re[i0] = s02r + s13r; im[i0] = s02i + s13i; re[i2] = s02r - s13r; im[i2] = s02i - s13i;
+        re[i1] = d02r + d13i; im[i1] = d02i - d13r; re[i3] = d02r - d13i; im[i3] = d02i + d13r;
+      }
+    }
+  }
+
+  private radix5(L: number, wr: Float64Array, wi: Float64Array): void {
     const { re, im, n } = this;
     const c1 = Math.cos((2 * Math.PI) / 5), c2 = Math.cos((4 * Math.PI) / 5), s1 = Math.sin((2 * Math.PI) / 5), s2 = Math.sin((4 * Math.PI) / 5);
-    for (const { p, L, wr, wi } of this.stages) {
-      for (let b = 0; b < n; b += L * p) {
-        for (let j = 0; j < L; j++) {
-          const w = j * p;
-          const i0 = b + j, i1 = i0 + L;
-          const a0r = re[i0]!, a0i = im[i0]!;
-          const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!, a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
-          if (p === 2) {
-            re[i0] = a0r + a1r; im[i0] = a0i + a1i; re[i1] = a0r - a1r; im[i1] = a0i - a1i;
-            continue;
-          }
-          const i2 = i1 + L, i3 = i2 + L;
-          const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!, a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
-          const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!, a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
-          if (p === 4) {
-            const s02r = a0r + a2r, s02i = a0i + a2i, d02r = a0r - a2r, d02i = a0i - a2i;
-            const s13r = a1r + a3r, s13i = a1i + a3i, d13r = a1r - a3r, d13i = a1i - a3i;
-            re[i0] = s02r + s13r; im[i0] = s02i + s13i; re[i2] = s02r - s13r; im[i2] = s02i - s13i;
-            re[i1] = d02r + d13i; im[i1] = d02i - d13r; re[i3] = d02r - d13i; im[i3] = d02i + d13r;
-            continue;
-          }
-          const i4 = i3 + L;
-          const a4r = re[i4]! * wr[w + 4]! - im[i4]! * wi[w + 4]!, a4i = re[i4]! * wi[w + 4]! + im[i4]! * wr[w + 4]!;
-          const s14r = a1r + a4r, s14i = a1i + a4i, d14r = a1r - a4r, d14i = a1i - a4i;
-          const s23r = a2r + a3r, s23i = a2i + a3i, d23r = a2r - a3r, d23i = a2i - a3i;
-          re[i0] = a0r + s14r + s23r; im[i0] = a0i + s14i + s23i;
-          const t1r = a0r + c1 * s14r + c2 * s23r, t1i = a0i + c1 * s14i + c2 * s23i;
-          const t2r = a0r + c2 * s14r + c1 * s23r, t2i = a0i + c2 * s14i + c1 * s23i;
-          const u1r = s1 * d14r + s2 * d23r, u1i = s1 * d14i + s2 * d23i, u2r = s2 * d14r - s1 * d23r, u2i = s2 * d14i - s1 * d23i;
-          re[i1] = t1r + u1i; im[i1] = t1i - u1r; re[i4] = t1r - u1i; im[i4] = t1i + u1r;
-          re[i2] = t2r + u2i; im[i2] = t2i - u2r; re[i3] = t2r - u2i; im[i3] = t2i + u2r;
-        }
+    for (let b = 0; b < n; b += 5 * L) {
+      for (let j = 0; j < L; j++) {
+        const i0 = b + j, i1 = i0 + L, i2 = i1 + L, i3 = i2 + L, i4 = i3 + L, w = 5 * j;
+        const a0r = re[i0]!, a0i = im[i0]!;
+        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!, a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
+        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!, a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
+        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!, a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
+        const a4r = re[i4]! * wr[w + 4]! - im[i4]! * wi[w + 4]!, a4i = re[i4]! * wi[w + 4]! + im[i4]! * wr[w + 4]!;
+        const s14r = a1r + a4r, s14i = a1i + a4i, d14r = a1r - a4r, d14i = a1i - a4i;
+        const s23r = a2r + a3r, s23i = a2i + a3i, d23r = a2r - a3r, d23i = a2i - a3i;
+        re[i0] = a0r + s14r + s23r; im[i0] = a0i + s14i + s23i;
+        const t1r = a0r + c1 * s14r + c2 * s23r, t1i = a0i + c1 * s14i + c2 * s23i;
+        const t2r = a0r + c2 * s14r + c1 * s23r, t2i = a0i + c2 * s14i + c1 * s23i;
+        const u1r = s1 * d14r + s2 * d23r, u1i = s1 * d14i + s2 * d23i, u2r = s2 * d14r - s1 * d23r, u2i = s2 * d14i - s1 * d23i;
+        re[i1] = t1r + u1i; im[i1] = t1i - u1r; re[i4] = t1r - u1i; im[i4] = t1i + u1r;
+        re[i2] = t2r + u2i; im[i2] = t2i - u2r; re[i3] = t2r - u2i; im[i3] = t2i + u2r;
       }
     }
   }

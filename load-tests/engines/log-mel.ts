@@ -37,7 +37,7 @@ async function loadTransformersJs(): Promise<{ extractor: HfWhisperFeatureExtrac
   env.localModelPath = root;
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
-  const extractor = await HfWhisperFeatureExtractor.from_pretrained('whisper', { local_files_only: true });
+  const extractor = (await HfWhisperFeatureExtractor.from_pretrained('whisper', { local_files_only: true })) as HfWhisperFeatureExtractor;
   return { extractor, close: () => fs.rmSync(root, { recursive: true, force: true }) };
 }
 
