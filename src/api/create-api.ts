@@ -12,6 +12,7 @@ import { modelRoutes } from './compat/models.js';
 import { transcriptionRoute } from './compat/transcriptions.js';
 import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
+import { speechRoute } from './compat/speech.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
@@ -42,6 +43,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     transcriptionRoute(compat),
     translationRoute(compat),
     chatRoute(compat),
+    speechRoute(compat),
     ...(deps.extraRoutes ?? []),
   ];
   const openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });

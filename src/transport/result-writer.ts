@@ -45,37 +45,56 @@ export async function writeResult(ctx: WriteContext, result: ApiResult): Promise
       ctx.sink.sendWhole(status, { ...headers, 'content-type': result.contentType }, result.body, ctx.closeConnection(), ctx.headOnly);
       return;
     case 'sse':
-      ctx.sink.begin(status, {
-        ...headers,
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-      });
-      await pump(ctx, result.events, formatSse, (err) => formatSse({ data: JSON.stringify(toApiError(err).toEnvelope()) }));
+      await pump(
+        ctx,
+        result.events,
+        () =>
+          ctx.sink.begin(status, {
+            ...headers,
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-cache',
+            'x-accel-buffering': 'no',
+          }),
+        formatSse,
+        (err) => formatSse({ data: JSON.stringify(toApiError(err).toEnvelope()) }),
+      );
       return;
     case 'bytes':
-      ctx.sink.begin(status, { ...headers, 'content-type': result.contentType });
-      await pump(ctx, result.chunks, (chunk) => chunk, () => null);
+      await pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, 'content-type': result.contentType }), (chunk) => chunk, () => null);
       return;
   }
 }
 
+/**
+ * Streams `source` with backpressure. The first item is awaited BEFORE the status line goes out, so a
+ * failure that happens before any output (a full model queue, a model that fails at once) still becomes a
+ * proper error response with its status; after that, a failure can only end the stream.
+ */
 async function pump<T>(
   ctx: WriteContext,
   source: AsyncIterable<T>,
+  begin: () => void,
   encode: (item: T) => string | Uint8Array,
   encodeError: (err: unknown) => string | null,
 ): Promise<void> {
+  const iterator = source[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  begin();
   try {
-    // Leaving this loop early (client gone or stalled) calls the source's return(), which stops the producer.
-    for await (const item of source) {
-      if (!(await ctx.sink.write(encode(item)))) break;
+    if (!first.done && (await ctx.sink.write(encode(first.value)))) {
+      while (true) {
+        const next = await iterator.next();
+        if (next.done) break;
+        if (!(await ctx.sink.write(encode(next.value)))) break;
+      }
     }
   } catch (err) {
     ctx.onStreamError(err);
     const tail = encodeError(err);
     if (tail !== null) await ctx.sink.write(tail);
   } finally {
+    // Stops the producer when we leave early (client gone or stalled); a finished iterator ignores it.
+    await iterator.return?.();
     ctx.sink.end(ctx.closeConnection());
   }
 }

@@ -18,7 +18,7 @@ function form(fields: Fields, file: Uint8Array | null = speech, name = 'speech.w
   for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) f.append(k, value);
   return f;
 }
-const post = (path: string, body: BodyInit, apiKey = t.apiKey, headers: Record<string, string> = {}) =>
+const post = (path: string, body: FormData | string, apiKey = t.apiKey, headers: Record<string, string> = {}) =>
   fetch(`${t.baseUrl}/openai/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, ...headers }, body });
 const chat = (body: unknown, apiKey = t.apiKey) => post('/chat/completions', JSON.stringify(body), apiKey, { 'content-type': 'application/json' });
 

@@ -55,13 +55,13 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
     });
 
     it('streams chat: role, one content delta with the whole translation, stop, [DONE]', async () => {
-      const stream = await client().chat.completions.create({
+      const params = {
         model: 'djelia-translate-v1',
-        messages: [{ role: 'user', content: SPOKEN }],
-        stream: true,
-        // @ts-expect-error the extension object is not in the SDK's types
-        djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
-      });
+        messages: [{ role: 'user' as const, content: SPOKEN }],
+        stream: true as const,
+        djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' }, // the extension object, not in the SDK's types
+      };
+      const stream = await client().chat.completions.create(params);
       const chunks: any[] = [];
       for await (const chunk of stream) chunks.push(chunk);
       expect(chunks.map((c) => c.choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: IN_ENGLISH }, {}]);

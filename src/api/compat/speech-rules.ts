@@ -1,0 +1,73 @@
+/**
+ * Per-model rules of POST /audio/speech (SPEC §4.5, §9; PROTOCOLS §5): which formats and voices each model
+ * serves, and how voice, description and speaker select the engine's speaker. jifili-1 answers 422
+ * invalid_request for a format it does not serve and 400 unsupported_voice for a voice other than moussa
+ * and its aliases; the legacy models answer 400 for a format their encoder lacks.
+ */
+import { SPEECH_FORMATS, type SpeechFormat } from '../../codecs/types.js';
+import { ApiError } from '../errors.js';
+
+export const JIFILI_FORMATS: readonly SpeechFormat[] = ['mp3', 'wav', 'pcm', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4'];
+export const LEGACY_FORMATS: readonly SpeechFormat[] = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm', 'wav_8k', 'ulaw_8k'];
+export const JIFILI_MAX_INPUT = 1000;
+
+const VOICES = ['moussa', 'sekou', 'seydou'] as const;
+type Voice = (typeof VOICES)[number];
+/** Voice aliases; jifili-1 takes only the first three (→ moussa). */
+const ALIASES: Record<string, Voice> = {
+  alloy: 'moussa',
+  nova: 'moussa',
+  coral: 'moussa',
+  echo: 'sekou',
+  onyx: 'sekou',
+  ash: 'sekou',
+  sage: 'sekou',
+  fable: 'seydou',
+  shimmer: 'seydou',
+  ballad: 'seydou',
+  verse: 'seydou',
+};
+/** Speaker index of each voice on a multi-speaker engine. */
+const SPEAKER: Record<Voice, number> = { moussa: 0, sekou: 1, seydou: 2 };
+
+export function checkFormat(modelId: string, format: string): SpeechFormat {
+  if (modelId === 'jifili-1') {
+    if (!(JIFILI_FORMATS as readonly string[]).includes(format)) {
+      throw new ApiError('invalid_request', `response_format: jifili-1 does not serve ${format}; use one of ${JIFILI_FORMATS.join(', ')}.`, { param: 'response_format' });
+    }
+  } else if (!(LEGACY_FORMATS as readonly string[]).includes(format)) {
+    const known = (SPEECH_FORMATS as readonly string[]).includes(format);
+    throw new ApiError('invalid_value', `response_format: ${modelId} ${known ? 'has no encoder for' : 'does not know the format'} ${format}; use one of ${LEGACY_FORMATS.join(', ')}.`, {
+      param: 'response_format',
+    });
+  }
+  return format as SpeechFormat;
+}
+
+function resolveVoice(voice: string): Voice | undefined {
+  const name = voice.trim().toLowerCase();
+  return (VOICES as readonly string[]).includes(name) ? (name as Voice) : ALIASES[name];
+}
+
+/**
+ * The engine speaker for a request, or undefined for the model's default. jifili-1 serves moussa only;
+ * djelia-tts-v2 takes the voice, or a description naming Moussa, Sekou or Seydou (which overrides it);
+ * djelia-tts-v1 takes the numeric `speaker` (default 1) and ignores voice.
+ */
+export function selectSpeaker(modelId: string, vendor: string, voice: string | undefined, options: { description?: string | null; speaker?: number }): number | undefined {
+  if (modelId === 'jifili-1') {
+    if (voice !== undefined && !['moussa', 'alloy', 'nova', 'coral'].includes(voice.trim().toLowerCase())) {
+      throw new ApiError('unsupported_voice', `voice: jifili-1 serves the voice moussa (also called alloy, nova or coral), not ${voice}.`, { param: 'voice' });
+    }
+    return undefined;
+  }
+  if (voice !== undefined && !resolveVoice(voice)) {
+    throw new ApiError('unsupported_voice', `voice: ${voice} is not a voice of ${modelId}; use moussa, sekou or seydou.`, { param: 'voice' });
+  }
+  if (modelId === `${vendor}-tts-v1`) return options.speaker ?? 1;
+  if (options.description) {
+    const named = /\b(moussa|sekou|seydou)\b/i.exec(options.description)?.[1]?.toLowerCase() as Voice | undefined;
+    return SPEAKER[named ?? 'moussa'];
+  }
+  return voice ? SPEAKER[resolveVoice(voice)!] : undefined;
+}
