@@ -1,0 +1,100 @@
+/**
+ * The speech pipeline's timing and failure paths, with a scripted TTS runner (the demo voice, slowly, and
+ * logging what it does): a long input streams before later text is synthesized; a failure midway ends the
+ * body at the point reached; a client that disconnects cancels synthesis within 100 ms; and the ledger
+ * charges the characters delivered in each case.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { EngineRegistry } from '../../src/engines/engine-registry.js';
+import { chunkText } from '../../src/engines/tts/text-chunker.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-speech-stream-'));
+const slowLog = path.join(dir, 'slow.log');
+const failingLog = path.join(dir, 'failing.log');
+const SENTENCE = 'n bɛ taa sugu la sini, an bɛ malo san. ';
+const LONG = SENTENCE.repeat(20).trim(); // ~780 characters, many phrases
+const chunks = chunkText(LONG);
+
+let t: TestServer;
+let engines: EngineRegistry;
+beforeAll(async () => {
+  const fixtures = path.resolve('test/fixtures/engines');
+  const manifest = path.join(dir, 'manifest.json');
+  fs.writeFileSync(
+    manifest,
+    JSON.stringify({
+      models: [
+        { id: 'jifili-1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: slowLog, phraseDelayMs: 150 } },
+        { id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: failingLog, failAfterPhrases: 2 } },
+      ],
+    }),
+  );
+  engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
+  t = await startTestServer({ engines, clock: () => new Date('2026-09-01T00:00:00Z') });
+  await t.server.enginesReady;
+}, 120_000);
+afterAll(async () => {
+  await t.close();
+  await engines.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const speech = (body: Record<string, unknown>, apiKey: string, signal?: AbortSignal) =>
+  fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+const logLines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+const charactersOf = (n: number) => chunks.slice(0, n).reduce((sum, c) => sum + c.characters, 0);
+
+describe('speech streaming', () => {
+  it('a long input streams: the first bytes arrive while later text is not yet synthesized', async () => {
+    fs.rmSync(slowLog, { force: true });
+    const account = await t.newAccount(10_000_000);
+    const res = await speech({ input: LONG, response_format: 'pcm' }, account.apiKey);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(first.value!.length).toBeGreaterThan(0);
+    const synthesizedAtFirstByte = logLines(slowLog).filter((l) => l.startsWith('phrase')).length;
+    expect(chunks.length).toBeGreaterThan(5);
+    expect(synthesizedAtFirstByte).toBeLessThan(chunks.length / 2);
+    let total = first.value!.length;
+    for (let r = await reader.read(); !r.done; r = await reader.read()) total += r.value.length;
+    expect(logLines(slowLog).filter((l) => l.startsWith('phrase'))).toHaveLength(chunks.length);
+    const rows = await t.server.store.listUsage({ accountId: account.accountId });
+    expect(rows.map((r) => r.quantity)).toEqual([[...LONG].length]);
+    expect(total).toBeGreaterThan(24000); // seconds of audio
+  });
+
+  it('a failure midway ends the body at the point reached and charges only what was delivered', async () => {
+    const account = await t.newAccount(10_000_000);
+    const res = await speech({ model: 'djelia-tts-v2', input: LONG, response_format: 'pcm' }, account.apiKey);
+    expect(res.status).toBe(200);
+    const bytes = new Uint8Array(await res.arrayBuffer()); // ends cleanly, no hang
+    expect(bytes.length).toBeGreaterThan(0);
+    const rows = await t.server.store.listUsage({ accountId: account.accountId });
+    expect(rows.map((r) => [r.model, r.unit, r.quantity])).toEqual([['djelia-tts-v2', 'character', charactersOf(2)]]);
+  });
+
+  it('a client that disconnects makes the engine see the abort within 100 ms; delivered characters are charged', async () => {
+    fs.rmSync(slowLog, { force: true });
+    const account = await t.newAccount(10_000_000);
+    const controller = new AbortController();
+    const res = await speech({ input: LONG, response_format: 'pcm' }, account.apiKey, controller.signal);
+    const reader = res.body!.getReader();
+    await reader.read();
+    const disconnectedAt = Date.now();
+    controller.abort();
+    await expect.poll(() => logLines(slowLog).some((l) => l.startsWith('abort')), { timeout: 2000 }).toBe(true);
+    const abortAt = Number(logLines(slowLog).find((l) => l.startsWith('abort'))!.split(' ')[1]);
+    expect(abortAt - disconnectedAt).toBeLessThan(100);
+    const synthesized = logLines(slowLog).filter((l) => l.startsWith('phrase')).length;
+    expect(synthesized).toBeLessThan(chunks.length);
+    await expect.poll(async () => (await t.server.store.listUsage({ accountId: account.accountId })).length, { timeout: 2000 }).toBe(1);
+    const [row] = await t.server.store.listUsage({ accountId: account.accountId });
+    // Charged: the phrases whose audio was handed to the socket before the client left — at least the first.
+    expect([charactersOf(1), charactersOf(2), charactersOf(3)]).toContain(row!.quantity);
+    expect(row!.quantity).toBeLessThanOrEqual(charactersOf(synthesized));
+  });
+});
