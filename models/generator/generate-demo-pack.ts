@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { generateCtcModels } from './demo-ctc.js';
 import { generateVitsModels } from './demo-vits.js';
 import { generateNllbModel } from './demo-nllb.js';
+import { generateWhisperModel } from './demo-whisper.js';
 
 const GENERATOR_DIR = path.dirname(fileURLToPath(import.meta.url));
 const STAMP = '.pack-stamp';
@@ -37,6 +38,7 @@ export async function generateDemoPack(outDir: string): Promise<void> {
     await generateVitsModels(staging);
     await generateNllbModel(staging, { tokenizer: 'bpe' });
     await generateNllbModel(staging, { tokenizer: 'unigram' });
+    await generateWhisperModel(staging);
     fs.writeFileSync(path.join(staging, STAMP), sourcesHash());
     fs.writeFileSync(
       path.join(staging, 'README.md'),
@@ -50,12 +52,35 @@ export async function generateDemoPack(outDir: string): Promise<void> {
   }
 }
 
-/** Generates the pack unless an up-to-date one is there. Returns true when it generated. */
+/**
+ * Generates the pack unless an up-to-date one is there. Returns true when it generated. Several processes
+ * may call this at once (parallel test workers, a server and a test run): a lock directory (mkdir is
+ * atomic) lets one generate while the others wait and then find the pack current.
+ */
 export async function ensureDemoPack(outDir = DEFAULT_DEMO_DIR): Promise<boolean> {
   const stampFile = path.join(outDir, STAMP);
-  if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === sourcesHash()) return false;
-  await generateDemoPack(outDir);
-  return true;
+  const current = () => fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === sourcesHash();
+  if (current()) return false;
+  const lock = `${outDir}.lock`;
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch {
+      // Another process is generating; a lock older than two minutes belongs to one that died.
+      const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 120_000) fs.rmSync(lock, { recursive: true, force: true });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  try {
+    if (current()) return false;
+    await generateDemoPack(outDir);
+    return true;
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

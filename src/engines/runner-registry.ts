@@ -10,9 +10,7 @@ import type { Runner, RunnerFactory, RunnerLoadOptions } from './runner.js';
 const FACTORIES: Record<EngineType, () => Promise<RunnerFactory>> = {
   'ctc-wav2vec2': async () => (await import('./asr/ctc-runner.js')).createCtcRunner,
   'ctc-nemo': async () => (await import('./asr/ctc-runner.js')).createCtcRunner,
-  whisper: async () => {
-    throw new Error('The whisper engine is not available in this build; use a ctc-wav2vec2 or ctc-nemo model for sunjata-1');
-  },
+  whisper: async () => (await import('./asr/whisper-runner.js')).createWhisperRunner,
   'vits-hf': async () => (await import('./tts/vits-runner.js')).createVitsRunner,
   'vits-sherpa': async () => (await import('./tts/vits-runner.js')).createVitsRunner,
   'vits-piper': async () => (await import('./tts/vits-runner.js')).createVitsRunner,
