@@ -32,7 +32,7 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-asr-load-'));
 const manifest = path.join(dir, 'manifest.json');
 fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), replicas: 1, maxQueue: 256 }] }));
 
-const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/asr/serve.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
 const hello = await new Promise<{ port: number; apiKey: string }>((resolve, reject) => {
   readline.createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l)));
   child.once('exit', (code) => reject(new Error(`server exited (${code})`)));

@@ -47,8 +47,13 @@ interface ResultBase {
 export type ApiResult =
   | (ResultBase & { kind: 'json'; body: unknown })
   | (ResultBase & { kind: 'text'; body: string; contentType: string })
-  | (ResultBase & { kind: 'sse'; events: AsyncIterable<SseMessage> })
-  | (ResultBase & { kind: 'bytes'; contentType: string; chunks: AsyncIterable<Uint8Array> });
+  | (ResultBase & StreamHeaders & { kind: 'sse'; events: AsyncIterable<SseMessage> })
+  | (ResultBase & StreamHeaders & { kind: 'bytes'; contentType: string; chunks: AsyncIterable<Uint8Array> });
+
+interface StreamHeaders {
+  /** Headers known only once the first item exists (e.g. Server-Timing of the first chunk); read just before the status line goes out. */
+  lateHeaders?: () => Record<string, string>;
+}
 
 export type Surface = 'compat' | 'native' | 'ops';
 

@@ -8,7 +8,7 @@
  * charge exactly that, whether the stream completed, failed midway, or the client left.
  */
 import { createEncoder } from '../codecs/encoders/index.js';
-import type { SpeechFormat } from '../codecs/types.js';
+import type { SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 
 export interface PcmChunk {
   samples: Float32Array;
@@ -16,6 +16,9 @@ export interface PcmChunk {
   /** Input characters this chunk speaks. */
   characters: number;
 }
+
+/** Encoder input slice: short enough for a fast first chunk, long enough to keep per-push costs small. */
+const SLICE_SECONDS = 0.1;
 
 export interface SpeechTally {
   /** Input characters whose audio went out in full. */
@@ -28,14 +31,19 @@ export interface SpeechTally {
  * chunk's rate becomes the encoder's input rate (a model speaks at one rate).
  */
 export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: SpeechFormat, tally: SpeechTally): AsyncGenerator<Uint8Array> {
-  let encoder: Awaited<ReturnType<typeof createEncoder>> | null = null;
+  let encoder: StreamingEncoder | null = null;
   let pendingCharacters = 0;
   try {
     for await (const chunk of pcm) {
       encoder ??= await createEncoder(format, { inputRate: chunk.sampleRate });
-      const bytes = await encoder.push(chunk.samples);
-      pendingCharacters += chunk.characters;
-      if (bytes.length > 0) {
+      // A model hands over a whole phrase (seconds of audio). Encoding it in short slices lets the first
+      // bytes leave after one slice's worth of work instead of the whole phrase's.
+      const slice = Math.max(1, Math.round(chunk.sampleRate * SLICE_SECONDS));
+      for (let offset = 0; offset < chunk.samples.length; offset += slice) {
+        const last = offset + slice >= chunk.samples.length;
+        const bytes = await encoder.push(chunk.samples.subarray(offset, offset + slice));
+        if (last) pendingCharacters += chunk.characters;
+        if (bytes.length === 0) continue;
         yield bytes;
         // Back here means the consumer took the bytes and asked for more: what they carried is delivered.
         tally.bytesDelivered += bytes.length;

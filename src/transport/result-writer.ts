@@ -51,6 +51,7 @@ export async function writeResult(ctx: WriteContext, result: ApiResult): Promise
         () =>
           ctx.sink.begin(status, {
             ...headers,
+            ...result.lateHeaders?.(),
             'content-type': 'text/event-stream; charset=utf-8',
             'cache-control': 'no-cache',
             'x-accel-buffering': 'no',
@@ -60,7 +61,7 @@ export async function writeResult(ctx: WriteContext, result: ApiResult): Promise
       );
       return;
     case 'bytes':
-      await pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, 'content-type': result.contentType }), (chunk) => chunk, () => null);
+      await pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, ...result.lateHeaders?.(), 'content-type': result.contentType }), (chunk) => chunk, () => null);
       return;
   }
 }

@@ -58,17 +58,33 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   const speakers = Number(engine.info.speakers ?? 1);
   const input = { text: body.input, ...(speaker !== undefined && speaker < speakers ? { speaker } : {}) };
   const tally: SpeechTally = { charactersDelivered: 0, bytesDelivered: 0 };
-  const pcm = engine.stream<PcmChunk>('synthesize', input, req.signal);
+  const timing = { engineFirstMs: NaN, firstBytesMs: NaN };
+  const started = performance.now();
+  const pcm = timed(engine.stream<PcmChunk>('synthesize', input, req.signal), (ms) => (timing.engineFirstMs = ms), started);
   const charge = async () => {
     if (tally.charactersDelivered === 0) return;
     await deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
       { model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered },
     ]);
   };
-  const audio = charged(encodeSpeech(pcm, format, tally), charge, deps);
+  const audio = timed(charged(encodeSpeech(pcm, format, tally), charge, deps), (ms) => (timing.firstBytesMs = ms), started);
+  // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
+  const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
 
-  if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally) };
-  return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio };
+  if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally), lateHeaders };
+  return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio, lateHeaders };
+}
+
+/** Passes items through, reporting when the first one arrived (ms since `since`). */
+async function* timed<T>(source: AsyncIterable<T>, onFirst: (ms: number) => void, since: number): AsyncGenerator<T> {
+  let first = true;
+  for await (const item of source) {
+    if (first) {
+      onFirst(performance.now() - since);
+      first = false;
+    }
+    yield item;
+  }
 }
 
 /** Runs `charge` once the stream ends, however it ends (done, failed, or abandoned by the client). */

@@ -1,10 +1,10 @@
 /**
- * The server under test for load-tests/asr: Kuma with the demo models, from a manifest given on the
+ * The server under test for the model load tests (asr, tts): Kuma with the demo models, from a manifest given on the
  * command line, as its own process. Prints `{port, apiKey, pid}` once every model is loaded.
  */
-import { loadConfig } from '../../src/config/config.js';
-import { startKuma } from '../../src/server.js';
-import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
+import { loadConfig } from '../src/config/config.js';
+import { startKuma } from '../src/server.js';
+import { generateApiKey, hashApiKey } from '../src/auth/api-keys.js';
 
 const [dbPath, manifest] = process.argv.slice(2);
 if (!dbPath || !manifest) {
