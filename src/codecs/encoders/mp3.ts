@@ -37,9 +37,17 @@ async function instantiateLame(): Promise<WasmMediaEncoder<'audio/mpeg'>> {
   });
 }
 
+/**
+ * LAME instances that finished a stream, kept for the next one: a fresh instance allocates and zeroes its
+ * WASM memory (milliseconds on the path to a client's first bytes); configure() re-initialises an old
+ * one cleanly (checked: a reused instance encodes byte-identical streams).
+ */
+const idle: Array<WasmMediaEncoder<'audio/mpeg'>> = [];
+const MAX_IDLE = 4;
+
 export async function createMp3Encoder(options: EncoderOptions): Promise<StreamingEncoder> {
   const info = formatInfo('mp3');
-  const lame = await instantiateLame();
+  const lame = idle.pop() ?? (await instantiateLame());
   // lame_init_params runs here (2–5 ms); CBR keeps LAME from writing a VBR tag frame at the start.
   lame.configure({ sampleRate: info.sampleRate, channels: 1, bitrate: MP3_BITRATE_KBPS });
   return streamingEncoderFromCore(info, options, {
@@ -47,7 +55,9 @@ export async function createMp3Encoder(options: EncoderOptions): Promise<Streami
     // memory growth detaches), so copy before handing them out.
     encode: (samples) => lame.encode([samples]).slice(),
     finish: () => lame.finalize().slice(),
-    // Nothing to free explicitly: the WASM instance (and its memory) goes with the last reference.
-    release: () => {},
+    // Back to the idle list; beyond it, the WASM instance (and its memory) goes with the last reference.
+    release: () => {
+      if (idle.length < MAX_IDLE && !idle.includes(lame)) idle.push(lame);
+    },
   });
 }
