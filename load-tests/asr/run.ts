@@ -4,14 +4,11 @@
  * (latency minus the engine time the server reports in Server-Timing, which includes waiting for a
  * free model replica). Appends a section to load-tests/RESULTS.md. Run: `npm run bench:asr [-- --no-write]`.
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 import { appendResults, environmentLines } from '../results.js';
+import { startModelServer } from '../model-server.js';
 
 const { values } = parseArgs({ options: { 'no-write': { type: 'boolean', default: false }, requests: { type: 'string', default: '3' } } });
 const PER_CLIENT = Number(values.requests);
@@ -27,16 +24,8 @@ function wav(samples: Float32Array, rate: number): Buffer {
   return Buffer.concat([h, data]);
 }
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-asr-load-'));
-// Same models as the default manifest, with a queue deep enough that 100 clients wait instead of getting 503.
-const manifest = path.join(dir, 'manifest.json');
-fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), replicas: 1, maxQueue: 256 }] }));
-
-const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
-const hello = await new Promise<{ port: number; apiKey: string }>((resolve, reject) => {
-  readline.createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l)));
-  child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
-});
+// Same model as the default manifest, with a queue deep enough that 100 clients wait instead of getting 503.
+const hello = await startModelServer([{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), replicas: 1, maxQueue: 256 }]);
 const url = `http://127.0.0.1:${hello.port}/openai/v1/audio/transcriptions`;
 const speech = speakDemo(TEXT, 16000);
 const audioSeconds = speech.samples.length / 16000;
@@ -78,9 +67,7 @@ for (const clients of LEVELS) {
   );
   process.stdout.write(rows.at(-1)! + '\n');
 }
-child.stdin!.end();
-await new Promise((r) => child.once('exit', r));
-fs.rmSync(dir, { recursive: true, force: true });
+await hello.stop();
 
 const section = [
   `## asr — ${new Date().toISOString()}`,

@@ -5,13 +5,10 @@
  * request: ≤ 5 ms p50 for pcm/ulaw/alaw/l16/wav, ≤ 15 ms for mp3/opus, ≤ 60 ms for fmp4.
  * Run: `npm run bench:tts [-- --no-write]`.
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { appendResults, environmentLines } from '../results.js';
+import { startModelServer } from '../model-server.js';
 
 const { values } = parseArgs({ options: { 'no-write': { type: 'boolean', default: false } } });
 const FORMATS = ['pcm', 'wav', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'mp3', 'opus', 'fmp4'] as const;
@@ -23,14 +20,8 @@ const LEVELS: Array<{ clients: number; perClient: number }> = [
 ];
 const INPUT = 'i ni ce, a ka kɛnɛ wa? n bɛ taa sugu la sini, an bɛ malo ni ji san ka na n fa ni n ba ye.';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-tts-load-'));
-const manifest = path.join(dir, 'manifest.json');
-fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), replicas: 1, maxQueue: 256 }] }));
-const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
-const hello = await new Promise<{ port: number; apiKey: string }>((resolve, reject) => {
-  readline.createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l)));
-  child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
-});
+// A queue deep enough that 50 clients wait instead of getting 503.
+const hello = await startModelServer([{ id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), replicas: 1, maxQueue: 256 }]);
 const url = `http://127.0.0.1:${hello.port}/openai/v1/audio/speech`;
 
 interface Sample {
@@ -64,9 +55,7 @@ for (const format of FORMATS) {
     process.stdout.write(rows.at(-1)! + '\n');
   }
 }
-child.stdin!.end();
-await new Promise((r) => child.once('exit', r));
-fs.rmSync(dir, { recursive: true, force: true });
+await hello.stop();
 
 const section = [
   `## tts — ${new Date().toISOString()}`,

@@ -1,0 +1,34 @@
+/**
+ * Starts the server under test for the model load tests (asr, tts) as its own process — Kuma with the
+ * given manifest entries over the demo pack — and stops it (and removes its files) afterwards.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export interface ModelServer {
+  port: number;
+  apiKey: string;
+  stop(): Promise<void>;
+}
+
+export async function startModelServer(models: Array<Record<string, unknown>>): Promise<ModelServer> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-load-'));
+  const manifest = path.join(dir, 'manifest.json');
+  fs.writeFileSync(manifest, JSON.stringify({ models }));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const hello = await new Promise<{ port: number; apiKey: string }>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+    child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
+  });
+  return {
+    ...hello,
+    async stop() {
+      child.stdin!.end(); // the server exits when its stdin closes
+      await new Promise((resolve) => child.once('exit', resolve));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
