@@ -235,7 +235,12 @@ export class FfmpegAacPool {
     if (this.refillTimer) clearTimeout(this.refillTimer);
     const all = [...this.warm, ...this.inUse];
     this.warm.length = 0;
-    for (const proc of all) proc.kill();
+    for (const proc of all) {
+      // Idle processes are unref'd; re-ref them so the event loop stays up until their exit is seen
+      // (otherwise an awaiting caller can be left with a promise that never settles as Node winds down).
+      proc.setRef(true);
+      proc.kill();
+    }
     await Promise.all(all.map((proc) => proc.exited));
   }
 
