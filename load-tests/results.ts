@@ -47,3 +47,19 @@ export function appendResults(section: string): void {
   fs.appendFileSync(RESULTS_FILE, section.endsWith('\n') ? section : `${section}\n`);
   process.stdout.write(`recorded in ${path.relative(ROOT, RESULTS_FILE)}\n`);
 }
+
+/** The p-th percentile (nearest rank) of a list of numbers. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/**
+ * Prints a recorded section — heading with the time, environment lines, notes, then the table — and
+ * appends it to RESULTS.md unless `write` is false.
+ */
+export function recordSection(name: string, notes: string[], table: string[], write: boolean): void {
+  const section = [`## ${name} — ${new Date().toISOString()}`, '', ...environmentLines(), ...notes.map((n) => `- ${n}`), '', ...table, ''].join('\n');
+  process.stdout.write(`\n${section}\n`);
+  if (write) appendResults(section);
+}

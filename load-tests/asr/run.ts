@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { speakDemo } from '../../models/generator/demo-voice.js';
-import { appendResults, environmentLines } from '../results.js';
+import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
 
 const { values } = parseArgs({ options: { 'no-write': { type: 'boolean', default: false }, requests: { type: 'string', default: '3' } } });
@@ -51,7 +51,7 @@ async function one(): Promise<Sample> {
   return { ms, engineMs: dur('engine'), decodeMs: dur('decode'), status: res.status };
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const pct = percentile;
 
 await Promise.all(Array.from({ length: 4 }, one)); // warm-up
 const rows = ['| clients | requests | 200 | other | req/s | audio × real time | p50 ms | p99 ms | engine p50 ms | decode p50 ms | overhead p50 ms | overhead p99 ms |', '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'];
@@ -69,16 +69,13 @@ for (const clients of LEVELS) {
 }
 await hello.stop();
 
-const section = [
-  `## asr — ${new Date().toISOString()}`,
-  '',
-  ...environmentLines(),
-  `- Load: each client sends ${PER_CLIENT} requests back to back; each request uploads ${audioSeconds.toFixed(1)} s of demo speech (16 kHz WAV, ${(body.length / 1024).toFixed(0)} KiB) and gets json; the transcript is checked.`,
-  '- Server: its own process, sunjata-1 on the demo wav2vec2 CTC model, 1 replica, queue 256; load generator (fetch) in this process, on the same 2 cores.',
-  '- engine = time from the first to the last segment inside the server, including waiting for the replica (Server-Timing); overhead = client latency − engine: HTTP, multipart, decoding, formatting, ledger.',
-  '',
-  ...rows,
-  '',
-].join('\n');
-process.stdout.write('\n' + section + '\n');
-if (!values['no-write']) appendResults(section);
+recordSection(
+  'asr',
+  [
+    `Load: each client sends ${PER_CLIENT} requests back to back; each request uploads ${audioSeconds.toFixed(1)} s of demo speech (16 kHz WAV, ${(body.length / 1024).toFixed(0)} KiB) and gets json; the transcript is checked.`,
+    'Server: its own process, sunjata-1 on the demo wav2vec2 CTC model, 1 replica, queue 256; load generator (fetch) in this process, on the same 2 cores.',
+    'engine = time from the first to the last segment inside the server, including waiting for the replica (Server-Timing); overhead = client latency − engine: HTTP, multipart, decoding, formatting, ledger.',
+  ],
+  rows,
+  !values['no-write'],
+);

@@ -11,7 +11,7 @@ import { createEncoder } from '../../src/codecs/encoders/index.js';
 import { formatInfo } from '../../src/codecs/formats.js';
 import { closeSharedAacPool, sharedAacPool } from '../../src/codecs/encoders/ffmpeg-aac-pool.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
-import { appendResults, environmentLines } from '../results.js';
+import { recordSection } from '../results.js';
 import { FFMPEG_FORMAT_ARGS, ffmpegBinary } from './ffmpeg-formats.js';
 
 const RATE = 24000;
@@ -131,9 +131,7 @@ async function main(): Promise<void> {
     'For aac/fmp4 the encoding runs in a pooled ffmpeg process, so the CPU column counts only this thread; read the wall column.',
     `ffmpeg: ${ffmpegBinary()} ${process.env.KUMA_FFMPEG_PATH ? '' : '(system ffmpeg if on PATH, else the npm static build)'}, one process per run with -probesize 32 -analyzeduration 0 -fflags +nobuffer; its times include the process start, which is what a per-request ffmpeg would cost.`,
   ];
-  const section = ['## codecs — ' + new Date().toISOString(), '', ...environmentLines(), '', ...rows, '', ...notes.map((n) => `- ${n}`), ''].join('\n');
-  process.stdout.write('\n' + section + '\n');
-  if (!values['no-write']) appendResults(section);
+  recordSection('codecs', notes, rows, !values['no-write']);
 }
 
 await main();

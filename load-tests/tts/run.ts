@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { appendResults, environmentLines } from '../results.js';
+import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
 
 const { values } = parseArgs({ options: { 'no-write': { type: 'boolean', default: false } } });
@@ -41,7 +41,7 @@ async function one(format: string): Promise<Sample> {
   return { ttfb, engineFirst };
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const pct = percentile;
 
 for (const format of FORMATS) await Promise.all(Array.from({ length: 3 }, () => one(format))); // warm-up (wasm, AAC pool)
 const rows = ['| format | clients | requests | TTFB p50 ms | TTFB p99 ms | engine first chunk p50 ms | overhead p50 ms | overhead p99 ms | target (1 client, p50) |', '|---|---:|---:|---:|---:|---:|---:|---:|---|'];
@@ -57,16 +57,13 @@ for (const format of FORMATS) {
 }
 await hello.stop();
 
-const section = [
-  `## tts — ${new Date().toISOString()}`,
-  '',
-  ...environmentLines(),
-  `- Request: ${[...INPUT].length} characters of Bambara text (first phrase ≤ 40 characters), jifili-1 on the demo VITS model (16 kHz, resampled by the encoder), stream_format audio; the client reads the whole body.`,
-  '- TTFB: client time from sending the request to the first body bytes. engine first chunk: server time from starting the engine job to its first PCM (Server-Timing `engine-first`), which includes waiting for the one replica. overhead = TTFB − engine first chunk: HTTP, JSON, auth, balance check, encoding of the first chunk, socket.',
-  '- Server in its own process; the load generator (fetch) in this one, on the same 2 cores.',
-  '',
-  ...rows,
-  '',
-].join('\n');
-process.stdout.write('\n' + section + '\n');
-if (!values['no-write']) appendResults(section);
+recordSection(
+  'tts',
+  [
+    `Request: ${[...INPUT].length} characters of Bambara text (first phrase ≤ 40 characters), jifili-1 on the demo VITS model (16 kHz, resampled by the encoder), stream_format audio; the client reads the whole body.`,
+    'TTFB: client time from sending the request to the first body bytes. engine first chunk: server time from starting the engine job to its first PCM (Server-Timing `engine-first`), which includes waiting for the one replica. overhead = TTFB − engine first chunk: HTTP, JSON, auth, balance check, encoding of the first chunk, socket.',
+    'Server in its own process; the load generator (fetch) in this one, on the same 2 cores.',
+  ],
+  rows,
+  !values['no-write'],
+);

@@ -3,14 +3,13 @@
  * lists them, adds credit, revokes keys and shows recent usage, on the database named by KUMA_DB_PATH.
  * The logic is `runKeysCommand`, which writes through output functions so tests need not spawn a process.
  */
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
 import { MICROS_PER_UNIT } from '../billing/prices.js';
 import { loadConfig } from '../config/config.js';
 import { openSqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
+import { isEntryPoint } from './entry-point.js';
 
 export type Output = (line: string) => void;
 
@@ -205,15 +204,5 @@ async function main(): Promise<void> {
   }
 }
 
-/** True when this file is the program being run, not a module imported by a test. */
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
 
-if (isEntryPoint()) await main();
+if (isEntryPoint(import.meta.url)) await main();

@@ -4,9 +4,7 @@
  * that serves it (engine guessed from the files) and can write it into a manifest. The logic is
  * `runPullCommand`, which takes its environment and output functions so tests run it in-process.
  */
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ENGINE_TYPES, type EngineType } from '../engines/manifest.js';
 import { DEFAULT_ENDPOINT } from '../models-hub/hub-client.js';
@@ -15,6 +13,7 @@ import { guessEngine, type EngineGuess } from '../models-hub/guess-engine.js';
 import { inlineJson, manifestEntry, upsertManifestEntry } from '../models-hub/manifest-writer.js';
 import type { ProgressSink } from '../models-hub/progress.js';
 import { pullModel, type PullOptions } from '../models-hub/pull.js';
+import { isEntryPoint } from './entry-point.js';
 
 export const HELP_TEXT = `Usage: npm run models:pull -- <repo-id> [options]
 
@@ -153,17 +152,7 @@ export async function runPullCommand(argv: string[], io: PullIo): Promise<number
   }
 }
 
-/** True when this file is the process entry (npm run models:pull), not imported by a test. */
-function isMain(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
 
-if (isMain()) {
+if (isEntryPoint(import.meta.url)) {
   process.exitCode = await runPullCommand(process.argv.slice(2), { out: (l) => console.log(l), err: (l) => console.error(l) });
 }
