@@ -5,6 +5,7 @@
  * load-tests/RESULTS.md. Run: `npm run bench:codecs [-- --seconds 30 --no-write]`.
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SPEECH_FORMATS, type SpeechFormat } from '../../src/codecs/types.js';
 import { createEncoder } from '../../src/codecs/encoders/index.js';
@@ -40,16 +41,35 @@ const s16 = Buffer.alloc(input.length * 2);
 input.forEach((v, i) => s16.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
 
 /** Whole-stream encode in 100 ms pushes: CPU time of this thread (plus wall time, which covers AAC's ffmpeg). */
+/** utime + stime of a child process in seconds, from /proc (Linux; 0 when unreadable). */
+function childCpuSeconds(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whole-stream encode in 100 ms pushes. CPU ×RT counts this thread plus, for aac/fmp4, the ffmpeg
+ * process the encoder took from the pool (read just before flush, while it still exists): the codec's
+ * work on one core whichever process does it. Wall ×RT also includes waiting on ffmpeg round trips.
+ */
 async function kumaSpeed(format: SpeechFormat): Promise<{ xrtCpu: number; xrtWall: number; bytes: number }> {
+  const before = new Set(sharedAacPool().pids().inUse);
   const encoder = await createEncoder(format, { inputRate: RATE });
+  const child = sharedAacPool().pids().inUse.find((pid) => !before.has(pid));
+  const childCpu0 = child ? childCpuSeconds(child) : 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   let bytes = 0;
   for (let i = 0; i < input.length; i += SPEED_CHUNK) bytes += (await encoder.push(input.subarray(i, i + SPEED_CHUNK))).length;
+  const childCpu = child ? childCpuSeconds(child) - childCpu0 : 0;
   bytes += (await encoder.flush()).length;
   const wall = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  return { xrtCpu: seconds / ((cpu.user + cpu.system) / 1e6), xrtWall: seconds / wall, bytes };
+  return { xrtCpu: seconds / ((cpu.user + cpu.system) / 1e6 + childCpu), xrtWall: seconds / wall, bytes };
 }
 
 /**
@@ -111,7 +131,7 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 500));
 
   const rows: string[] = [
-    '| format | Kuma ×RT (CPU, one core) | Kuma ×RT (wall) | Kuma first bytes ms | Kuma first audio ms | target (first audio) | ffmpeg ×RT (wall, incl. spawn) | ffmpeg first bytes ms (incl. spawn) |',
+    '| format | Kuma ×RT (CPU, one core; aac/fmp4 incl. ffmpeg) | Kuma ×RT (wall) | Kuma first bytes ms | Kuma first audio ms | target (first audio) | ffmpeg ×RT (wall, incl. spawn) | ffmpeg first bytes ms (incl. spawn) |',
     '|---|---:|---:|---:|---:|---|---:|---:|',
   ];
   for (const format of SPEECH_FORMATS) {
@@ -119,7 +139,7 @@ async function main(): Promise<void> {
     const first = await kumaFirstChunk(format);
     const ff = await ffmpegRun(format).catch(() => null);
     const target = format === 'aac' || format === 'fmp4' ? '≥50×, ≤60 ms' : '≥50×, ≤10 ms';
-    const ok = speed.xrtWall >= 50 && first.audioMs <= (format === 'aac' || format === 'fmp4' ? 60 : 10) ? 'met' : 'MISSED';
+    const ok = speed.xrtCpu >= 50 && first.audioMs <= (format === 'aac' || format === 'fmp4' ? 60 : 10) ? 'met' : 'MISSED';
     rows.push(
       `| ${format} | ${speed.xrtCpu.toFixed(0)} | ${speed.xrtWall.toFixed(0)} | ${first.anyMs.toFixed(2)} | ${first.audioMs.toFixed(2)} | ${target} (${ok}) | ${ff ? ff.xrtWall.toFixed(0) : 'n/a'} | ${ff ? ff.firstMs.toFixed(1) : 'n/a'} |`,
     );
@@ -128,7 +148,7 @@ async function main(): Promise<void> {
   await closeSharedAacPool();
   const notes = [
     `Input: ${seconds} s of the demo voice at 24 kHz mono; speed with 100 ms pushes (the speech pipeline's slice); first-chunk latency is the median of ${repeats} fresh encoders (warm wasm and warm AAC pool), pushing chunks back to back: first bytes of any kind (headers count), and first bytes once a codec frame of audio is in (two for AAC, whose encoder primes one frame).`,
-    'For aac/fmp4 the encoding runs in a pooled ffmpeg process, so the CPU column counts only this thread; read the wall column.',
+    'For aac/fmp4 the encoding runs in a pooled ffmpeg process: the CPU column adds that process\'s CPU (from /proc) to this thread\'s; the wall column also includes the waits on its round trips.',
     `ffmpeg: ${ffmpegBinary()} ${process.env.KUMA_FFMPEG_PATH ? '' : '(system ffmpeg if on PATH, else the npm static build)'}, one process per run with -probesize 32 -analyzeduration 0 -fflags +nobuffer; its times include the process start, which is what a per-request ffmpeg would cost.`,
   ];
   recordSection('codecs', notes, rows, !values['no-write']);
