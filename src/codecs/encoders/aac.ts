@@ -18,6 +18,7 @@ import { formatInfo } from '../formats.js';
 import { createResampler, type StreamingResampler } from '../resample.js';
 import type { EncoderOptions, FormatInfo, StreamingEncoder } from '../types.js';
 import { concatBytes, validateInputRate } from './encoder-lifecycle.js';
+import { floatToInt16, int16ToLeBytes } from './pcm.js';
 import { sharedAacPool, type FfmpegAacPool, type FfmpegProcess } from './ffmpeg-aac-pool.js';
 
 const FRAME = 1024;
@@ -155,13 +156,8 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
   private async write(samples: Float32Array): Promise<void> {
     if (samples.length === 0) return;
     this.assertRunning();
-    const bytes = Buffer.allocUnsafe(samples.length * 2);
-    for (let i = 0; i < samples.length; i++) {
-      const s = samples[i]!;
-      // Clamp, and map NaN to silence rather than letting it become -32768.
-      const v = s >= 1 ? 32767 : s <= -1 ? -32768 : s === s ? Math.round(s * 32767) : 0;
-      bytes.writeInt16LE(v, i * 2);
-    }
+    // The quantizer every 16-bit encoder shares (clamps, NaN → silence).
+    const bytes = int16ToLeBytes(floatToInt16(samples));
     this.samplesWritten += samples.length;
     if (this.proc.child.stdin.write(bytes)) return;
     const drained = await Promise.race([once(this.proc.child.stdin, 'drain').then(() => true, () => false), this.proc.exited.then(() => false)]);

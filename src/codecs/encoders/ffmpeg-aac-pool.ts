@@ -15,6 +15,12 @@
  *   is byte-identical). Frames then appear exactly when the encoder can produce them: after n ≥ 2048
  *   input samples, floor(n / 1024) − 1 frames (one frame of priming plus one of lookahead).
  * - `-flush_packets 1`: write each ADTS frame to the pipe at once instead of filling an I/O buffer.
+ * - `-aac_coder fast`: the bundled 4.1 build's default, named because newer builds (Debian's 5.1, a
+ *   possible `KUMA_FFMPEG_PATH`) default to `twoloop`, which cost 3–4× the CPU here for speech.
+ * - 32 kbit/s (AAC_BITRATE_BPS): the encoder's work grows with the bits it spends — per 10 s of the demo
+ *   voice, 494 M instructions at 32k, 666 M at 40k, 832 M at 48k (valgrind --tool=callgrind) — and at 48k
+ *   it alone ran at only ≈60× real time on this machine's cores. 32k is the Opus format's bitrate; ffmpeg
+ *   then low-passes at 9.5 kHz, ample for speech.
  *
  * Pre-roll: ffmpeg sets up its demuxer, filter graph and encoder only when the first packet arrives, which
  * took 4–65 ms per process here — on the first chunk's path. So a new process is fed 2048 samples of
@@ -29,7 +35,8 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { AdtsParser } from './adts.js';
 
-export const AAC_BITRATE = '48k';
+/** AAC-LC bitrate for `aac` and `fmp4` (fmp4's esds states it too); see the header comment. */
+export const AAC_BITRATE_BPS = 32_000;
 /** See the header comment: the rate the demuxer is told, chosen for its 1024-sample packets. */
 const DEMUX_RATE = 25600;
 
@@ -38,7 +45,7 @@ export const FFMPEG_AAC_ARGS: readonly string[] = Object.freeze([
   '-probesize', '32', '-analyzeduration', '0',
   '-f', 's16le', '-ar', String(DEMUX_RATE), '-ac', '1', '-i', 'pipe:0',
   '-af', 'asetrate=24000',
-  '-c:a', 'aac', '-b:a', AAC_BITRATE, '-f', 'adts', '-flush_packets', '1', 'pipe:1',
+  '-c:a', 'aac', '-aac_coder', 'fast', '-b:a', String(AAC_BITRATE_BPS), '-f', 'adts', '-flush_packets', '1', 'pipe:1',
 ]);
 
 /** `KUMA_FFMPEG_PATH`, else the static binary shipped inside the @ffmpeg-installer npm package. */

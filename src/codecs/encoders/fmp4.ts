@@ -4,25 +4,27 @@
  * mvex, no samples) followed by one fragment (moof + mdat) per push that produced AAC frames.
  *
  * The AAC frames come from the shared ffmpeg engine in aac.ts (ADTS, headers stripped here). The boxes are
- * built with `mp4box`: its ISOFile writes the ftyp/moov (with an esds carrying the AudioSpecificConfig)
- * and its createMoof() the moof; we only assemble them in stream order. The init segment depends on
- * nothing but the fixed codec configuration, so it goes out with the first push, before any audio.
+ * built with `mp4box`: its ISOFile writes the ftyp/moov (with an esds carrying the AudioSpecificConfig);
+ * the fragments, written per push, come from mp4-fragment.ts (same layout as mp4box's createMoof(), a
+ * fraction of its cost). The init segment depends on nothing but the fixed codec configuration, so it
+ * goes out with the first push, before any audio.
  *
  * Timing: timescale 24000 (one tick per sample), every sample 1024 ticks, baseMediaDecodeTime = 1024 ×
  * frames already written. As with ADTS, the first 1024 samples are encoder priming; no edit list is
  * written because players disagree on edit lists in fragmented files and a 43 ms lead-in is harmless.
  */
 
-import { BoxParser, DataStream, ISOFile, createFile, type Box, type Sample } from 'mp4box';
+import { BoxParser, ISOFile, createFile, type Box } from 'mp4box';
 import { formatInfo } from '../formats.js';
 import type { EncoderOptions, StreamingEncoder } from '../types.js';
 import { type AacEncoderDeps, createAdtsEncoder } from './aac.js';
 import { audioSpecificConfig, stripAdtsHeader } from './adts.js';
 import { concatBytes } from './encoder-lifecycle.js';
+import { AAC_BITRATE_BPS } from './ffmpeg-aac-pool.js';
+import { writeFragment } from './mp4-fragment.js';
 
 const SAMPLE_RATE = 24000;
 const FRAME_TICKS = 1024;
-const AAC_BITRATE = 48_000;
 
 export async function createFmp4Encoder(options: EncoderOptions, deps: AacEncoderDeps = {}): Promise<StreamingEncoder> {
   const muxer = new Fmp4Muxer();
@@ -35,6 +37,7 @@ export class Fmp4Muxer {
   private readonly trackId: number;
   private initSent = false;
   private framesWritten = 0;
+  private fragmentsWritten = 0;
 
   constructor() {
     this.file = createFile();
@@ -86,35 +89,15 @@ export class Fmp4Muxer {
   }
 
   private fragment(units: readonly Uint8Array[]): Uint8Array {
-    const firstTick = this.framesWritten * FRAME_TICKS;
-    const samples = units.map((data, i) => {
-      const dts = firstTick + i * FRAME_TICKS;
-      // Only the fields createMoof() reads; every AAC frame is a sync sample.
-      return { track_id: this.trackId, data, size: data.length, duration: FRAME_TICKS, dts, cts: dts, is_sync: true } as unknown as Sample;
+    const bytes = writeFragment({
+      sequenceNumber: ++this.fragmentsWritten,
+      trackId: this.trackId,
+      baseMediaDecodeTime: this.framesWritten * FRAME_TICKS,
+      sampleDuration: FRAME_TICKS,
+      samples: units,
     });
-    // createMoof() numbers fragments 1, 2, 3… (mfhd) and sets tfdt from the first sample's dts.
-    const moof = this.file.createMoof(samples);
-    const stream = new DataStream();
-    moof.write(stream);
-    // The trun's data_offset counts from the moof's first byte to the first sample: past the moof and the
-    // mdat's 8-byte header. Patched after writing, when the moof's size is known (as mp4box's own
-    // createFragment() does).
-    const trun = moof.trafs[0]!.truns[0]!;
-    trun.data_offset = moof.size + 8;
-    stream.adjustUint32(trun.data_offset_position, trun.data_offset);
-    const mdat = new BoxParser.box.mdat();
-    // A fresh array, never a view: DataStream.writeUint8Array() copies from the start of the underlying
-    // ArrayBuffer and ignores a view's byteOffset (a stripped unit is a view past its ADTS header).
-    const payload = new Uint8Array(units.reduce((sum, unit) => sum + unit.length, 0));
-    let at = 0;
-    for (const unit of units) {
-      payload.set(unit, at);
-      at += unit.length;
-    }
-    mdat.data = payload;
-    mdat.write(stream);
     this.framesWritten += units.length;
-    return new Uint8Array(stream.buffer, 0, stream.getPosition()).slice();
+    return bytes;
   }
 }
 
@@ -142,8 +125,8 @@ function esdsBox(asc: Uint8Array): Box {
       0x40, // objectTypeIndication: MPEG-4 Audio (ISO/IEC 14496-3)
       (0x05 << 2) | 0x01, // streamType 5 = audio, upStream 0, reserved 1
       0x00, 0x06, 0x00, // bufferSizeDB: 1536 bytes, above the largest AAC-LC mono frame (6144 bits)
-      ...u32(AAC_BITRATE * 2), // maxBitrate: informative only; headroom because ffmpeg's AAC is ABR, not CBR
-      ...u32(AAC_BITRATE), // avgBitrate
+      ...u32(AAC_BITRATE_BPS * 2), // maxBitrate: informative only; headroom because ffmpeg's AAC is ABR, not CBR
+      ...u32(AAC_BITRATE_BPS), // avgBitrate
       ...decoderSpecificInfo,
     ),
   );
