@@ -17,10 +17,13 @@
  * - `-flush_packets 1`: write each ADTS frame to the pipe at once instead of filling an I/O buffer.
  * - `-aac_coder fast`: the bundled 4.1 build's default, named because newer builds (Debian's 5.1, a
  *   possible `KUMA_FFMPEG_PATH`) default to `twoloop`, which cost 3–4× the CPU here for speech.
- * - 32 kbit/s (AAC_BITRATE_BPS): the encoder's work grows with the bits it spends — per 10 s of the demo
- *   voice, 494 M instructions at 32k, 666 M at 40k, 832 M at 48k (valgrind --tool=callgrind) — and at 48k
- *   it alone ran at only ≈60× real time on this machine's cores. 32k is the Opus format's bitrate; ffmpeg
- *   then low-passes at 9.5 kHz, ample for speech.
+ * - 40 kbit/s, `-aac_tns 0 -aac_pns 0`: chosen on cost and on how much speech survives. Cost is the
+ *   encoder's instructions per 10 s of the demo voice (valgrind --tool=callgrind): the work grows with the
+ *   bits spent — 832 M at 48k, 666 M at 40k, 494 M at 32k — and at 48k ffmpeg alone ran at only ≈60×
+ *   real time on this machine's cores. What survives: 40 sentences spoken by the demo voice, encoded,
+ *   decoded and transcribed by the demo ASR, which hears any smearing of its formants — exact at 48k
+ *   37/40, 40k 32/40, 32k 20/40; temporal noise shaping caused most of the loss (40k without TNS 38/40,
+ *   and without TNS and PNS 39/40 at 624 M; 32k without both 28/40). MP3 at 48k scores 40/40.
  *
  * Pre-roll: ffmpeg sets up its demuxer, filter graph and encoder only when the first packet arrives, which
  * took 4–65 ms per process here — on the first chunk's path. So a new process is fed 2048 samples of
@@ -36,7 +39,7 @@ import type { Socket } from 'node:net';
 import { AdtsParser } from './adts.js';
 
 /** AAC-LC bitrate for `aac` and `fmp4` (fmp4's esds states it too); see the header comment. */
-export const AAC_BITRATE_BPS = 32_000;
+export const AAC_BITRATE_BPS = 40_000;
 /** See the header comment: the rate the demuxer is told, chosen for its 1024-sample packets. */
 const DEMUX_RATE = 25600;
 
@@ -45,7 +48,7 @@ export const FFMPEG_AAC_ARGS: readonly string[] = Object.freeze([
   '-probesize', '32', '-analyzeduration', '0',
   '-f', 's16le', '-ar', String(DEMUX_RATE), '-ac', '1', '-i', 'pipe:0',
   '-af', 'asetrate=24000',
-  '-c:a', 'aac', '-aac_coder', 'fast', '-b:a', String(AAC_BITRATE_BPS), '-f', 'adts', '-flush_packets', '1', 'pipe:1',
+  '-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-b:a', String(AAC_BITRATE_BPS), '-f', 'adts', '-flush_packets', '1', 'pipe:1',
 ]);
 
 /** `KUMA_FFMPEG_PATH`, else the static binary shipped inside the @ffmpeg-installer npm package. */
