@@ -17,13 +17,12 @@
  * - `-flush_packets 1`: write each ADTS frame to the pipe at once instead of filling an I/O buffer.
  * - `-aac_coder fast`: the bundled 4.1 build's default, named because newer builds (Debian's 5.1, a
  *   possible `KUMA_FFMPEG_PATH`) default to `twoloop`, which cost 3–4× the CPU here for speech.
- * - 40 kbit/s, `-aac_tns 0 -aac_pns 0`: chosen on cost and on how much speech survives. Cost is the
- *   encoder's instructions per 10 s of the demo voice (valgrind --tool=callgrind): the work grows with the
- *   bits spent — 832 M at 48k, 666 M at 40k, 494 M at 32k — and at 48k ffmpeg alone ran at only ≈60×
- *   real time on this machine's cores. What survives: 40 sentences spoken by the demo voice, encoded,
- *   decoded and transcribed by the demo ASR, which hears any smearing of its formants — exact at 48k
- *   37/40, 40k 32/40, 32k 20/40; temporal noise shaping caused most of the loss (40k without TNS 38/40,
- *   and without TNS and PNS 39/40 at 624 M; 32k without both 28/40). MP3 at 48k scores 40/40.
+ * - 40 kbit/s, `-aac_tns 0 -aac_pns 0`: chosen on cost and on how much speech survives, both measured by
+ *   `npm run bench:aac-settings` (load-tests/RESULTS.md). Cost: the encoder's work grows with the bits it
+ *   spends — 840 M instructions per 10 s of the demo voice at 48k, 662 M at 40k, 519 M at 32k — and at
+ *   48k ffmpeg alone ran at only ≈60× real time on this machine's cores. Survival: demo-voice sentences
+ *   encoded, decoded and transcribed by the demo ASR — exact at 48k 37/40, 40k 32/40, 32k 20/40, with
+ *   temporal noise shaping causing most of the loss: 40k without TNS and PNS keeps 39/40 at 641 M.
  *
  * Pre-roll: ffmpeg sets up its demuxer, filter graph and encoder only when the first packet arrives, which
  * took 4–65 ms per process here — on the first chunk's path. So a new process is fed 2048 samples of
