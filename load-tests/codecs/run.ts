@@ -20,7 +20,7 @@ const CHUNK = 480; // 20 ms: the first-chunk latency is measured from the first 
 /** Speed is measured in the slices the speech pipeline pushes (src/pipeline/speech-stream.ts: 100 ms). */
 const SPEED_CHUNK = 2400;
 /** Whole-stream encodes per format; the table shows the median (a shared 2-core machine is noisy). */
-const SPEED_RUNS = 3;
+const SPEED_RUNS = 5;
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, 'no-write': { type: 'boolean', default: false }, repeats: { type: 'string', default: '5' } } });
 const seconds = Number(values.seconds);
