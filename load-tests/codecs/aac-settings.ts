@@ -23,15 +23,21 @@ const FFMPEG = resolveFfmpegPath();
 const FLORES = path.resolve('../shared/data/flores200-bam-fra/flores.bam_Latn.txt');
 
 const aac = (bitrate: string, ...extra: string[]): string[] => ['-c:a', 'aac', '-aac_coder', 'fast', ...extra, '-b:a', bitrate, '-f', 'adts'];
+/** ffmpeg's VBR mode: a fixed quality (-q:a) instead of a bitrate the encoder keeps re-quantizing frames to meet. */
+const aacVbr = (quality: string, ...extra: string[]): string[] => ['-c:a', 'aac', '-aac_coder', 'fast', ...extra, '-q:a', quality, '-f', 'adts'];
 const CANDIDATES: Array<{ name: string; args: string[] }> = [
   { name: 'aac 48k', args: aac('48k') },
   { name: 'aac 48k, no TNS', args: aac('48k', '-aac_tns', '0') },
   { name: 'aac 40k', args: aac('40k') },
   { name: 'aac 40k, no TNS', args: aac('40k', '-aac_tns', '0') },
-  { name: 'aac 40k, no TNS/PNS (Kuma)', args: aac('40k', '-aac_tns', '0', '-aac_pns', '0') },
+  { name: 'aac 40k, no TNS/PNS ', args: aac('40k', '-aac_tns', '0', '-aac_pns', '0') },
   { name: 'aac 36k, no TNS/PNS', args: aac('36k', '-aac_tns', '0', '-aac_pns', '0') },
   { name: 'aac 32k', args: aac('32k') },
   { name: 'aac 32k, no TNS/PNS', args: aac('32k', '-aac_tns', '0', '-aac_pns', '0') },
+  { name: 'aac VBR q 0.5, no TNS/PNS', args: aacVbr('0.5', '-aac_tns', '0', '-aac_pns', '0') },
+  { name: 'aac VBR q 0.6, no TNS/PNS', args: aacVbr('0.6', '-aac_tns', '0', '-aac_pns', '0') },
+  { name: 'aac VBR q 0.7, no TNS/PNS', args: aacVbr('0.7', '-aac_tns', '0', '-aac_pns', '0') },
+  { name: 'aac VBR q 0.6', args: aacVbr('0.6') },
   { name: 'mp3 48k (reference)', args: ['-c:a', 'libmp3lame', '-b:a', '48k', '-f', 'mp3'] },
   { name: 'wav (reference)', args: ['-f', 'wav'] },
 ];
@@ -101,19 +107,25 @@ async function transcribe(bytes: Buffer): Promise<string> {
   return body.text;
 }
 
-const rows = ['| settings | instructions per 10 s (M) | sentences exact | character error rate |', '|---|---:|---:|---:|'];
+const rows = ['| settings | instructions per 10 s (M) | kbit/s | sentences exact | character error rate |', '|---|---:|---:|---:|---:|'];
 try {
   for (const [index, candidate] of CANDIDATES.entries()) {
     let exact = 0;
     let errors = 0;
     let characters = 0;
+    let bytes = 0;
+    let seconds = 0;
     for (const text of sentences) {
-      const heard = await transcribe(encode(candidate.args, s16(speakDemo(text, RATE).samples)));
+      const speech = speakDemo(text, RATE).samples;
+      const encoded = encode(candidate.args, s16(speech));
+      bytes += encoded.length;
+      seconds += speech.length / RATE;
+      const heard = await transcribe(encoded);
       if (heard === text) exact++;
       errors += editDistance(heard, text);
       characters += text.length;
     }
-    rows.push(`| ${candidate.name} | ${costs[index]} | ${exact}/${sentences.length} | ${((100 * errors) / characters).toFixed(2)} % |`);
+    rows.push(`| ${candidate.name} | ${costs[index]} | ${((bytes * 8) / seconds / 1000).toFixed(1)} | ${exact}/${sentences.length} | ${((100 * errors) / characters).toFixed(2)} % |`);
     process.stdout.write(rows.at(-1)! + '\n');
   }
 } finally {
