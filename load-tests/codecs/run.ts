@@ -159,7 +159,7 @@ async function main(): Promise<void> {
   await closeSharedAacPool();
   const notes = [
     `Input: ${seconds} s of the demo voice at 24 kHz mono; speed with 100 ms pushes (the speech pipeline's slice), median (and best) of ${SPEED_RUNS} whole-stream encodes after one untimed one — the target is judged on the median; first-chunk latency is the median of ${repeats} fresh encoders (warm wasm and warm AAC pool), pushing chunks back to back: first bytes of any kind (headers count), and first bytes once a codec frame of audio is in (two for AAC, whose encoder primes one frame).`,
-    'CPU is this whole Node process (all its threads, process.cpuUsage); for aac/fmp4 the encoding runs in a pooled ffmpeg process whose CPU (from /proc) is added; the wall column also includes the waits on its round trips. Kuma\'s AAC: 40 kbit/s, -aac_coder fast -aac_tns 0 -aac_pns 0; the ffmpeg baseline uses the same settings.',
+    'CPU is this whole Node process (all its threads, process.cpuUsage); for aac/fmp4 the encoding runs in a pooled ffmpeg process whose CPU (from /proc) is added; the wall column also includes the waits on its round trips. Kuma\'s AAC: -q:a 0.7 (VBR) -aac_coder fast -aac_tns 0 -aac_pns 0; the ffmpeg baseline uses the same settings.',
     `ffmpeg: ${ffmpegBinary()} ${process.env.KUMA_FFMPEG_PATH ? '' : '(system ffmpeg if on PATH, else the npm static build)'}, median of ${FFMPEG_RUNS} runs, one process per run with -probesize 32 -analyzeduration 0 -fflags +nobuffer; its times include the process start, which is what a per-request ffmpeg would cost.`,
   ];
   recordSection('codecs', notes, rows, !values['no-write']);

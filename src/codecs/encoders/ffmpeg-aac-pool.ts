@@ -17,12 +17,14 @@
  * - `-flush_packets 1`: write each ADTS frame to the pipe at once instead of filling an I/O buffer.
  * - `-aac_coder fast`: the bundled 4.1 build's default, named because newer builds (Debian's 5.1, a
  *   possible `KUMA_FFMPEG_PATH`) default to `twoloop`, which cost 3–4× the CPU here for speech.
- * - 40 kbit/s, `-aac_tns 0 -aac_pns 0`: chosen on cost and on how much speech survives, both measured by
- *   `npm run bench:aac-settings` (load-tests/RESULTS.md). Cost: the encoder's work grows with the bits it
- *   spends — 840 M instructions per 10 s of the demo voice at 48k, 662 M at 40k, 519 M at 32k — and at
- *   48k ffmpeg alone ran at only ≈60× real time on this machine's cores. Survival: demo-voice sentences
- *   encoded, decoded and transcribed by the demo ASR — exact at 48k 37/40, 40k 32/40, 32k 20/40, with
- *   temporal noise shaping causing most of the loss: 40k without TNS and PNS keeps 39/40 at 641 M.
+ * - `-q:a 0.7 -aac_tns 0 -aac_pns 0`: VBR at a fixed quality, chosen on cost and on how much speech
+ *   survives, both measured by `npm run bench:aac-settings` (load-tests/RESULTS.md). In ABR mode
+ *   (`-b:a`) the encoder re-quantizes frames to steer towards the bitrate, which is most of its work —
+ *   641–840 M instructions per 10 s of the demo voice, ffmpeg alone at ≈60× real time here — and it
+ *   still overshoots (48k gave 73 kbit/s on short sentences). VBR costs ≈260 M at any quality. Survival:
+ *   demo-voice sentences encoded, decoded and transcribed by the demo ASR, which hears any smearing of
+ *   its formants: q 0.7 without temporal noise shaping and noise substitution keeps 40/40 exact at
+ *   ≈44 kbit/s, like MP3 at 48k; ABR 48k with both kept 37/40, q 0.6 32/40. TNS caused most losses.
  *
  * Pre-roll: ffmpeg sets up its demuxer, filter graph and encoder only when the first packet arrives, which
  * took 4–65 ms per process here — on the first chunk's path. So a new process is fed 2048 samples of
@@ -37,8 +39,8 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { AdtsParser } from './adts.js';
 
-/** AAC-LC bitrate for `aac` and `fmp4` (fmp4's esds states it too); see the header comment. */
-export const AAC_BITRATE_BPS = 40_000;
+/** ffmpeg's VBR quality for `aac` and `fmp4` (≈44 kbit/s for speech); see the header comment. */
+export const AAC_VBR_QUALITY = '0.7';
 /** See the header comment: the rate the demuxer is told, chosen for its 1024-sample packets. */
 const DEMUX_RATE = 25600;
 
@@ -47,7 +49,7 @@ export const FFMPEG_AAC_ARGS: readonly string[] = Object.freeze([
   '-probesize', '32', '-analyzeduration', '0',
   '-f', 's16le', '-ar', String(DEMUX_RATE), '-ac', '1', '-i', 'pipe:0',
   '-af', 'asetrate=24000',
-  '-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-b:a', String(AAC_BITRATE_BPS), '-f', 'adts', '-flush_packets', '1', 'pipe:1',
+  '-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-q:a', AAC_VBR_QUALITY, '-f', 'adts', '-flush_packets', '1', 'pipe:1',
 ]);
 
 /** `KUMA_FFMPEG_PATH`, else the static binary shipped inside the @ffmpeg-installer npm package. */

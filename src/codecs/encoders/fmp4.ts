@@ -20,11 +20,15 @@ import type { EncoderOptions, StreamingEncoder } from '../types.js';
 import { type AacEncoderDeps, createAdtsEncoder } from './aac.js';
 import { audioSpecificConfig, stripAdtsHeader } from './adts.js';
 import { concatBytes } from './encoder-lifecycle.js';
-import { AAC_BITRATE_BPS } from './ffmpeg-aac-pool.js';
 import { writeFragment } from './mp4-fragment.js';
 
 const SAMPLE_RATE = 24000;
 const FRAME_TICKS = 1024;
+/**
+ * esds maxBitrate: the AAC-LC ceiling for one channel (6144 bits per 1024-sample frame), as the stream is
+ * VBR and no tighter bound is known while it is being written.
+ */
+const MAX_BITRATE_BPS = (6144 * SAMPLE_RATE) / FRAME_TICKS;
 
 export async function createFmp4Encoder(options: EncoderOptions, deps: AacEncoderDeps = {}): Promise<StreamingEncoder> {
   const muxer = new Fmp4Muxer();
@@ -125,8 +129,8 @@ function esdsBox(asc: Uint8Array): Box {
       0x40, // objectTypeIndication: MPEG-4 Audio (ISO/IEC 14496-3)
       (0x05 << 2) | 0x01, // streamType 5 = audio, upStream 0, reserved 1
       0x00, 0x06, 0x00, // bufferSizeDB: 1536 bytes, above the largest AAC-LC mono frame (6144 bits)
-      ...u32(AAC_BITRATE_BPS * 2), // maxBitrate: informative only; headroom because ffmpeg's AAC is ABR, not CBR
-      ...u32(AAC_BITRATE_BPS), // avgBitrate
+      ...u32(MAX_BITRATE_BPS), // maxBitrate
+      ...u32(0), // avgBitrate: 0 = variable bitrate (ISO/IEC 14496-1 §7.2.6.6.2)
       ...decoderSpecificInfo,
     ),
   );

@@ -41,8 +41,8 @@ const KIND: Record<SpeechFormat, Kind> = {
 /**
  * Lossy floors, measured on this signal (1.5 s, seed 7): mp3 48 kbps corr 0.974 / 2.2 dB; opus 32 kbps
  * VOIP corr 0.847 / 3.3 dB (SILK does not keep the waveform of noise: fricatives correlate ≈0.6, voiced
- * ≈0.9); aac/fmp4 (ffmpeg aac, 40 kbps, no TNS/PNS) corr 0.983 / 2.6 dB (0.984 / 2.5 dB at 48 kbps with
- * both). Band-energy distance of broken output (misaligned, noise) is 13–18 dB.
+ * ≈0.9); aac/fmp4 (ffmpeg aac, VBR q 0.7, no TNS/PNS) corr 0.984 / 2.5 dB. Band-energy distance of
+ * broken output (misaligned, noise) is 13–18 dB.
  */
 const LOSSY_FLOOR: Partial<Record<SpeechFormat, { correlation: number; spectralDb: number }>> = {
   mp3: { correlation: 0.93, spectralDb: 4 },
