@@ -39,7 +39,7 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { AdtsParser } from './adts.js';
 
-/** ffmpeg's VBR quality for `aac` and `fmp4` (≈44 kbit/s for speech); see the header comment. */
+/** ffmpeg's VBR quality for `aac` and `fmp4` (≈44–47 kbit/s for speech); see the header comment. */
 export const AAC_VBR_QUALITY = '0.7';
 /** See the header comment: the rate the demuxer is told, chosen for its 1024-sample packets. */
 const DEMUX_RATE = 25600;
