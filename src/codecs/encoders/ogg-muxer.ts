@@ -5,6 +5,8 @@
  * goes on which page; this file only gets the bytes right.
  */
 
+import { concatBytes } from './encoder-lifecycle.js';
+
 export const OGG_FLAG_CONTINUED = 0x01;
 export const OGG_FLAG_BOS = 0x02;
 export const OGG_FLAG_EOS = 0x04;
@@ -68,7 +70,7 @@ export class OggStreamWriter {
       }
       packetEnds.push({ segmentIndex: lacing.length - 1, granule: packet.granule });
     }
-    const body = concat(packets.map((packet) => packet.data));
+    const body = concatBytes(packets.map((packet) => packet.data));
 
     const pages: Uint8Array[] = [];
     let segment = 0;
@@ -94,7 +96,7 @@ export class OggStreamWriter {
       segment += count;
       bodyOffset += size;
     } while (segment < lacing.length);
-    return concat(pages);
+    return concatBytes(pages);
   }
 
   private page(flags: number, granule: bigint, segments: readonly number[], body: Uint8Array): Uint8Array {
@@ -146,7 +148,7 @@ export function opusTagsPacket(vendor: string, comments: readonly string[] = [])
   const commentBytes = comments.map((comment) => encoder.encode(comment));
   const parts: Uint8Array[] = [ascii('OpusTags'), u32le(vendorBytes.length), vendorBytes, u32le(commentBytes.length)];
   for (const bytes of commentBytes) parts.push(u32le(bytes.length), bytes);
-  return concat(parts);
+  return concatBytes(parts);
 }
 
 function ascii(text: string): Uint8Array {
@@ -159,12 +161,3 @@ function u32le(value: number): Uint8Array {
   return out;
 }
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}

@@ -7,6 +7,7 @@
 import decode from 'audio-decode';
 import alawmulaw from 'alawmulaw';
 import { createEncoder } from '../../../../src/codecs/encoders/index.js';
+import { concatBytes } from '../../../../src/codecs/encoders/encoder-lifecycle.js';
 import { oggCrc32 } from '../../../../src/codecs/encoders/ogg-muxer.js';
 import { floatToInt16 } from '../../../../src/codecs/encoders/pcm.js';
 import { createResampler } from '../../../../src/codecs/resample.js';
@@ -236,15 +237,6 @@ export function withOggSerialZero(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
 
 export function concatFloat(parts: readonly Float32Array[]): Float32Array {
   const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
@@ -255,3 +247,5 @@ export function concatFloat(parts: readonly Float32Array[]): Float32Array {
   }
   return out;
 }
+
+export { concatBytes };
