@@ -1,226 +1,167 @@
 /**
- * The main thread's handle on one served model: a few worker replicas (each runs one job at a time), a
- * bounded wait queue in front of them with admission control (a full queue refuses at once with a
- * Retry-After estimate instead of letting requests pile up), cancellation by AbortSignal, and streaming
- * results pulled with credit-based flow control.
+ * The main thread's handle on one served model: jobs run on the replicas of a ReplicaPool (admission
+ * control, FIFO queue, crash replacement), one-shot (`run`) or streamed (`stream`, credit-based flow
+ * control), cancelled by AbortSignal.
+ *
+ * Invariant: every call settles, and a replica is released only once its worker has sent the job's last
+ * message (result / end / cancelled / error) or died — whatever the interleaving of the consumer leaving,
+ * the signal aborting, the worker finishing and the worker crashing. A worker that does not confirm a
+ * cancel within CANCEL_GRACE_MS is killed (and replaced) rather than left holding the replica.
  */
-import type { Worker } from 'node:worker_threads';
 import type { ModelEntry } from '../manifest.js';
-import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
-import { spawnWorker } from '../../threads/spawn-worker.js';
-import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
+import { EngineCancelledError, EngineFailedError } from '../errors.js';
+import type { WorkerToMain } from './protocol.js';
+import { ReplicaPool, type EngineThreads, type Replica } from './replica-pool.js';
 
-const WORKER_URL = new URL(`./model-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+export type { EngineThreads } from './replica-pool.js';
+
 /** Chunks a streaming job may have in flight toward the main thread. */
 const STREAM_CREDIT = 4;
+/** How long a worker may take to confirm a cancel (a runner sees it at its next checkpoint). */
+export const CANCEL_GRACE_MS = 30_000;
 
-interface JobHandlers {
-  onMessage(message: WorkerToMain): void;
-  onCrash(err: Error): void;
-}
-
-interface Replica {
-  worker: Worker;
-  busy: boolean;
-  jobs: Map<number, JobHandlers>;
-}
-
-export interface EngineThreads {
-  intraOpThreads: number;
-  interOpThreads: number;
-  /** Niceness of model threads (default 10): below the main thread, which must stay responsive. */
-  niceness?: number;
-}
+const isLast = (m: WorkerToMain) => m.type === 'end' || m.type === 'result' || m.type === 'cancelled' || m.type === 'error';
 
 export class ModelEngine {
-  private readonly replicas: Replica[] = [];
-  private readonly waiters: Array<{ resolve: (r: Replica) => void; reject: (e: Error) => void }> = [];
+  private readonly pool: ReplicaPool;
   private nextJobId = 1;
-  private isReady = false;
-  private closed = false;
-  /** Moving average of job duration, for Retry-After estimates. */
-  private avgJobMs = 1000;
-  info: Record<string, unknown> = {};
 
   constructor(
     readonly entry: ModelEntry & { absoluteDir: string },
-    private readonly threads: EngineThreads,
-  ) {}
+    threads: EngineThreads,
+    private readonly cancelGraceMs = CANCEL_GRACE_MS,
+  ) {
+    this.pool = new ReplicaPool(entry, threads);
+  }
 
   get ready(): boolean {
-    return this.isReady;
+    return this.pool.ready;
+  }
+
+  get info(): Record<string, unknown> {
+    return this.pool.info;
   }
 
   stats(): { replicas: number; busy: number; queued: number } {
-    return { replicas: this.replicas.length, busy: this.replicas.filter((r) => r.busy).length, queued: this.waiters.length };
+    return this.pool.stats();
   }
 
   /** Spawns the replicas and resolves once every one has loaded and warmed its model. */
-  async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.entry.replicas }, () => this.spawnReplica()));
-    this.isReady = true;
+  start(): Promise<void> {
+    return this.pool.start();
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   async run<T>(method: string, input: unknown, signal?: AbortSignal): Promise<T> {
-    const replica = await this.acquire(signal);
+    const replica = await this.pool.acquire(signal);
+    const job = this.open(replica);
     const started = Date.now();
+    const onAbort = () => job.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await new Promise<T>((resolve, reject) => {
-        const id = this.nextJobId++;
-        const onAbort = () => this.post(replica, { type: 'cancel', id });
-        signal?.addEventListener('abort', onAbort, { once: true });
-        const done = () => {
-          signal?.removeEventListener('abort', onAbort);
-          replica.jobs.delete(id);
-        };
-        replica.jobs.set(id, {
-          onMessage: (m) => {
-            if (m.type === 'result') (done(), resolve(m.value as T));
-            else if (m.type === 'cancelled') (done(), reject(new EngineCancelledError()));
-            else if (m.type === 'error') (done(), reject(new EngineFailedError(this.entry.id, m.message)));
-          },
-          onCrash: (err) => (done(), reject(err)),
-        });
-        this.post(replica, { type: 'job', id, method, input, credit: 0 });
-      });
+      this.pool.post(replica, { type: 'job', id: job.id, method, input, credit: 0 });
+      const m = await job.next();
+      if (m.type === 'result') return m.value as T;
+      throw this.toError(m);
     } finally {
-      this.release(replica, Date.now() - started);
+      signal?.removeEventListener('abort', onAbort);
+      await job.close();
+      this.pool.release(replica, Date.now() - started);
     }
   }
 
   /** Streams a job's chunks. Leaving the loop early (or aborting) cancels the job in the worker. */
   async *stream<T>(method: string, input: unknown, signal?: AbortSignal): AsyncGenerator<T> {
-    const replica = await this.acquire(signal);
+    const replica = await this.pool.acquire(signal);
+    const job = this.open(replica);
     const started = Date.now();
-    const id = this.nextJobId++;
-    const queue: WorkerToMain[] = [];
-    let wake: (() => void) | null = null;
-    let crash: Error | null = null;
-    let finished = false;
-    const notify = () => (wake?.(), (wake = null));
-    replica.jobs.set(id, { onMessage: (m) => (queue.push(m), notify()), onCrash: (err) => ((crash = err), notify()) });
-    const onAbort = () => (this.post(replica, { type: 'cancel', id }), notify());
+    const onAbort = () => job.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
-    this.post(replica, { type: 'job', id, method, input, credit: STREAM_CREDIT });
     try {
+      this.pool.post(replica, { type: 'job', id: job.id, method, input, credit: STREAM_CREDIT });
       while (true) {
-        if (crash) throw crash;
-        const m = queue.shift();
-        if (!m) {
-          if (signal?.aborted) throw new EngineCancelledError();
-          await new Promise<void>((resolve) => (wake = resolve));
-          continue;
-        }
-        if (m.type === 'chunk') {
-          this.post(replica, { type: 'credit', id, amount: 1 });
-          yield m.value as T;
-        } else if (m.type === 'end') {
-          finished = true;
-          return;
-        } else if (m.type === 'cancelled') {
-          finished = true;
-          throw new EngineCancelledError();
-        } else if (m.type === 'error') {
-          finished = true;
-          throw new EngineFailedError(this.entry.id, m.message);
-        }
+        const m = await job.next();
+        if (m.type === 'end') return;
+        if (m.type !== 'chunk') throw this.toError(m);
+        this.pool.post(replica, { type: 'credit', id: job.id, amount: 1 });
+        yield m.value as T;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      if (!finished && !crash) {
-        // The consumer left early: cancel in the worker and wait for it to stop before the replica is reused.
-        await new Promise<void>((resolve) => {
-          replica.jobs.set(id, { onMessage: (m) => (m.type === 'cancelled' || m.type === 'end' || m.type === 'error' ? resolve() : undefined), onCrash: () => resolve() });
-          this.post(replica, { type: 'cancel', id });
-        });
-      }
-      replica.jobs.delete(id);
-      this.release(replica, Date.now() - started);
+      await job.close();
+      this.pool.release(replica, Date.now() - started);
     }
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const waiter of this.waiters.splice(0)) waiter.reject(new EngineNotReadyError(this.entry.id));
-    await Promise.all(this.replicas.map((r) => r.worker.terminate()));
+  private toError(m: WorkerToMain): Error {
+    if (m.type === 'error') return new EngineFailedError(this.entry.id, m.message);
+    if (m.type === 'cancelled') return new EngineCancelledError();
+    return new EngineFailedError(this.entry.id, `unexpected worker message ${m.type}`);
   }
 
-  private acquire(signal?: AbortSignal): Promise<Replica> {
-    if (!this.isReady || this.closed) return Promise.reject(new EngineNotReadyError(this.entry.id));
-    if (signal?.aborted) return Promise.reject(new EngineCancelledError());
-    const free = this.replicas.find((r) => !r.busy);
-    if (free) {
-      free.busy = true;
-      return Promise.resolve(free);
-    }
-    if (this.waiters.length >= this.entry.maxQueue) {
-      const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / this.replicas.length / 1000));
-      return Promise.reject(new EngineOverloadedError(this.entry.id, seconds));
-    }
-    return new Promise<Replica>((resolve, reject) => {
-      const waiter = { resolve, reject };
-      this.waiters.push(waiter);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const index = this.waiters.indexOf(waiter);
-          if (index >= 0) this.waiters.splice(index, 1);
-          reject(new EngineCancelledError());
-        },
-        { once: true },
-      );
+  /**
+   * One job's view of its replica's messages. `next()` yields them in order (a crash rejects it);
+   * `close()` makes sure the worker is done with the job: at once when its last message has already
+   * arrived (consumed or not), else by cancelling and waiting for the confirmation, or the worker's end.
+   */
+  private open(replica: Replica) {
+    const id = this.nextJobId++;
+    const queue: WorkerToMain[] = [];
+    let crash: Error | null = null;
+    let workerDone = false;
+    let cancelled = false;
+    let wake: (() => void) | null = null;
+    let killTimer: NodeJS.Timeout | null = null;
+    const settle = () => {
+      workerDone = true;
+      if (killTimer) clearTimeout(killTimer);
+    };
+    const notify = () => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    replica.jobs.set(id, {
+      onMessage: (m) => {
+        if (isLast(m)) settle();
+        queue.push(m);
+        notify();
+      },
+      onCrash: (err) => {
+        crash = err;
+        settle();
+        notify();
+      },
     });
-  }
-
-  private release(replica: Replica, jobMs: number): void {
-    this.avgJobMs = this.avgJobMs * 0.8 + jobMs * 0.2;
-    const next = this.waiters.shift();
-    if (next && this.replicas.includes(replica)) next.resolve(replica);
-    else replica.busy = false;
-  }
-
-  private post(replica: Replica, message: MainToWorker): void {
-    replica.worker.postMessage(message);
-  }
-
-  private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.threads.niceness ?? 10 };
-    const worker = spawnWorker(WORKER_URL, { workerData: init });
-    const replica: Replica = { worker, busy: false, jobs: new Map() };
-    return new Promise<void>((resolve, reject) => {
-      let loaded = false;
-      worker.on('message', (m: WorkerToMain) => {
-        if (m.type === 'ready') {
-          loaded = true;
-          this.info = m.info;
-          this.replicas.push(replica);
-          // A replacement for a crashed replica takes over whoever is waiting.
-          const waiter = this.isReady ? this.waiters.shift() : undefined;
-          if (waiter) {
-            replica.busy = true;
-            waiter.resolve(replica);
-          }
-          resolve();
-        } else if (m.type === 'load_failed') {
-          reject(new Error(`Model ${this.entry.id} (${this.entry.engine}, ${this.entry.absoluteDir}) failed to load: ${m.message}`));
-          void worker.terminate();
-        } else if ('id' in m) {
-          replica.jobs.get(m.id)?.onMessage(m);
+    const cancel = () => {
+      if (workerDone || cancelled) return notify();
+      cancelled = true;
+      this.pool.post(replica, { type: 'cancel', id });
+      // A worker that never confirms (stuck in native code) is killed; its exit settles the job as a crash.
+      killTimer = setTimeout(() => this.pool.kill(replica), this.cancelGraceMs);
+      notify();
+    };
+    return {
+      id,
+      cancel,
+      next: async (): Promise<WorkerToMain> => {
+        while (true) {
+          const m = queue.shift();
+          if (m) return m;
+          if (crash) throw crash;
+          await new Promise<void>((resolve) => (wake = resolve));
         }
-      });
-      worker.on('error', (err) => {
-        if (!loaded) reject(err);
-      });
-      worker.on('exit', (code) => {
-        const index = this.replicas.indexOf(replica);
-        if (index >= 0) this.replicas.splice(index, 1);
-        const err = new EngineFailedError(this.entry.id, `worker exited with code ${code}`);
-        for (const job of replica.jobs.values()) job.onCrash(err);
-        replica.jobs.clear();
-        if (!loaded) reject(err);
-        // A replica that dies while serving is replaced, so capacity recovers.
-        else if (!this.closed) void this.spawnReplica().catch(() => {});
-      });
-    });
+      },
+      close: async (): Promise<void> => {
+        if (!workerDone) {
+          cancel();
+          while (!workerDone) await new Promise<void>((resolve) => (wake = resolve));
+        }
+        replica.jobs.delete(id);
+      },
+    };
   }
 }

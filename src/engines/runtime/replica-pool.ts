@@ -1,0 +1,192 @@
+/**
+ * The worker replicas of one model and the bounded wait queue in front of them. A job acquires a replica
+ * (at once when one is free, else in FIFO order, else — queue full — an EngineOverloadedError with a
+ * Retry-After estimate) and releases it when the worker has finished with the job. A replica whose worker
+ * dies is replaced; its replacement takes over the queue, and if no replacement can be started the queued
+ * jobs fail instead of waiting forever.
+ */
+import type { Worker } from 'node:worker_threads';
+import type { ModelEntry } from '../manifest.js';
+import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
+import { spawnWorker } from '../../threads/spawn-worker.js';
+import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
+
+const WORKER_URL = new URL(`./model-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+/** Delay before retrying a replacement replica that failed to load, doubling up to the maximum. */
+const RESPAWN_DELAY_MS = 500;
+const RESPAWN_DELAY_MAX_MS = 30_000;
+
+export interface JobHandlers {
+  onMessage(message: WorkerToMain): void;
+  onCrash(err: Error): void;
+}
+
+export interface Replica {
+  worker: Worker;
+  busy: boolean;
+  jobs: Map<number, JobHandlers>;
+}
+
+export interface EngineThreads {
+  intraOpThreads: number;
+  interOpThreads: number;
+  /** Niceness of model threads (default 10): below the main thread, which must stay responsive. */
+  niceness?: number;
+}
+
+interface Waiter {
+  grant(replica: Replica): void;
+  fail(err: Error): void;
+}
+
+export class ReplicaPool {
+  private readonly replicas: Replica[] = [];
+  private readonly waiters: Waiter[] = [];
+  private isReady = false;
+  private closed = false;
+  /** Set while no replacement could be started and none is running: new jobs fail at once. */
+  private replacementFailed = false;
+  private respawnDelayMs = RESPAWN_DELAY_MS;
+  private respawnTimer: NodeJS.Timeout | null = null;
+  /** Moving average of job duration, for Retry-After estimates. */
+  private avgJobMs = 1000;
+  info: Record<string, unknown> = {};
+
+  constructor(
+    readonly entry: ModelEntry & { absoluteDir: string },
+    private readonly threads: EngineThreads,
+  ) {}
+
+  get ready(): boolean {
+    return this.isReady;
+  }
+
+  stats(): { replicas: number; busy: number; queued: number } {
+    return { replicas: this.replicas.length, busy: this.replicas.filter((r) => r.busy).length, queued: this.waiters.length };
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(Array.from({ length: this.entry.replicas }, () => this.spawnReplica()));
+    this.isReady = true;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.respawnTimer) clearTimeout(this.respawnTimer);
+    for (const waiter of this.waiters.splice(0)) waiter.fail(new EngineNotReadyError(this.entry.id));
+    await Promise.all(this.replicas.map((r) => r.worker.terminate()));
+  }
+
+  acquire(signal?: AbortSignal): Promise<Replica> {
+    if (!this.isReady || this.closed) return Promise.reject(new EngineNotReadyError(this.entry.id));
+    if (signal?.aborted) return Promise.reject(new EngineCancelledError());
+    if (this.replacementFailed && this.replicas.length === 0) {
+      return Promise.reject(new EngineFailedError(this.entry.id, 'no replica of the model could be restarted'));
+    }
+    const free = this.replicas.find((r) => !r.busy);
+    if (free) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    if (this.waiters.length >= this.entry.maxQueue) {
+      const perReplica = Math.max(1, this.replicas.length);
+      const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / perReplica / 1000));
+      return Promise.reject(new EngineOverloadedError(this.entry.id, seconds));
+    }
+    return new Promise<Replica>((resolve, reject) => {
+      // The abort listener is removed however the wait ends: sessions keep one signal for hours.
+      const onAbort = () => {
+        const index = this.waiters.indexOf(waiter);
+        if (index >= 0) this.waiters.splice(index, 1);
+        reject(new EngineCancelledError());
+      };
+      const waiter: Waiter = {
+        grant: (replica) => (signal?.removeEventListener('abort', onAbort), resolve(replica)),
+        fail: (err) => (signal?.removeEventListener('abort', onAbort), reject(err)),
+      };
+      this.waiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Hands the replica to the next waiter, or marks it free. Call only once the worker is done with the job. */
+  release(replica: Replica, jobMs: number): void {
+    this.avgJobMs = this.avgJobMs * 0.8 + jobMs * 0.2;
+    // A crashed replica is gone: the queue waits for its replacement (spawnReplica hands it over).
+    if (!this.replicas.includes(replica)) return;
+    const next = this.waiters.shift();
+    if (next) next.grant(replica);
+    else replica.busy = false;
+  }
+
+  post(replica: Replica, message: MainToWorker): void {
+    replica.worker.postMessage(message);
+  }
+
+  /** Kills a replica whose worker stopped answering; the exit handler fails its jobs and replaces it. */
+  kill(replica: Replica): void {
+    void replica.worker.terminate();
+  }
+
+  private spawnReplica(): Promise<void> {
+    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.threads.niceness ?? 10 };
+    const worker = spawnWorker(WORKER_URL, { workerData: init });
+    const replica: Replica = { worker, busy: false, jobs: new Map() };
+    return new Promise<void>((resolve, reject) => {
+      let loaded = false;
+      worker.on('message', (m: WorkerToMain) => {
+        if (m.type === 'ready') {
+          loaded = true;
+          this.info = m.info;
+          this.replicas.push(replica);
+          this.replacementFailed = false;
+          this.respawnDelayMs = RESPAWN_DELAY_MS;
+          // A replacement for a crashed replica takes over whoever is waiting.
+          const waiter = this.isReady ? this.waiters.shift() : undefined;
+          if (waiter) {
+            replica.busy = true;
+            waiter.grant(replica);
+          }
+          resolve();
+        } else if (m.type === 'load_failed') {
+          reject(new Error(`Model ${this.entry.id} (${this.entry.engine}, ${this.entry.absoluteDir}) failed to load: ${m.message}`));
+          void worker.terminate();
+        } else if ('id' in m) {
+          replica.jobs.get(m.id)?.onMessage(m);
+        }
+      });
+      worker.on('error', (err) => {
+        if (!loaded) reject(err);
+      });
+      worker.on('exit', (code) => {
+        const index = this.replicas.indexOf(replica);
+        if (index >= 0) this.replicas.splice(index, 1);
+        const err = new EngineFailedError(this.entry.id, `worker exited with code ${code}`);
+        const jobs = [...replica.jobs.values()];
+        replica.jobs.clear();
+        for (const job of jobs) job.onCrash(err);
+        if (!loaded) reject(err);
+        // A replica that dies while serving is replaced, so capacity recovers.
+        else if (!this.closed) this.replace();
+      });
+    });
+  }
+
+  private replace(): void {
+    this.spawnReplica().catch(() => {
+      if (this.closed) return;
+      if (this.replicas.length === 0) {
+        // Nothing can serve the queue: fail it rather than leave it waiting, and keep trying in the background.
+        this.replacementFailed = true;
+        const err = new EngineFailedError(this.entry.id, 'the model replica crashed and could not be restarted');
+        for (const waiter of this.waiters.splice(0)) waiter.fail(err);
+      }
+      this.respawnTimer = setTimeout(() => {
+        this.respawnTimer = null;
+        if (!this.closed) this.replace();
+      }, this.respawnDelayMs);
+      this.respawnTimer.unref();
+      this.respawnDelayMs = Math.min(RESPAWN_DELAY_MAX_MS, this.respawnDelayMs * 2);
+    });
+  }
+}
