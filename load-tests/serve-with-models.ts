@@ -1,6 +1,7 @@
 /**
  * The server under test for the model load tests (asr, tts): Kuma with the demo models, from a manifest given on the
- * command line, as its own process. Prints `{port, apiKey, pid}` once every model is loaded.
+ * command line, as its own process. Prints `{port, apiKey, otherApiKey, pid}` once every model is loaded
+ * (otherApiKey belongs to a second account, for scenarios where two users compete).
  */
 import { loadConfig } from '../src/config/config.js';
 import { startKuma } from '../src/server.js';
@@ -17,7 +18,10 @@ await server.enginesReady;
 const account = await server.store.createAccount('load', 1_000_000_000_000);
 const apiKey = generateApiKey();
 await server.store.createKey(account.id, hashApiKey(apiKey), 'load');
-process.stdout.write(JSON.stringify({ port: server.port, apiKey, pid: process.pid }) + '\n');
+const other = await server.store.createAccount('load-other', 1_000_000_000_000);
+const otherApiKey = generateApiKey();
+await server.store.createKey(other.id, hashApiKey(otherApiKey), 'load-other');
+process.stdout.write(JSON.stringify({ port: server.port, apiKey, otherApiKey, pid: process.pid }) + '\n');
 // Exit with the orchestrator: its end of stdin closes when it stops, however it stops.
 process.stdin.on('end', () => void server.close().then(() => process.exit(0)));
 process.stdin.resume();
