@@ -1,46 +1,81 @@
 /**
  * Decodes the compressed containers (MP3, Ogg/Opus, Ogg/Vorbis, FLAC, WebM/Matroska, MP4/M4A, ADTS AAC)
- * with audio-decode's per-format streaming decoders, downmixing each decoded block to mono as it comes.
+ * with per-format streaming decoders, yielding mono blocks at the source rate as they come, so the caller
+ * never holds more than one block: a 1 MB FLAC of two hours of silence expands to 1.3 GB of samples at
+ * 44.1 kHz, and must never be expanded at once.
  *
- * Why streaming rather than audio-decode's one-call `decode(buffer)`: (1) the duration limit can stop the
- * decoder as soon as the decoded audio passes it, instead of after decoding a whole huge file; (2) the
- * WebM decoder is pathologically slow on one big buffer (measured: 60 s of WebM/Opus took 14.8 s in one
- * call, 0.4 s fed in 64 KiB chunks); (3) an mp3 whose channels are identical at first and differ later
- * comes out of audio-decode first as 1 channel, then 2 — per-block downmixing absorbs that. The
- * exception is an MP4 with its index at the end, which goes in whole (see indexAtEnd).
+ * How much PCM one decoder call produces is bytes fed × the file's expansion ratio, which ranges from
+ * ≈ 3 values per byte (speech at 128 kbit/s) to ≈ 300 (FLAC of silence) and more for hostile files. So the
+ * bytes go in adaptively: each call's size aims at TARGET_VALUES decoded values at the last call's ratio,
+ * within [MIN_CHUNK_BYTES, MAX_CHUNK_BYTES] and at most doubling per call; a call's output is thus bounded
+ * by MAX_CHUNK_BYTES × the ratio only where the ratio jumps up within one chunk.
+ *
+ * Other reasons for streaming: the duration limit stops decoding as soon as it is passed; the WebM
+ * decoder is pathologically slow on one big buffer (60 s of WebM/Opus: 14.8 s in one call, 0.4 s in
+ * 64 KiB chunks); an mp3 whose channels are identical at first and differ later comes out first as 1
+ * channel, then 2 — per-block downmixing absorbs that. Every decoder here gives the same samples whatever
+ * the chunk sizes (checked in test/unit/codecs/decode-stream.test.ts); audio-decode's native-FLAC parser
+ * does not (it drops a frame whose header straddles two chunks), so native FLAC uses the upstream
+ * @wasm-audio-decoders/flac decoder, whose codec-parser reassembles frames across chunks.
  */
 import decode from 'audio-decode';
-import type { StreamDecoder } from 'audio-decode';
+import type { AudioData, StreamDecoder } from 'audio-decode';
+import { FLACDecoder } from '@wasm-audio-decoders/flac';
 import { AudioDecodeError } from '../types.js';
 import type { ContainerKind, DetectedContainer } from './detect-container.js';
 import { boxes, looksTruncated } from './container-probe.js';
 import { mp4TableProblem } from './mp4-guard.js';
+import { moovFirst } from './mp4-faststart.js';
 
-/** Bytes handed to the decoder per call. */
-const CHUNK_BYTES = 64 * 1024;
+/** Decoded values (frames × channels) one decoder call aims at: 1 MiB of Float32. */
+const TARGET_VALUES = 1 << 18;
+const MIN_CHUNK_BYTES = 256;
+const MAX_CHUNK_BYTES = 64 * 1024;
+const FIRST_CHUNK_BYTES = 4 * 1024;
+
+/** Native FLAC through the upstream decoder, wrapped in audio-decode's StreamDecoder shape. */
+async function nativeFlac(): Promise<StreamDecoder> {
+  const flac = new FLACDecoder();
+  await flac.ready;
+  let done = false;
+  const norm = (r: { channelData: Float32Array[]; samplesDecoded: number; sampleRate: number }): AudioData => ({
+    channelData: r.samplesDecoded ? r.channelData.map((c) => c.subarray(0, r.samplesDecoded)) : [],
+    sampleRate: r.sampleRate,
+  });
+  const free = () => {
+    if (done) return;
+    done = true;
+    flac.free();
+  };
+  const fn = async (chunk?: Uint8Array): Promise<AudioData> => {
+    if (chunk) return norm(await flac.decode(chunk));
+    if (done) return { channelData: [], sampleRate: 0 };
+    try {
+      return norm(await flac.flush());
+    } finally {
+      free();
+    }
+  };
+  return Object.assign(fn, { flush: async () => norm(await flac.flush()), free });
+}
 
 const DECODERS: Record<Exclude<ContainerKind, 'wav'>, () => Promise<StreamDecoder>> = {
   'mp3': () => decode.mp3(),
   'ogg-opus': () => decode.opus(),
   'ogg-vorbis': () => decode.oga(),
-  'ogg-flac': () => decode.flac(), // audio-decode's FLAC decoder reads native FLAC and FLAC-in-Ogg
-  'flac': () => decode.flac(),
+  'ogg-flac': () => decode.flac(), // audio-decode's FLAC decoder reads FLAC-in-Ogg through codec-parser
+  'flac': nativeFlac,
   'webm': () => decode.webm(), // handles Matroska too (audio-decode registers 'mkv' to the same package)
   'mp4': () => decode.m4a(),
   'adts': () => decode.aac(),
 };
 
-export interface DurationLimit {
-  maxSeconds: number;
-  /** Allowance over maxSeconds for codec padding before the limit counts as passed. */
-  slackSeconds: number;
-}
-
-export interface CompressedResult {
+/** One decoded block, downmixed. */
+export interface MonoBlock {
   /** Mono: the mean of the source channels. */
   samples: Float32Array;
   sampleRate: number;
-  /** Most channels seen in one decoded block (audio-decode reports dual-mono mp3/aac as 1). */
+  /** Channels of this block (audio-decode reports dual-mono mp3/aac as 1). */
   channels: number;
 }
 
@@ -54,68 +89,53 @@ export function describe(error: unknown): string {
   return message.replace(/\s+/g, ' ').trim().slice(0, 300) || 'unknown decoder error';
 }
 
-/** Collects mono blocks and enforces the duration limit as they arrive. */
-class MonoCollector {
-  private readonly parts: Float32Array[] = [];
-  frames = 0;
-  sampleRate = 0;
-  channels = 0;
-
-  constructor(private readonly label: string, private readonly limit: DurationLimit | undefined) {}
-
-  add(block: { channelData: Float32Array[]; sampleRate: number }): void {
-    const chans = block.channelData;
-    const n = chans[0]?.length ?? 0;
-    if (!n) return;
-    if (!this.sampleRate) this.sampleRate = block.sampleRate;
-    if (block.sampleRate !== this.sampleRate || !(this.sampleRate > 0)) {
-      throw new AudioDecodeError('unsupported', `The file looks like ${this.label} but its sample rate changes mid-stream (${this.sampleRate} → ${block.sampleRate} Hz).`);
-    }
-    this.channels = Math.max(this.channels, chans.length);
-    const mono = new Float32Array(n);
-    for (const ch of chans) for (let i = 0; i < n; i++) mono[i]! += ch[i] ?? 0;
-    const scale = 1 / chans.length;
-    for (let i = 0; i < n; i++) {
-      const v = mono[i]! * scale;
-      // A decoder handing out NaN/Infinity has gone wrong on this input; the models must never see it.
-      if (!Number.isFinite(v)) throw new AudioDecodeError('corrupt', `The file looks like ${this.label} but decoding it produced invalid (non-finite) samples.`);
-      mono[i] = v;
-    }
-    this.parts.push(mono);
-    this.frames += n;
-    const seconds = this.frames / this.sampleRate;
-    if (this.limit && seconds > this.limit.maxSeconds + this.limit.slackSeconds) {
-      throw new AudioDecodeError('too_long', `The audio is longer than the ${this.limit.maxSeconds} s limit (decoding stopped at ${seconds.toFixed(1)} s).`);
-    }
+/** The mean of a block's channels; a decoder handing out NaN/Infinity has gone wrong on this input. */
+function downmix(block: AudioData, label: string): Float32Array {
+  const chans = block.channelData;
+  const n = chans[0]?.length ?? 0;
+  const mono = new Float32Array(n);
+  for (const ch of chans) for (let i = 0; i < n; i++) mono[i]! += ch[i] ?? 0;
+  const scale = 1 / chans.length;
+  for (let i = 0; i < n; i++) {
+    const v = mono[i]! * scale;
+    if (!Number.isFinite(v)) throw new AudioDecodeError('corrupt', `The file looks like ${label} but decoding it produced invalid (non-finite) samples.`);
+    mono[i] = v;
   }
+  return mono;
+}
 
-  result(): Float32Array {
-    const out = new Float32Array(this.frames);
-    let at = 0;
-    for (const p of this.parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
-  }
+/** A piece of the (possibly re-ordered) file, fed in one call (`whole`) or in adaptive chunks. */
+interface Piece {
+  bytes: Uint8Array;
+  whole: boolean;
 }
 
 /**
- * True when an MP4's `moov` (its index) comes after the first chunk. The MP4 demuxer re-joins all bytes
- * received so far on every call until it has the whole moov, which made chunked feeding quadratic
- * (measured: 13 s for a 15-minute m4a with its index at the end); such files go in whole.
+ * What to feed, in order. An MP4 goes in with its moov first (re-ordered when it came last), the part up
+ * to the end of the moov in one call: the demuxer re-joins everything received until the moov is complete,
+ * which chunked feeding would make quadratic. An MP4 that cannot be re-ordered goes in whole, as before.
  */
-function indexAtEnd(bytes: Uint8Array): boolean {
-  const moov = boxes(bytes, 0, bytes.length).find((b) => b.type === 'moov');
-  return !moov || moov.end > CHUNK_BYTES;
+function piecesOf(bytes: Uint8Array, container: DetectedContainer): Piece[] {
+  if (container.kind !== 'mp4') return [{ bytes: bytes.subarray(container.offset), whole: false }];
+  const reordered = moovFirst(bytes);
+  if (reordered) return reordered.map((p, i) => ({ bytes: p, whole: i === 0 }));
+  const top = boxes(bytes, 0, bytes.length);
+  const moov = top.find((b) => b.type === 'moov');
+  const mdat = top.find((b) => b.type === 'mdat');
+  if (!moov || moov.end > bytes.length || (mdat && mdat.at < moov.at)) return [{ bytes, whole: true }];
+  return [
+    { bytes: bytes.subarray(0, moov.end), whole: true },
+    { bytes: bytes.subarray(moov.end), whole: false },
+  ];
 }
 
 /**
- * Decodes `bytes` (already identified as `container`) to mono at the source rate. Every failure is an
- * AudioDecodeError naming the detected format; a partial stream that decodes to some audio is returned.
+ * Decodes `bytes` (already identified as `container`) to mono blocks at the source rate. Every failure
+ * is an AudioDecodeError naming the detected format; a stream that stops decoding part-way but produced
+ * audio ends there. The caller enforces the duration limit (it stops iterating, which frees the decoder).
  */
-export async function decodeCompressed(bytes: Uint8Array, container: DetectedContainer, limit?: DurationLimit): Promise<CompressedResult> {
-  if (container.kind === 'wav') throw new TypeError('decodeCompressed does not handle WAV');
+export async function* decodeCompressedBlocks(bytes: Uint8Array, container: DetectedContainer): AsyncGenerator<MonoBlock> {
+  if (container.kind === 'wav') throw new TypeError('decodeCompressedBlocks does not handle WAV');
   const label = container.label;
   if (container.kind === 'mp4') {
     // Counts the MP4 demuxer would trust blindly (see mp4-guard.ts): a lie there crashes the process.
@@ -128,28 +148,61 @@ export async function decodeCompressed(bytes: Uint8Array, container: DetectedCon
   } catch (error) {
     throw new DecoderUnavailableError(`The ${label} decoder could not be initialised: ${describe(error)}`, { cause: error });
   }
-  const collector = new MonoCollector(label, limit);
-  const chunkBytes = container.kind === 'mp4' && indexAtEnd(bytes) ? bytes.length : CHUNK_BYTES;
-  let finished = false;
-  try {
-    for (let at = container.offset; at < bytes.length; at += chunkBytes) {
-      collector.add(await decoder(bytes.subarray(at, at + chunkBytes)));
+  let sampleRate = 0;
+  let frames = 0;
+  const mono = (block: AudioData): MonoBlock | undefined => {
+    const n = block.channelData[0]?.length ?? 0;
+    if (!n) return undefined;
+    if (!sampleRate) sampleRate = block.sampleRate;
+    if (block.sampleRate !== sampleRate || !(sampleRate > 0)) {
+      throw new AudioDecodeError('unsupported', `The file looks like ${label} but its sample rate changes mid-stream (${sampleRate} → ${block.sampleRate} Hz).`);
     }
-    finished = true; // decoder() with no chunk flushes and frees
-    collector.add(await decoder());
-  } catch (error) {
-    if (!finished) decoder.free();
-    if (error instanceof AudioDecodeError) throw error;
+    frames += n;
+    return { samples: downmix(block, label), sampleRate, channels: block.channelData.length };
+  };
+  const failure = (error: unknown): AudioDecodeError => {
+    if (error instanceof AudioDecodeError) return error;
     const kind = looksTruncated(bytes, container) ? 'truncated' : 'corrupt';
     const what = kind === 'truncated' ? 'it ends early (truncated)' : 'it could not be decoded';
-    throw new AudioDecodeError(kind, `The file looks like ${label} but ${what}: ${describe(error)}`);
+    return new AudioDecodeError(kind, `The file looks like ${label} but ${what}: ${describe(error)}`);
+  };
+
+  try {
+    let chunk = FIRST_CHUNK_BYTES;
+    for (const piece of piecesOf(bytes, container)) {
+      for (let at = 0; at < piece.bytes.length; ) {
+        const slice = piece.bytes.subarray(at, piece.whole ? undefined : at + chunk);
+        at += slice.length;
+        let out: AudioData;
+        try {
+          out = await decoder(slice);
+        } catch (error) {
+          throw failure(error);
+        }
+        const block = mono(out);
+        // Next call's size: TARGET_VALUES at this call's expansion ratio, growing at most twofold.
+        const values = (block?.samples.length ?? 0) * Math.max(1, out.channelData.length);
+        const aim = values > 0 ? Math.floor((slice.length * TARGET_VALUES) / values) : MAX_CHUNK_BYTES;
+        if (!piece.whole) chunk = Math.max(MIN_CHUNK_BYTES, Math.min(MAX_CHUNK_BYTES, aim, chunk * 2));
+        if (block) yield block;
+      }
+    }
+    let last: AudioData;
+    try {
+      last = await decoder(); // no chunk: flushes and frees
+    } catch (error) {
+      throw failure(error);
+    }
+    const block = mono(last);
+    if (block) yield block;
+  } finally {
+    decoder.free(); // a no-op once the flush freed it
   }
-  if (collector.frames === 0) {
+  if (frames === 0) {
     const truncated = looksTruncated(bytes, container);
     throw new AudioDecodeError(
       truncated ? 'truncated' : 'corrupt',
       `The file looks like ${label} but ${truncated ? 'it ends before any complete audio frame (truncated)' : 'no audio could be decoded from it'}.`,
     );
   }
-  return { samples: collector.result(), sampleRate: collector.sampleRate, channels: collector.channels };
 }

@@ -140,15 +140,18 @@ function sampleReader(h: WavHeader, view: DataView, b: Uint8Array): (at: number)
 }
 
 /**
- * Decodes the header's frames and downmixes them to mono (mean of the channels). Float samples that
- * are NaN or infinite make the file 'corrupt': they would poison the resampler and the models.
+ * Decodes sample frames [from, to) of the header's frames and downmixes them to mono (mean of the
+ * channels); by default all of them. Float samples that are NaN or infinite make the file 'corrupt': they
+ * would poison the resampler and the models.
  */
-export function decodeWavToMono(b: Uint8Array, h: WavHeader): Float32Array {
-  const { channels, frames, dataOffset } = h;
+export function decodeWavToMono(b: Uint8Array, h: WavHeader, from = 0, to = h.frames): Float32Array {
+  const { channels, dataOffset } = h;
+  const frames = Math.max(0, Math.min(to, h.frames) - from);
   const out = new Float32Array(frames);
   const frameBytes = channels * h.bytesPerSample;
+  const start = dataOffset + from * frameBytes;
   if (h.encoding === 'alaw' || h.encoding === 'mulaw') {
-    const codes = b.subarray(dataOffset, dataOffset + frames * frameBytes);
+    const codes = b.subarray(start, start + frames * frameBytes);
     const pcm = (h.encoding === 'alaw' ? alawmulaw.alaw : alawmulaw.mulaw).decode(codes);
     for (let f = 0, k = 0; f < frames; f++) {
       let sum = 0;
@@ -160,14 +163,14 @@ export function decodeWavToMono(b: Uint8Array, h: WavHeader): Float32Array {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const read = sampleReader(h, view, b);
   const step = h.bytesPerSample;
-  let at = dataOffset;
+  let at = start;
   for (let f = 0; f < frames; f++) {
     let sum = 0;
     for (let c = 0; c < channels; c++, at += step) sum += read(at);
     out[f] = channels === 1 ? sum : sum / channels;
     // Checked after the store: a float64 sample beyond float32's range becomes Infinity there.
     if (!Number.isFinite(out[f]!)) {
-      throw new AudioDecodeError('corrupt', `The file looks like WAV but sample frame ${f} is not a finite number.`);
+      throw new AudioDecodeError('corrupt', `The file looks like WAV but sample frame ${from + f} is not a finite number.`);
     }
   }
   return out;
