@@ -60,3 +60,22 @@ export interface DecodedAudio {
   sourceSampleRate: number;
   sourceChannels: number;
 }
+
+/** The decoder pool's wait queue is full: the server is overloaded, try again after `retryAfterSeconds`. */
+export class DecoderBusyError extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Every audio decoder is busy and the wait queue is full; retry after ${retryAfterSeconds} s.`);
+    this.name = 'DecoderBusyError';
+  }
+}
+
+/**
+ * The decoder thread running this upload had to be restarted because of another upload (one that hung
+ * or crashed it). Nothing is wrong with this upload: sending it again works.
+ */
+export class DecoderRestartedError extends Error {
+  constructor() {
+    super('The audio decoder was restarted while decoding this file because of another upload; send it again.');
+    this.name = 'DecoderRestartedError';
+  }
+}

@@ -1,22 +1,41 @@
 /**
- * Worker-thread side of DecoderPool: decodes one upload at a time with decodeAudio and posts the result
- * back, transferring the sample buffer. Errors cross the thread boundary as plain data (kind, name,
- * message) because class identity does not survive structured cloning; the pool rebuilds them.
+ * Worker-thread side of DecoderPool: runs several upload decodes (decode-stream.ts) at once, interleaved
+ * one generator step at a time, and posts each one's header, windows (transferred, not copied) and summary
+ * back. A job sends windows only while it has credit (the pool returns one per window its consumer
+ * takes), so a consumer that is slow because the model is busy pauses its decode instead of piling
+ * windows up; a paused job costs no CPU and lets the others run.
+ *
+ * Time limit: each job's own work (the time its steps take, not the time it waits for credit or for other
+ * jobs' steps) is summed, and a job whose sum passes its budget fails with AudioDecodeError('timeout').
+ * A step that never returns (a decoder spinning) cannot be stopped from here: the pool notices the
+ * silence (each step starts with a `step` message) and terminates this thread.
+ *
+ * Errors cross the thread boundary as plain data (kind, name, message) because class identity does not
+ * survive structured cloning; the pool rebuilds them.
  */
 import { parentPort } from 'node:worker_threads';
-import { AudioDecodeError, type DecodedAudio } from '../types.js';
-import { decodeAudio, type DecodeOptions } from './decode-audio.js';
+import { AudioDecodeError } from '../types.js';
+import { decodeAudioStream, type DecodeOptions, type DecodeSummary, type StreamHeader } from './decode-stream.js';
 
-export interface DecodeJob {
-  id: number;
-  bytes: Uint8Array;
-  options: DecodeOptions;
+export type PoolToWorker =
+  | { type: 'start'; id: number; bytes: Uint8Array; options: DecodeOptions; credit: number; budgetMs: number }
+  | { type: 'credit'; id: number; amount: number }
+  | { type: 'cancel'; id: number };
+
+export interface ErrorData {
+  kind?: AudioDecodeError['kind'];
+  name: string;
+  message: string;
 }
 
 export type WorkerReply =
   | { type: 'ready' }
-  | { type: 'done'; id: number; audio: DecodedAudio }
-  | { type: 'failed'; id: number; error: { kind?: AudioDecodeError['kind']; name: string; message: string } };
+  | { type: 'step'; id: number }
+  | { type: 'header'; id: number; header: StreamHeader }
+  | { type: 'window'; id: number; samples: Float32Array }
+  | { type: 'done'; id: number; summary: DecodeSummary }
+  | { type: 'failed'; id: number; error: ErrorData }
+  | { type: 'cancelled'; id: number };
 
 const port = parentPort;
 if (!port) throw new Error('decoder-worker.ts must run in a worker thread (see DecoderPool)');
@@ -26,25 +45,78 @@ if (!port) throw new Error('decoder-worker.ts must run in a worker thread (see D
 // caller in the AudioDecodeError's message instead.
 for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[method] = () => {};
 
-port.on('message', (job: DecodeJob) => {
-  void (async () => {
-    try {
-      const audio = await decodeAudio(job.bytes, job.options);
-      // Transfer, not copy: the samples' own buffer when they span all of it, else a copy that does.
-      const own = audio.samples.byteOffset === 0 && audio.samples.byteLength === audio.samples.buffer.byteLength;
-      const samples = own ? audio.samples : audio.samples.slice();
-      const reply: WorkerReply = { type: 'done', id: job.id, audio: { ...audio, samples } };
-      port.postMessage(reply, [samples.buffer as ArrayBuffer]);
-    } catch (error) {
-      const e = error instanceof Error ? error : new Error(String(error));
-      const reply: WorkerReply = {
-        type: 'failed',
-        id: job.id,
-        error: { kind: error instanceof AudioDecodeError ? error.kind : undefined, name: e.name, message: e.message },
-      };
-      port.postMessage(reply);
+interface JobState {
+  credit: number;
+  cancelled: boolean;
+  wake: (() => void) | null;
+}
+
+const jobs = new Map<number, JobState>();
+const post = (reply: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
+/** A macrotask turn: other jobs' steps and incoming credit/cancel messages get their chance. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function errorData(error: unknown): ErrorData {
+  const e = error instanceof Error ? error : new Error(String(error));
+  return { kind: error instanceof AudioDecodeError ? error.kind : undefined, name: e.name, message: e.message };
+}
+
+async function run(job: Extract<PoolToWorker, { type: 'start' }>): Promise<void> {
+  const state: JobState = { credit: job.credit, cancelled: false, wake: null };
+  jobs.set(job.id, state);
+  const stream = decodeAudioStream(job.bytes, job.options);
+  let workMs = 0;
+  try {
+    for (;;) {
+      while (state.credit <= 0 && !state.cancelled) await new Promise<void>((resolve) => (state.wake = resolve));
+      await turn();
+      if (state.cancelled) {
+        await stream.return(undefined as never); // frees the decoder and the resampler
+        post({ type: 'cancelled', id: job.id });
+        return;
+      }
+      post({ type: 'step', id: job.id });
+      const t0 = performance.now();
+      const step = await stream.next();
+      workMs += performance.now() - t0;
+      if (step.done) {
+        post({ type: 'done', id: job.id, summary: step.value });
+        return;
+      }
+      if (workMs > job.budgetMs) {
+        await stream.return(undefined as never);
+        throw new AudioDecodeError('timeout', `Decoding the audio took longer than ${job.budgetMs / 1000} s and was stopped.`);
+      }
+      const event = step.value;
+      if (event.type === 'header') {
+        post({ type: 'header', id: job.id, header: event.header });
+      } else {
+        state.credit--;
+        // Transfer, not copy: the window's own buffer when it spans all of it, else a copy that does.
+        const own = event.samples.byteOffset === 0 && event.samples.byteLength === event.samples.buffer.byteLength;
+        const samples = own ? event.samples : event.samples.slice();
+        post({ type: 'window', id: job.id, samples }, [samples.buffer as ArrayBuffer]);
+      }
     }
-  })();
+  } catch (error) {
+    post({ type: 'failed', id: job.id, error: errorData(error) });
+  } finally {
+    jobs.delete(job.id);
+  }
+}
+
+port.on('message', (message: PoolToWorker) => {
+  if (message.type === 'start') {
+    void run(message);
+    return;
+  }
+  const state = jobs.get(message.id);
+  if (!state) return; // already finished: its last message is on its way
+  if (message.type === 'credit') state.credit += message.amount;
+  else state.cancelled = true;
+  const wake = state.wake;
+  state.wake = null;
+  wake?.();
 });
 
-port.postMessage({ type: 'ready' } satisfies WorkerReply);
+post({ type: 'ready' });
