@@ -2,13 +2,19 @@
  * What a model runner is, inside a worker thread: loaded from a manifest entry, warmed up once, then
  * called per job. A method returns a value, or an async iterable for streaming results (TTS chunks, ASR
  * segments). Long jobs call `ctx.checkpoint()` between model steps: it yields to the worker's event loop so
- * a cancel message can arrive, and throws once the job is cancelled.
+ * a cancel message can arrive, and throws once the job is cancelled. A job may also take its input as a
+ * stream (`ctx.input`: a long recording arriving window by window).
  */
 import type { ModelEntry } from './manifest.js';
 
 export interface RunnerContext {
   signal: AbortSignal;
   checkpoint(): Promise<void>;
+  /**
+   * The job's streamed input, when the caller streams it (ModelEngine.stream with an input iterable):
+   * items in order, read once. Absent for jobs whose input came whole.
+   */
+  input?: AsyncIterable<unknown>;
 }
 
 export interface Runner {

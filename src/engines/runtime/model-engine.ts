@@ -1,7 +1,9 @@
 /**
  * The main thread's handle on one served model: jobs run on the replicas of a ReplicaPool (admission
  * control, FIFO queue, crash replacement), one-shot (`run`) or streamed (`stream`, credit-based flow
- * control), cancelled by AbortSignal.
+ * control), cancelled by AbortSignal. A streamed job may also take its input as a stream (a long upload
+ * decoded window by window): the input is pulled from the caller's iterable only as fast as the worker's
+ * runner takes it (input credit), and an input that fails fails the job with the input's error.
  *
  * Invariant: every call settles, and a replica is released only once its worker has sent the job's last
  * message (result / end / cancelled / error) or died — whatever the interleaving of the consumer leaving,
@@ -10,7 +12,7 @@
  */
 import type { ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError } from '../errors.js';
-import type { WorkerToMain } from './protocol.js';
+import { INPUT_CREDIT, transferables, type WorkerToMain } from './protocol.js';
 import { ReplicaPool, type EngineThreads, type Replica } from './replica-pool.js';
 
 export type { EngineThreads } from './replica-pool.js';
@@ -46,6 +48,12 @@ export class ModelEngine {
     return this.pool.stats();
   }
 
+  /** Throws EngineOverloadedError when a job started now would be refused (no free replica, queue full). */
+  assertAdmits(): void {
+    const refusal = this.pool.refusal();
+    if (refusal) throw refusal;
+  }
+
   /** Spawns the replicas and resolves once every one has loaded and warmed its model. */
   start(): Promise<void> {
     return this.pool.start();
@@ -73,27 +81,75 @@ export class ModelEngine {
     }
   }
 
-  /** Streams a job's chunks. Leaving the loop early (or aborting) cancels the job in the worker. */
-  async *stream<T>(method: string, input: unknown, signal?: AbortSignal): AsyncGenerator<T> {
+  /**
+   * Streams a job's chunks. Leaving the loop early (or aborting) cancels the job in the worker. With
+   * `streamedInput`, the runner reads those items as `ctx.input`; the iterable is read at the runner's
+   * pace and closed (`return()`) when the job ends; if it throws, the job is cancelled and this throws
+   * that error.
+   */
+  async *stream<T>(method: string, input: unknown, signal?: AbortSignal, streamedInput?: AsyncIterable<unknown>): AsyncGenerator<T> {
     const replica = await this.pool.acquire(signal);
     const job = this.open(replica);
     const started = Date.now();
     const onAbort = () => job.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
+    let feeder: Feeder | null = null;
     try {
-      this.pool.post(replica, { type: 'job', id: job.id, method, input, credit: STREAM_CREDIT });
+      this.pool.post(replica, { type: 'job', id: job.id, method, input, credit: STREAM_CREDIT, ...(streamedInput ? { streamedInput: true } : {}) });
+      if (streamedInput) feeder = this.feed(replica, job, streamedInput);
       while (true) {
         const m = await job.next();
         if (m.type === 'end') return;
-        if (m.type !== 'chunk') throw this.toError(m);
+        if (m.type !== 'chunk') throw feeder?.error ?? this.toError(m);
         this.pool.post(replica, { type: 'credit', id: job.id, amount: 1 });
         yield m.value as T;
       }
     } finally {
+      feeder?.stop();
       signal?.removeEventListener('abort', onAbort);
       await job.close();
       this.pool.release(replica, Date.now() - started);
     }
+  }
+
+  /** Pumps `source` into the job as `input` messages, at most INPUT_CREDIT ahead of the runner. */
+  private feed(replica: Replica, job: JobHandle, source: AsyncIterable<unknown>): Feeder {
+    const iterator = source[Symbol.asyncIterator]();
+    let credit = INPUT_CREDIT;
+    let stopped = false;
+    let wake: (() => void) | null = null;
+    const feeder: Feeder = {
+      error: null,
+      stop() {
+        if (stopped) return;
+        stopped = true;
+        wake?.();
+        // Not awaited: a source stuck in next() must not hold the job's cleanup.
+        void Promise.resolve(iterator.return?.()).catch(() => {});
+      },
+    };
+    job.onInputCredit = (amount) => {
+      credit += amount;
+      wake?.();
+    };
+    void (async () => {
+      try {
+        for (;;) {
+          while (credit <= 0 && !stopped) await new Promise<void>((resolve) => (wake = resolve));
+          if (stopped) return;
+          const step = await iterator.next();
+          if (stopped) return;
+          if (step.done) return this.pool.post(replica, { type: 'input_end', id: job.id });
+          credit--;
+          this.pool.post(replica, { type: 'input', id: job.id, value: step.value }, transferables(step.value));
+        }
+      } catch (err) {
+        if (stopped) return;
+        feeder.error = err instanceof Error ? err : new Error(String(err));
+        job.cancel();
+      }
+    })();
+    return feeder;
   }
 
   private toError(m: WorkerToMain): Error {
@@ -107,7 +163,7 @@ export class ModelEngine {
    * `close()` makes sure the worker is done with the job: at once when its last message has already
    * arrived (consumed or not), else by cancelling and waiting for the confirmation, or the worker's end.
    */
-  private open(replica: Replica) {
+  private open(replica: Replica): JobHandle {
     const id = this.nextJobId++;
     const queue: WorkerToMain[] = [];
     let crash: Error | null = null;
@@ -124,18 +180,6 @@ export class ModelEngine {
       wake = null;
       w?.();
     };
-    replica.jobs.set(id, {
-      onMessage: (m) => {
-        if (isLast(m)) settle();
-        queue.push(m);
-        notify();
-      },
-      onCrash: (err) => {
-        crash = err;
-        settle();
-        notify();
-      },
-    });
     const cancel = () => {
       if (workerDone || cancelled) return notify();
       cancelled = true;
@@ -144,8 +188,9 @@ export class ModelEngine {
       killTimer = setTimeout(() => this.pool.kill(replica), this.cancelGraceMs);
       notify();
     };
-    return {
+    const handle: JobHandle = {
       id,
+      onInputCredit: null,
       cancel,
       next: async (): Promise<WorkerToMain> => {
         while (true) {
@@ -163,5 +208,36 @@ export class ModelEngine {
         replica.jobs.delete(id);
       },
     };
+    replica.jobs.set(id, {
+      onMessage: (m) => {
+        // Input credit is flow control for the feeder, not a message of the job's output.
+        if (m.type === 'input_credit') return handle.onInputCredit?.(m.amount);
+        if (isLast(m)) settle();
+        queue.push(m);
+        notify();
+      },
+      onCrash: (err) => {
+        crash = err;
+        settle();
+        notify();
+      },
+    });
+    return handle;
   }
+}
+
+/** One job's view of its replica's messages (see open()). */
+interface JobHandle {
+  id: number;
+  /** Set by feed(): the worker's runner took inputs. */
+  onInputCredit: ((amount: number) => void) | null;
+  cancel(): void;
+  next(): Promise<WorkerToMain>;
+  close(): Promise<void>;
+}
+
+interface Feeder {
+  /** What the input source threw, if it did. */
+  error: Error | null;
+  stop(): void;
 }

@@ -1,7 +1,9 @@
 /**
  * Worker thread entry: loads one model's runner (onnxruntime sessions block the thread they run on, so
  * they live here, never on the main thread), warms it, and serves jobs one at a time. Cancellation and
- * flow-control credit arrive as messages; they are seen whenever the runner awaits `checkpoint()`.
+ * flow-control credit arrive as messages; they are seen whenever the runner awaits `checkpoint()`. A job
+ * with streamed input gets its `input` messages as `ctx.input`, and each item the runner takes gives the
+ * main thread credit for one more (protocol.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +12,7 @@ import { loadRunner } from '../runner-registry.js';
 import { EngineCancelledError } from '../errors.js';
 import type { Runner, RunnerContext } from '../runner.js';
 import { transferables, type MainToWorker, type WorkerInit, type WorkerToMain } from './protocol.js';
+import { StreamedInput } from './streamed-input.js';
 
 const port = parentPort!;
 const init = workerData as WorkerInit;
@@ -18,6 +21,7 @@ interface JobState {
   controller: AbortController;
   credit: number;
   wakeCredit: (() => void) | null;
+  input: StreamedInput | null;
 }
 
 const jobs = new Map<number, JobState>();
@@ -25,8 +29,10 @@ const send = (message: WorkerToMain) => port.postMessage(message, transferables(
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 port.on('message', (message: MainToWorker) => {
-  if (message.type === 'job') void runJob(message.id, message.method, message.input, message.credit);
+  if (message.type === 'job') void runJob(message.id, message.method, message.input, message.credit, message.streamedInput === true);
   else if (message.type === 'cancel') jobs.get(message.id)?.controller.abort();
+  else if (message.type === 'input') jobs.get(message.id)?.input?.push(message.value);
+  else if (message.type === 'input_end') jobs.get(message.id)?.input?.end();
   else if (message.type === 'credit') {
     const job = jobs.get(message.id);
     if (job) {
@@ -65,16 +71,19 @@ async function start(): Promise<void> {
   }
 }
 
-async function runJob(id: number, method: string, input: unknown, credit: number): Promise<void> {
-  const state: JobState = { controller: new AbortController(), credit, wakeCredit: null };
+async function runJob(id: number, method: string, input: unknown, credit: number, streamedInput: boolean): Promise<void> {
+  const controller = new AbortController();
+  const { signal } = controller;
+  const streamed = streamedInput ? new StreamedInput(signal, () => send({ type: 'input_credit', id, amount: 1 })) : null;
+  const state: JobState = { controller, credit, wakeCredit: null, input: streamed };
   jobs.set(id, state);
-  const { signal } = state.controller;
   const ctx: RunnerContext = {
     signal,
     async checkpoint() {
       await yieldToEventLoop();
       if (signal.aborted) throw new EngineCancelledError();
     },
+    ...(streamed ? { input: streamed } : {}),
   };
   try {
     if (!runner) throw new Error('The model is not loaded');

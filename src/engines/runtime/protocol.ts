@@ -3,6 +3,11 @@
  * `chunk` messages under credit-based flow control (the worker never has more than `credit` chunks in
  * flight that the main thread has not consumed), so a slow client throttles the model instead of
  * piling chunks up in memory.
+ *
+ * Jobs with streamed input (`streamedInput`) receive their input as `input` messages ended by
+ * `input_end`, under the same flow control the other way: the main thread sends at most INPUT_CREDIT
+ * inputs ahead, and the worker gives one `input_credit` back per input the runner takes, so a long
+ * upload flows through the model in bounded memory at the model's pace.
  */
 import type { ModelEntry } from '../manifest.js';
 
@@ -16,8 +21,13 @@ export interface WorkerInit {
   niceness: number;
 }
 
+/** Inputs the main thread may send to a streamed-input job before the runner has taken them. */
+export const INPUT_CREDIT = 2;
+
 export type MainToWorker =
-  | { type: 'job'; id: number; method: string; input: unknown; credit: number }
+  | { type: 'job'; id: number; method: string; input: unknown; credit: number; streamedInput?: boolean }
+  | { type: 'input'; id: number; value: unknown }
+  | { type: 'input_end'; id: number }
   | { type: 'cancel'; id: number }
   | { type: 'credit'; id: number; amount: number }
   | { type: 'shutdown' };
@@ -27,6 +37,7 @@ export type WorkerToMain =
   | { type: 'load_failed'; message: string }
   | { type: 'result'; id: number; value: unknown }
   | { type: 'chunk'; id: number; value: unknown }
+  | { type: 'input_credit'; id: number; amount: number }
   | { type: 'end'; id: number }
   | { type: 'cancelled'; id: number }
   | { type: 'error'; id: number; message: string };

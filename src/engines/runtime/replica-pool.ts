@@ -88,11 +88,8 @@ export class ReplicaPool {
       free.busy = true;
       return Promise.resolve(free);
     }
-    if (this.waiters.length >= this.entry.maxQueue) {
-      const perReplica = Math.max(1, this.replicas.length);
-      const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / perReplica / 1000));
-      return Promise.reject(new EngineOverloadedError(this.entry.id, seconds));
-    }
+    const refusal = this.refusal();
+    if (refusal) return Promise.reject(refusal);
     return new Promise<Replica>((resolve, reject) => {
       // The abort listener is removed however the wait ends: sessions keep one signal for hours.
       const onAbort = () => {
@@ -109,6 +106,17 @@ export class ReplicaPool {
     });
   }
 
+  /**
+   * The error a job would get if it asked for a replica now because every replica is busy and the queue
+   * is full, with a Retry-After estimate; null when it would be served or queued.
+   */
+  refusal(): EngineOverloadedError | null {
+    if (this.replicas.some((r) => !r.busy) || this.waiters.length < this.entry.maxQueue) return null;
+    const perReplica = Math.max(1, this.replicas.length);
+    const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / perReplica / 1000));
+    return new EngineOverloadedError(this.entry.id, seconds);
+  }
+
   /** Hands the replica to the next waiter, or marks it free. Call only once the worker is done with the job. */
   release(replica: Replica, jobMs: number): void {
     this.avgJobMs = this.avgJobMs * 0.8 + jobMs * 0.2;
@@ -119,8 +127,8 @@ export class ReplicaPool {
     else replica.busy = false;
   }
 
-  post(replica: Replica, message: MainToWorker): void {
-    replica.worker.postMessage(message);
+  post(replica: Replica, message: MainToWorker, transfer: ArrayBuffer[] = []): void {
+    replica.worker.postMessage(message, transfer);
   }
 
   /** Kills a replica whose worker stopped answering; the exit handler fails its jobs and replaces it. */
