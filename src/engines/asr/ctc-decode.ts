@@ -201,10 +201,19 @@ export interface Region {
  * chunks with no speech region at all are dropped.
  */
 export function planChunks(regions: Region[], total: number, maxSeconds: number, pickCut: (from: number, to: number) => number): Region[] {
+  return [...chunkSteps(regions, total, maxSeconds, pickCut)].filter((step) => step.speech).map(({ start, end }) => ({ start, end }));
+}
+
+/**
+ * The steps of planChunks one at a time, from `from` (a step's end) on, the dropped ones included
+ * (`speech: false`). A step from `start` depends only on the regions up to `start + maxSeconds` and on
+ * whether `total` lies beyond that, which is what lets audio that arrives in windows be planned as it
+ * comes (asr/streamed-chunks.ts).
+ */
+export function* chunkSteps(regions: Region[], total: number, maxSeconds: number, pickCut: (from: number, to: number) => number, from = 0): Generator<Region & { speech: boolean }> {
   const sorted = [...regions].sort((a, b) => a.start - b.start);
   const gaps = sorted.slice(1).map((r, i) => ({ start: sorted[i]!.end, end: r.start })).filter((g) => g.end > g.start);
-  const chunks: Region[] = [];
-  let start = 0;
+  let start = from;
   while (start < total) {
     let end = total;
     if (total - start > maxSeconds) {
@@ -213,8 +222,7 @@ export function planChunks(regions: Region[], total: number, maxSeconds: number,
       end = gap ? pickCut(Math.max(gap.start, start), Math.min(gap.end, limit)) : pickCut(start + maxSeconds / 2, limit);
       if (!(end > start && end <= limit)) end = limit;
     }
-    if (sorted.some((r) => r.end > start && r.start < end)) chunks.push({ start, end });
+    yield { start, end, speech: sorted.some((r) => r.end > start && r.start < end) };
     start = end;
   }
-  return chunks;
 }

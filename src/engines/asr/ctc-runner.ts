@@ -4,7 +4,9 @@
  * (`ctc-nemo`: log-mel `audio_signal [B,n_mels,T]` + `length [B]` → `logprobs`, blank last, tokens.txt and
  * the preprocessor settings). Method `transcribe({ samples })` streams segments with word times from CTC
  * frame indices. Audio longer than `maxChunkSeconds` is cut at silences found by Silero VAD and each chunk
- * runs on its own (batch 1: the exports take no attention mask).
+ * runs on its own (batch 1: the exports take no attention mask). The audio may also come as a stream of
+ * windows (`transcribe({})` with the job's streamed input): it is planned and cut as it arrives
+ * (streamed-chunks.ts), with the same chunks and transcript as the whole array would give.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +16,8 @@ import { UnknownMethodError } from '../runner.js';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
 import { readModelMetadata } from '../onnx/model-metadata.js';
 import { SileroVad } from '../vad/silero-vad.js';
-import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, planChunks, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
+import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
+import { oneWindow, plannedChunks, type AudioView } from './streamed-chunks.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
 
 export const CTC_SAMPLE_RATE = 16000;
@@ -41,6 +44,8 @@ const OptionsSchema = z
 type Options = z.infer<typeof OptionsSchema>;
 
 const TranscribeInput = z.object({ samples: z.instanceof(Float32Array) });
+/** The windows of a streamed input. */
+const InputWindow = z.instanceof(Float32Array);
 
 /** One loaded layout: how to turn 16 kHz samples into CTC scores, and how to read them. */
 interface CtcModel {
@@ -241,19 +246,25 @@ async function loadNemo(dir: string, options: Options, session: SessionOptions):
 /**
  * Where to cut between `from` and `to` (seconds): the quietest 20 ms, and among near-ties (digital
  * silence) the one nearest the middle, so a cut inside a gap whose VAD onset came late stays in the gap.
+ * `audio` is the part of the whole audio held at the time (streamed input), indexed from its offset.
  */
-function quietestPoint(samples: Float32Array, from: number, to: number): number {
+function quietestPoint(audio: AudioView, from: number, to: number): number {
+  const { samples, offset } = audio;
   const step = CTC_SAMPLE_RATE / 50;
   const candidates: Array<{ at: number; energy: number }> = [];
-  for (let a = Math.floor(from * CTC_SAMPLE_RATE); a + step <= Math.min(samples.length, to * CTC_SAMPLE_RATE); a += step) {
+  for (let a = Math.floor(from * CTC_SAMPLE_RATE); a + step <= Math.min(offset + samples.length, to * CTC_SAMPLE_RATE); a += step) {
     let energy = 0;
-    for (let i = a; i < a + step; i++) energy += samples[i]! * samples[i]!;
+    for (let i = a - offset; i < a - offset + step; i++) energy += samples[i]! * samples[i]!;
     candidates.push({ at: (a + step / 2) / CTC_SAMPLE_RATE, energy });
   }
   if (!candidates.length) return (from + to) / 2;
   const floor = Math.min(...candidates.map((c) => c.energy)) * 1.5 + 1e-9;
   const middle = (from + to) / 2;
   return candidates.filter((c) => c.energy <= floor).reduce((best, c) => (Math.abs(c.at - middle) < Math.abs(best.at - middle) ? c : best)).at;
+}
+
+async function* checkedWindows(input: AsyncIterable<unknown>): AsyncGenerator<Float32Array> {
+  for await (const window of input) yield InputWindow.parse(window);
 }
 
 export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {
@@ -274,21 +285,20 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
     return tokensToWords(tokens, model.pieces, timing, options.minPauseSeconds);
   }
 
-  async function* transcribe(samples: Float32Array, ctx: RunnerContext): AsyncGenerator<Segment> {
-    const total = samples.length / CTC_SAMPLE_RATE;
-    let chunks = [{ start: 0, end: total }];
-    if (total > options.maxChunkSeconds) {
-      vad ??= SileroVad.load(sessionOptions);
-      const regions = await (await vad).detect(samples, {}, () => ctx.checkpoint());
-      chunks = planChunks(regions, total, options.maxChunkSeconds, (from, to) => quietestPoint(samples, from, to));
-    }
+  async function* transcribe(windows: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
+    const chunks = plannedChunks(windows, {
+      rate: CTC_SAMPLE_RATE,
+      maxChunkSeconds: options.maxChunkSeconds,
+      pickCut: quietestPoint,
+      vad: () => (vad ??= SileroVad.load(sessionOptions)),
+      checkpoint: () => ctx.checkpoint(),
+    });
     // Segments may run across chunk cuts: each is yielded once a later word closes it.
     const segmenter = new Segmenter(segmentOptions);
-    for (const chunk of chunks) {
+    for await (const chunk of chunks) {
       await ctx.checkpoint();
-      const first = Math.round(chunk.start * CTC_SAMPLE_RATE);
-      const piece = samples.subarray(first, Math.min(samples.length, Math.round(chunk.end * CTC_SAMPLE_RATE)));
-      yield* segmenter.push(await decodeChunk(piece, first / CTC_SAMPLE_RATE));
+      const piece = chunk.slice(chunk.start, chunk.end);
+      yield* segmenter.push(await decodeChunk(piece.samples, piece.offsetSeconds));
     }
     yield* segmenter.flush();
   }
@@ -300,7 +310,7 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
     },
     call(method, input, ctx) {
       if (method !== 'transcribe') throw new UnknownMethodError(entry.engine, method);
-      return transcribe(TranscribeInput.parse(input).samples, ctx);
+      return transcribe(ctx.input ? checkedWindows(ctx.input) : oneWindow(TranscribeInput.parse(input).samples), ctx);
     },
     async close() {
       await model.loaded.session.release();

@@ -7,7 +7,9 @@
  * Method `transcribe({ samples, temperature?, task?, language?, seed? })` streams segments
  * `{ start, end, text, words: [] }` in absolute seconds, like the CTC runner. Audio longer than 30 s is cut
  * at silences found by Silero VAD (the CTC runner's chunk plan); within each piece, 30 s windows run one
- * after another and the next window starts where OpenAI's seek rule says. Per window: log-mel features
+ * after another and the next window starts where OpenAI's seek rule says. The audio may also come as a
+ * stream of windows (the job's streamed input, `samples` left out): it is cut as it arrives
+ * (streamed-chunks.ts), into the same pieces the whole array would give. Per window: log-mel features
  * (80 or 128 bins), the encoder once, then the decoder over its KV cache with Whisper's timestamp rules,
  * greedy at temperature 0 or sampled (seeded) above. Method `decode({ samples, ... })` returns the raw
  * tokens of one window, for diagnostics and contract tests.
@@ -20,7 +22,8 @@ import { UnknownMethodError } from '../runner.js';
 import { createSession, requireSignature, type LoadedSession } from '../onnx/session.js';
 import { TextTokenizer } from '../text/tokenizer.js';
 import { SileroVad } from '../vad/silero-vad.js';
-import { planChunks, type Segment } from './ctc-decode.js';
+import type { Segment } from './ctc-decode.js';
+import { oneWindow, plannedChunks } from './streamed-chunks.js';
 import { WhisperFeatureExtractor, WHISPER_SAMPLE_RATE, WHISPER_WINDOW_SAMPLES } from './whisper-features.js';
 import { Seq2SeqDecoder, floatTensor, lastLogits } from './seq2seq-decoder.js';
 import { TIME_PRECISION, applyRules, buildPrompt, isText, seededRandom, selectToken, whisperVocab, windowSegments } from './whisper-decode.js';
@@ -48,7 +51,8 @@ const OptionsSchema = z
   .passthrough();
 
 const TranscribeInput = z.object({
-  samples: z.instanceof(Float32Array),
+  /** The whole audio; left out when it comes as the job's streamed input. */
+  samples: z.instanceof(Float32Array).optional(),
   temperature: z.number().min(0).max(2).optional(),
   task: z.enum(['transcribe', 'translate']).optional(),
   language: z.string().min(1).optional(),
@@ -56,6 +60,11 @@ const TranscribeInput = z.object({
   seed: z.number().int().optional(),
 });
 type TranscribeInput = z.infer<typeof TranscribeInput>;
+const InputWindow = z.instanceof(Float32Array);
+
+async function* checkedWindows(input: AsyncIterable<unknown>): AsyncGenerator<Float32Array> {
+  for await (const window of input) yield InputWindow.parse(window);
+}
 
 export interface WindowDecode {
   /** Generated ids, `<|endoftext|>` included when the model ended the window. */
@@ -185,33 +194,31 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
     }
   }
 
-  async function* transcribe(input: TranscribeInput, ctx: RunnerContext): AsyncGenerator<Segment> {
-    const { samples } = input;
+  async function* transcribe(input: TranscribeInput, windows: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
     const prompt = promptFor(input);
     const temperature = input.temperature ?? options.temperature;
     const random = seededRandom(input.seed ?? Math.floor(Math.random() * 2 ** 32));
-    const total = samples.length / WHISPER_SAMPLE_RATE;
-    let pieces = [{ start: 0, end: total }];
-    if (total > options.maxChunkSeconds) {
-      vad ??= SileroVad.load(sessionOptions);
-      const regions = await (await vad).detect(samples, {}, () => ctx.checkpoint());
-      // Cut in the middle of the chosen pause (VAD gaps are silence); planChunks keeps pieces ≤ maxChunkSeconds
-      // and drops those without speech. A piece then starts LEAD_IN_SECONDS before its first speech, because a
-      // window's first timestamp may not be later than max_initial_timestamp (1 s).
-      pieces = planChunks(regions, total, options.maxChunkSeconds, (from, to) => (from + to) / 2).map((piece) => {
-        const first = regions.find((r) => r.end > piece.start && r.start < piece.end);
-        return { start: Math.max(piece.start, (first?.start ?? piece.start) - LEAD_IN_SECONDS), end: piece.end };
-      });
-    }
-    for (const piece of pieces) {
+    // Cut in the middle of the chosen pause (VAD gaps are silence); pieces are ≤ maxChunkSeconds and those
+    // without speech are dropped. A piece then starts LEAD_IN_SECONDS before its first speech, because a
+    // window's first timestamp may not be later than max_initial_timestamp (1 s).
+    const pieces = plannedChunks(windows, {
+      rate: WHISPER_SAMPLE_RATE,
+      maxChunkSeconds: options.maxChunkSeconds,
+      pickCut: (_audio, from, to) => (from + to) / 2,
+      vad: () => (vad ??= SileroVad.load(sessionOptions)),
+      checkpoint: () => ctx.checkpoint(),
+    });
+    for await (const piece of pieces) {
       await ctx.checkpoint();
-      const first = Math.round(piece.start * WHISPER_SAMPLE_RATE);
-      const audio = samples.subarray(first, Math.min(samples.length, Math.round(piece.end * WHISPER_SAMPLE_RATE)));
-      yield* decodePiece(audio, first / WHISPER_SAMPLE_RATE, prompt, temperature, random, ctx);
+      const first = piece.regions[0];
+      const start = first ? Math.max(piece.start, first.start - LEAD_IN_SECONDS) : piece.start;
+      const audio = piece.slice(start, piece.end);
+      yield* decodePiece(audio.samples, audio.offsetSeconds, prompt, temperature, random, ctx);
     }
   }
 
   async function decode(input: TranscribeInput, ctx: RunnerContext): Promise<WindowDecode> {
+    if (!input.samples) throw new Error('decode takes its samples whole, not as a streamed input');
     const window = input.samples.subarray(0, WHISPER_WINDOW_SAMPLES);
     const random = seededRandom(input.seed ?? Math.floor(Math.random() * 2 ** 32));
     const ids = await decodeWindow(window, promptFor(input), input.temperature ?? options.temperature, random, ctx);
@@ -231,7 +238,12 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
       await decodeWindow(new Float32Array(WHISPER_SAMPLE_RATE), promptFor({}), 0, Math.random, idle);
     },
     call(method, raw, ctx) {
-      if (method === 'transcribe') return transcribe(TranscribeInput.parse(raw), ctx);
+      if (method === 'transcribe') {
+        const input = TranscribeInput.parse(raw);
+        if (ctx.input) return transcribe(input, checkedWindows(ctx.input), ctx);
+        if (!input.samples) throw new Error('transcribe needs samples, or a streamed input');
+        return transcribe(input, oneWindow(input.samples), ctx);
+      }
       if (method === 'decode') return decode(TranscribeInput.parse(raw), ctx);
       throw new UnknownMethodError('whisper', method);
     },

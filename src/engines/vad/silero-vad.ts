@@ -3,6 +3,11 @@
  * 32 ms window at 16 kHz, and speech regions found with Silero's own hysteresis rules (start above
  * `threshold`, end after `minSilenceMs` below `threshold − 0.15`, drop regions shorter than
  * `minSpeechMs`, pad each side by `speechPadMs`). Runs where onnxruntime may block: inside a worker.
+ *
+ * Both halves also work incrementally, for audio that arrives in windows (VadStream, RegionTracker): the
+ * model is recurrent and each window sees only the previous one's tail, so probabilities computed piece
+ * by piece are the same numbers as over the whole audio; the hysteresis is causal, so regions found so
+ * far are final except near the end, within `settleSeconds(options)` of it.
  */
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -43,21 +48,12 @@ export class SileroVad {
 
   /** Speech probability of each full 512-sample window. `checkpoint` is awaited every ~100 windows. */
   async probabilities(samples: Float32Array, checkpoint?: () => Promise<void>): Promise<Float32Array> {
-    const windows = Math.floor(samples.length / VAD_WINDOW);
-    const probs = new Float32Array(windows);
-    let state = new ort.Tensor('float32', new Float32Array(2 * 128), [2, 1, 128]);
-    const sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(VAD_SAMPLE_RATE)]), []);
-    const input = new Float32Array(CONTEXT + VAD_WINDOW);
-    for (let w = 0; w < windows; w++) {
-      const offset = w * VAD_WINDOW;
-      if (w > 0) input.set(samples.subarray(offset - CONTEXT, offset), 0);
-      input.set(samples.subarray(offset, offset + VAD_WINDOW), CONTEXT);
-      const out = await this.loaded.session.run({ input: new ort.Tensor('float32', input.slice(), [1, CONTEXT + VAD_WINDOW]), state, sr });
-      probs[w] = (out.output!.data as Float32Array)[0]!;
-      state = out.stateN as typeof state;
-      if (checkpoint && w % 100 === 99) await checkpoint();
-    }
-    return probs;
+    return this.stream(checkpoint).push(samples);
+  }
+
+  /** Probabilities of audio that arrives in pieces: the same numbers as `probabilities` over the whole. */
+  stream(checkpoint?: () => Promise<void>): VadStream {
+    return new VadStream(this.loaded, checkpoint);
   }
 
   async detect(samples: Float32Array, options: Partial<VadOptions> = {}, checkpoint?: () => Promise<void>): Promise<SpeechRegion[]> {
@@ -70,42 +66,121 @@ export class SileroVad {
   }
 }
 
+/** One model state carried across pieces of audio; windows straddling two pieces are joined. */
+export class VadStream {
+  private state: InstanceType<typeof ort.Tensor>;
+  private readonly sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(VAD_SAMPLE_RATE)]), []);
+  /** The previous window's last CONTEXT samples (zeros before the first), then the window being filled. */
+  private readonly input = new Float32Array(CONTEXT + VAD_WINDOW);
+  private filled = 0;
+  private windows = 0;
+
+  constructor(
+    private readonly loaded: LoadedSession,
+    private readonly checkpoint?: () => Promise<void>,
+  ) {
+    this.state = new ort.Tensor('float32', new Float32Array(2 * 128), [2, 1, 128]);
+  }
+
+  /** Probabilities of the full windows that `samples` completes (a partial window waits for more). */
+  async push(samples: Float32Array): Promise<Float32Array> {
+    const probs = new Float32Array(Math.floor((this.filled + samples.length) / VAD_WINDOW));
+    let k = 0;
+    for (let at = 0; at < samples.length; ) {
+      const n = Math.min(samples.length - at, VAD_WINDOW - this.filled);
+      this.input.set(samples.subarray(at, at + n), CONTEXT + this.filled);
+      this.filled += n;
+      at += n;
+      if (this.filled < VAD_WINDOW) break;
+      const out = await this.loaded.session.run({ input: new ort.Tensor('float32', this.input.slice(), [1, CONTEXT + VAD_WINDOW]), state: this.state, sr: this.sr });
+      probs[k++] = (out.output!.data as Float32Array)[0]!;
+      this.state = out.stateN as typeof this.state;
+      this.input.copyWithin(0, VAD_WINDOW, VAD_WINDOW + CONTEXT); // this window's tail is the next one's context
+      this.filled = 0;
+      if (this.checkpoint && this.windows++ % 100 === 99) await this.checkpoint();
+    }
+    return probs;
+  }
+}
+
 /** Silero's hysteresis over window probabilities; pure, so it is unit-tested on made-up sequences. */
 export function regionsFromProbabilities(probs: ArrayLike<number>, totalSamples: number, options: VadOptions): SpeechRegion[] {
-  const negThreshold = Math.max(options.threshold - 0.15, 0.01);
-  const minSilence = (options.minSilenceMs * VAD_SAMPLE_RATE) / 1000;
-  const minSpeech = (options.minSpeechMs * VAD_SAMPLE_RATE) / 1000;
-  const pad = (options.speechPadMs * VAD_SAMPLE_RATE) / 1000;
-  const raw: Array<{ start: number; end: number }> = [];
-  let inSpeech = false;
-  let start = 0;
-  let silenceStart = -1;
-  for (let w = 0; w < probs.length; w++) {
-    const p = probs[w]!;
-    const at = w * VAD_WINDOW;
-    if (p >= options.threshold) silenceStart = -1;
-    if (!inSpeech && p >= options.threshold) {
-      inSpeech = true;
-      start = at;
-    } else if (inSpeech && p < negThreshold) {
-      if (silenceStart < 0) silenceStart = at;
-      if (at + VAD_WINDOW - silenceStart >= minSilence) {
-        raw.push({ start, end: silenceStart });
-        inSpeech = false;
-        silenceStart = -1;
+  const tracker = new RegionTracker(options);
+  for (let w = 0; w < probs.length; w++) tracker.push(probs[w]!);
+  return tracker.regions(totalSamples);
+}
+
+/**
+ * How far behind the end of the audio seen so far the regions are final: an open region may still end
+ * (minSilence), turn out too short to keep (minSpeech) and be padded (speechPad), windows round each.
+ */
+export function settleSeconds(options: VadOptions): number {
+  return (options.minSilenceMs + options.minSpeechMs + 2 * options.speechPadMs) / 1000 + (3 * VAD_WINDOW) / VAD_SAMPLE_RATE;
+}
+
+/** The hysteresis one window probability at a time; `regions(n)` gives what the first n samples show. */
+export class RegionTracker {
+  private readonly negThreshold: number;
+  private readonly minSilence: number;
+  private readonly minSpeech: number;
+  private readonly pad: number;
+  /** Closed regions, in samples. */
+  private raw: Array<{ start: number; end: number }> = [];
+  private window = 0;
+  private inSpeech = false;
+  private start = 0;
+  private silenceStart = -1;
+
+  constructor(private readonly options: VadOptions) {
+    this.negThreshold = Math.max(options.threshold - 0.15, 0.01);
+    this.minSilence = (options.minSilenceMs * VAD_SAMPLE_RATE) / 1000;
+    this.minSpeech = (options.minSpeechMs * VAD_SAMPLE_RATE) / 1000;
+    this.pad = (options.speechPadMs * VAD_SAMPLE_RATE) / 1000;
+  }
+
+  push(p: number): void {
+    const at = this.window++ * VAD_WINDOW;
+    if (p >= this.options.threshold) this.silenceStart = -1;
+    if (!this.inSpeech && p >= this.options.threshold) {
+      this.inSpeech = true;
+      this.start = at;
+    } else if (this.inSpeech && p < this.negThreshold) {
+      if (this.silenceStart < 0) this.silenceStart = at;
+      if (at + VAD_WINDOW - this.silenceStart >= this.minSilence) {
+        this.raw.push({ start: this.start, end: this.silenceStart });
+        this.inSpeech = false;
+        this.silenceStart = -1;
       }
     }
   }
-  if (inSpeech) raw.push({ start, end: totalSamples });
-  const kept = raw.filter((r) => r.end - r.start >= minSpeech);
-  // Pad, then merge regions the padding made touch.
-  const padded: SpeechRegion[] = [];
-  for (const r of kept) {
-    const s = Math.max(0, r.start - pad);
-    const e = Math.min(totalSamples, r.end + pad);
-    const last = padded.at(-1);
-    if (last && s <= last.end * VAD_SAMPLE_RATE) last.end = e / VAD_SAMPLE_RATE;
-    else padded.push({ start: s / VAD_SAMPLE_RATE, end: e / VAD_SAMPLE_RATE });
+
+  /** Regions (seconds, padded and merged) of audio `totalSamples` long, as if it ended there. */
+  regions(totalSamples: number): SpeechRegion[] {
+    const raw = this.inSpeech ? [...this.raw, { start: this.start, end: totalSamples }] : this.raw;
+    const kept = raw.filter((r) => r.end - r.start >= this.minSpeech);
+    // Pad, then merge regions the padding made touch.
+    const padded: SpeechRegion[] = [];
+    for (const r of kept) {
+      const s = Math.max(0, r.start - this.pad);
+      const e = Math.min(totalSamples, r.end + this.pad);
+      const last = padded.at(-1);
+      if (last && s <= last.end * VAD_SAMPLE_RATE) last.end = e / VAD_SAMPLE_RATE;
+      else padded.push({ start: s / VAD_SAMPLE_RATE, end: e / VAD_SAMPLE_RATE });
+    }
+    return padded;
   }
-  return padded;
+
+  /**
+   * Drops closed regions that end (padded) before `seconds`, but the last one long enough to keep:
+   * callers that plan from `seconds` on need the regions after it and whether one came before (that one
+   * may come out with an earlier start than it would have, when it had merged with a dropped one; it
+   * still starts and ends before `seconds`).
+   */
+  forget(seconds: number): void {
+    let last = -1;
+    for (let i = 0; i < this.raw.length && this.raw[i]!.end + this.pad <= seconds * VAD_SAMPLE_RATE; i++) {
+      if (this.raw[i]!.end - this.raw[i]!.start >= this.minSpeech) last = i;
+    }
+    if (last > 0) this.raw = this.raw.slice(last);
+  }
 }
