@@ -7,8 +7,10 @@
  * How much PCM one decoder call produces is bytes fed × the file's expansion ratio, which ranges from
  * ≈ 3 values per byte (speech at 128 kbit/s) to ≈ 300 (FLAC of silence) and more for hostile files. So the
  * bytes go in adaptively: each call's size aims at TARGET_VALUES decoded values at the last call's ratio,
- * within [MIN_CHUNK_BYTES, MAX_CHUNK_BYTES] and at most doubling per call; a call's output is thus bounded
- * by MAX_CHUNK_BYTES × the ratio only where the ratio jumps up within one chunk.
+ * within [MIN_CHUNK_BYTES, MAX_CHUNK_BYTES], starting at the minimum and at most doubling per call; a
+ * call's output passes the aim only where the ratio jumps up within one chunk (or a container releases a
+ * whole page or cluster at once), and is bounded by what MAX_CHUNK_BYTES plus the decoder's own buffer
+ * expand to.
  *
  * Other reasons for streaming: the duration limit stops decoding as soon as it is passed; the WebM
  * decoder is pathologically slow on one big buffer (60 s of WebM/Opus: 14.8 s in one call, 0.4 s in
@@ -31,7 +33,14 @@ import { moovFirst } from './mp4-faststart.js';
 const TARGET_VALUES = 1 << 18;
 const MIN_CHUNK_BYTES = 256;
 const MAX_CHUNK_BYTES = 64 * 1024;
-const FIRST_CHUNK_BYTES = 4 * 1024;
+
+/**
+ * codec-parser confirms a FLAC frame by finding the next frame's header, which it reads 13 bytes of; the
+ * last frame of a file ending in digital silence can be shorter than that (≈ 12 bytes), and at the flush
+ * it was then joined to the frame before it, one frame lost. Zero bytes after the end give the check its
+ * 13 bytes, and do not disturb the last frame's CRC (a CRC-16 that is 0 stays 0 over zero bytes).
+ */
+const FLAC_END_PADDING = new Uint8Array(16);
 
 /** Native FLAC through the upstream decoder, wrapped in audio-decode's StreamDecoder shape. */
 async function nativeFlac(): Promise<StreamDecoder> {
@@ -51,7 +60,18 @@ async function nativeFlac(): Promise<StreamDecoder> {
     if (chunk) return norm(await flac.decode(chunk));
     if (done) return { channelData: [], sampleRate: 0 };
     try {
-      return norm(await flac.flush());
+      const beforeLast = norm(await flac.decode(FLAC_END_PADDING));
+      const last = norm(await flac.flush());
+      if (!beforeLast.channelData.length) return last;
+      if (!last.channelData.length) return beforeLast;
+      const joined = beforeLast.channelData.map((c, i) => {
+        const tail = last.channelData[i] ?? last.channelData[0]!;
+        const both = new Float32Array(c.length + tail.length);
+        both.set(c);
+        both.set(tail, c.length);
+        return both;
+      });
+      return { channelData: joined, sampleRate: beforeLast.sampleRate };
     } finally {
       free();
     }
@@ -168,7 +188,7 @@ export async function* decodeCompressedBlocks(bytes: Uint8Array, container: Dete
   };
 
   try {
-    let chunk = FIRST_CHUNK_BYTES;
+    let chunk = MIN_CHUNK_BYTES; // grows twofold per call up to the aim: a few calls for ordinary files
     for (const piece of piecesOf(bytes, container)) {
       for (let at = 0; at < piece.bytes.length; ) {
         const slice = piece.bytes.subarray(at, piece.whole ? undefined : at + chunk);
@@ -180,10 +200,13 @@ export async function* decodeCompressedBlocks(bytes: Uint8Array, container: Dete
           throw failure(error);
         }
         const block = mono(out);
-        // Next call's size: TARGET_VALUES at this call's expansion ratio, growing at most twofold.
+        // Next call's size: TARGET_VALUES at this call's expansion ratio, growing at most twofold. A call
+        // that gave nothing (headers, padding, a page not complete yet) says nothing about the ratio: the
+        // size stays, lest a file open with 8 KB of metadata and then expand its next 16 KB 500-fold.
         const values = (block?.samples.length ?? 0) * Math.max(1, out.channelData.length);
-        const aim = values > 0 ? Math.floor((slice.length * TARGET_VALUES) / values) : MAX_CHUNK_BYTES;
-        if (!piece.whole) chunk = Math.max(MIN_CHUNK_BYTES, Math.min(MAX_CHUNK_BYTES, aim, chunk * 2));
+        if (!piece.whole && values > 0) {
+          chunk = Math.max(MIN_CHUNK_BYTES, Math.min(MAX_CHUNK_BYTES, Math.floor((slice.length * TARGET_VALUES) / values), chunk * 2));
+        }
         if (block) yield block;
       }
     }

@@ -34,8 +34,13 @@ export class DecodedStream implements AsyncIterable<Float32Array> {
     return this.result;
   }
 
-  /** Whether the worker is done with this stream (finished, failed or confirmed cancelled is the pool's business). */
-  get settled(): boolean {
+  /** Windows decoded and waiting to be read (at most the pool's credit). */
+  get buffered(): number {
+    return this.windows.length;
+  }
+
+  /** Whether the worker has sent its last message: the summary or the failure. */
+  private get settled(): boolean {
     return this.result !== null || this.error !== null;
   }
 

@@ -115,11 +115,8 @@ export class DecoderPool {
     if (signal?.aborted) return Promise.reject(abortError());
     return new Promise<DecodedStream>((resolve, reject) => {
       const job: Job = { id: this.nextId++, bytes, options, opened: { resolve, reject }, signal, onAbort: undefined, unread: 0, cancelled: false, startedAt: 0 };
-      if (this.queue.length >= this.maxQueue && !this.hasRoom()) {
-        const capacity = this.size * this.streamsPerWorker;
-        reject(new DecoderBusyError(Math.max(1, Math.ceil((this.avgJobMs * (this.queue.length + 1)) / capacity / 1000))));
-        return;
-      }
+      const busy = this.refusal();
+      if (busy) return reject(busy);
       job.onAbort = () => this.abort(job);
       signal?.addEventListener('abort', job.onAbort, { once: true });
       this.queue.push(job);
@@ -146,6 +143,13 @@ export class DecoderPool {
     this.slots.clear();
     for (const slot of slots) for (const job of [...slot.jobs.values()]) this.settle(job, error);
     await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+
+  /** The DecoderBusyError an upload opened now would get (every stream taken, wait queue full), or null. */
+  refusal(): DecoderBusyError | null {
+    if (this.queue.length < this.maxQueue || this.hasRoom()) return null;
+    const capacity = this.size * this.streamsPerWorker;
+    return new DecoderBusyError(Math.max(1, Math.ceil((this.avgJobMs * (this.queue.length + 1)) / capacity / 1000)));
   }
 
   private hasRoom(): boolean {
