@@ -4,7 +4,7 @@
  * PROTOCOLS §4; everything that fails on the primary surface goes through here.
  */
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
-import { AudioDecodeError } from '../codecs/types.js';
+import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -77,6 +77,12 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof EngineNotReadyError) {
     return new ApiError('service_unavailable', `The model ${err.modelId} is still loading. Please retry shortly.`, { headers: { 'retry-after': '5' } });
   }
+  if (err instanceof DecoderBusyError) {
+    return new ApiError('service_unavailable', `The server is decoding as many uploads as it can. Please retry after ${err.retryAfterSeconds} s.`, {
+      headers: { 'retry-after': String(err.retryAfterSeconds) },
+    });
+  }
+  if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

@@ -1,8 +1,10 @@
 /**
- * POST /audio/translations (SPEC §4.4): transcribe Bambara audio, then translate the transcript to English
- * (default) or French with the translation model. Two usage records: seconds of audio for the
- * transcription, characters of the transcript for the translation, each at its own rate. A translation
- * that fails is not charged and the request fails cleanly; the delivered transcription work stays billed.
+ * POST /audio/translations (SPEC §4.4): transcribe Bambara audio (decoded window by window into the ASR
+ * engine, as for transcriptions), then translate the transcript to English (default) or French with the
+ * translation model. Two usage records: seconds of decoded audio for the transcription, characters of the
+ * transcript for the translation, each at its own rate. A translation that fails is not charged and the
+ * request fails cleanly; the delivered transcription work stays billed. Overload of the speech-to-text
+ * engines is answered with 503 before the upload is read (uploaded-audio.ts).
  */
 import { billableCharacters, billableSeconds } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
@@ -12,7 +14,7 @@ import { TranscriptionResponseSchema, TranslationFormSchema, TranslationRequestD
 import { errorResponses } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { decodeUploadedAudio } from './uploaded-audio.js';
+import { assertSpeechToTextAdmits, decodedSeconds, openUploadedAudio } from './uploaded-audio.js';
 import { joinSegments, type Segment } from './transcript.js';
 
 /** The text model that translates transcripts. */
@@ -37,6 +39,7 @@ export function translationRoute(deps: CompatDeps): RouteDef {
 }
 
 async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
+  assertSpeechToTextAdmits(deps);
   const form = await req.body.multipart();
   try {
     const fields = parseRequest(TranslationFormSchema, form.fields);
@@ -50,17 +53,24 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     const mtModel = resolveModel(deps.catalog, TRANSLATION_MODEL, 'translation');
     const asr = engineFor(deps.engines, asrModel);
     const mt = engineFor(deps.engines, mtModel);
-    const audio = await decodeUploadedAudio(form, deps);
+    const refusal = asr.refusal();
+    if (refusal) throw refusal; // before spending anything on decoding
+    const audio = await openUploadedAudio(form, deps, req.signal);
 
-    const seconds = billableSeconds(audio.durationSeconds);
-    const secondPrice = deps.ledger.priceOf('second', 'transcription');
-    // The transcript's length is not known yet: the balance must at least cover the audio.
-    await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(seconds, secondPrice));
-    const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
-
-    const input = { samples: audio.samples, ...(asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {}) };
     const segments: Segment[] = [];
-    for await (const segment of asr.stream<Segment>('transcribe', input, req.signal)) segments.push(segment);
+    try {
+      // The transcript's length is not known yet: the balance must at least cover the audio, as far as the
+      // file's header declares it (1 micro when it declares nothing; the charge uses the decoded duration).
+      const declared = audio.header.declaredSeconds;
+      const secondPrice = deps.ledger.priceOf('second', 'transcription');
+      await deps.ledger.assertCanAfford(caller.account, declared === undefined ? 1 : deps.ledger.costOf(billableSeconds(declared), secondPrice));
+      const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
+      for await (const segment of asr.stream<Segment>('transcribe', input, req.signal, audio)) segments.push(segment);
+    } finally {
+      audio.close(); // a no-op once it was read to the end; else the decode stops here
+    }
+    const seconds = billableSeconds(decodedSeconds(audio));
+    const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
     const transcript = joinSegments(segments);
 
     let translated: string;

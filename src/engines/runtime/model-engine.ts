@@ -11,7 +11,7 @@
  * cancel within CANCEL_GRACE_MS is killed (and replaced) rather than left holding the replica.
  */
 import type { ModelEntry } from '../manifest.js';
-import { EngineCancelledError, EngineFailedError } from '../errors.js';
+import { EngineCancelledError, EngineFailedError, type EngineOverloadedError } from '../errors.js';
 import { INPUT_CREDIT, transferables, type WorkerToMain } from './protocol.js';
 import { ReplicaPool, type EngineThreads, type Replica } from './replica-pool.js';
 
@@ -48,10 +48,9 @@ export class ModelEngine {
     return this.pool.stats();
   }
 
-  /** Throws EngineOverloadedError when a job started now would be refused (no free replica, queue full). */
-  assertAdmits(): void {
-    const refusal = this.pool.refusal();
-    if (refusal) throw refusal;
+  /** The EngineOverloadedError a job started now would get (no free replica, queue full), or null. */
+  refusal(): EngineOverloadedError | null {
+    return this.pool.refusal();
   }
 
   /** Spawns the replicas and resolves once every one has loaded and warmed its model. */
@@ -84,11 +83,17 @@ export class ModelEngine {
   /**
    * Streams a job's chunks. Leaving the loop early (or aborting) cancels the job in the worker. With
    * `streamedInput`, the runner reads those items as `ctx.input`; the iterable is read at the runner's
-   * pace and closed (`return()`) when the job ends; if it throws, the job is cancelled and this throws
-   * that error.
+   * pace and closed (`return()`) when the job ends, or at once when the job is refused; if it throws, the
+   * job is cancelled and this throws that error.
    */
   async *stream<T>(method: string, input: unknown, signal?: AbortSignal, streamedInput?: AsyncIterable<unknown>): AsyncGenerator<T> {
-    const replica = await this.pool.acquire(signal);
+    let replica: Replica;
+    try {
+      replica = await this.pool.acquire(signal);
+    } catch (err) {
+      if (streamedInput) closeQuietly(streamedInput[Symbol.asyncIterator]()); // refused: the input is not wanted
+      throw err;
+    }
     const job = this.open(replica);
     const started = Date.now();
     const onAbort = () => job.cancel();
@@ -124,8 +129,7 @@ export class ModelEngine {
         if (stopped) return;
         stopped = true;
         wake?.();
-        // Not awaited: a source stuck in next() must not hold the job's cleanup.
-        void Promise.resolve(iterator.return?.()).catch(() => {});
+        closeQuietly(iterator);
       },
     };
     job.onInputCredit = (amount) => {
@@ -224,6 +228,11 @@ export class ModelEngine {
     });
     return handle;
   }
+}
+
+/** Ends an input iterator without waiting: a source stuck in next() must not hold the job's cleanup. */
+function closeQuietly(iterator: AsyncIterator<unknown>): void {
+  void Promise.resolve(iterator.return?.()).catch(() => {});
 }
 
 /** One job's view of its replica's messages (see open()). */
