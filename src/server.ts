@@ -58,7 +58,12 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const enginesReady = engines ? engines.start(logger) : Promise.resolve();
   enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
 
-  const decoder = new DecoderPool({ size: config.decoderThreads, timeoutMs: config.decodeTimeoutMs });
+  const decoder = new DecoderPool({
+    size: config.decoderThreads,
+    timeoutMs: config.decodeTimeoutMs,
+    streamsPerWorker: config.decoderStreamsPerThread,
+    maxQueue: config.decoderMaxQueue,
+  });
   const { routes } = createApi({
     engines,
     decoder,

@@ -26,8 +26,15 @@ export const ConfigSchema = z.object({
   maxAudioSeconds: z.coerce.number().positive().default(7200),
   /** Worker threads decoding uploads (WASM decoders block the thread they run on). */
   decoderThreads: z.coerce.number().int().min(1).max(32).default(1),
-  /** A single upload's decoding is abandoned (400) after this long. */
+  /**
+   * A single upload's decoding is abandoned (400) once its own decoding work takes this long (time spent
+   * waiting for a busy model is not counted); a decoder thread silent this long while busy is replaced.
+   */
   decodeTimeoutMs: int(60_000),
+  /** Uploads one decoder thread decodes at once, interleaved (a stream waiting for its model costs no CPU). */
+  decoderStreamsPerThread: z.coerce.number().int().min(1).max(1024).default(16),
+  /** Uploads that may wait for a decoder stream; more are refused with 503 and Retry-After. */
+  decoderMaxQueue: int(64),
   /** Upload parts larger than this are written to a temp file instead of being held in memory. */
   uploadSpillBytes: int(1024 * 1024),
   tmpDir: z.string().default(os.tmpdir()),
@@ -63,6 +70,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_MAX_AUDIO_SECONDS: 'maxAudioSeconds',
   KUMA_DECODER_THREADS: 'decoderThreads',
   KUMA_DECODE_TIMEOUT_MS: 'decodeTimeoutMs',
+  KUMA_DECODER_STREAMS_PER_THREAD: 'decoderStreamsPerThread',
+  KUMA_DECODER_MAX_QUEUE: 'decoderMaxQueue',
   KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
   KUMA_TMP_DIR: 'tmpDir',
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',
