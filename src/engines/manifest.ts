@@ -18,10 +18,15 @@ export const ModelEntrySchema = z.object({
   engine: z.enum(ENGINE_TYPES),
   /** Model directory (relative to the manifest file, or absolute). */
   dir: z.string().min(1),
-  /** Worker threads holding their own copy of the model; jobs run one at a time per replica. */
+  /** Worker threads holding their own copy of the model. */
   replicas: z.number().int().min(1).max(16).default(1),
   /** Jobs allowed to wait when every replica is busy; more answer 503 at once. */
   maxQueue: z.number().int().min(0).max(10_000).default(16),
+  /**
+   * Jobs one replica runs at once, interleaved between model steps; default 4 for speech recognition
+   * (a long upload must not hold the model for everyone else), 1 otherwise (replica-pool.ts).
+   */
+  jobsPerReplica: z.number().int().min(1).max(64).optional(),
   /**
    * Engine-specific settings (file names, decoding options); each runner validates its own. The `custom`
    * engine loads the runner module named by `options.module` (relative to the model directory), which

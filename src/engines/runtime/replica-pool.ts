@@ -1,9 +1,14 @@
 /**
- * The worker replicas of one model and the bounded wait queue in front of them. A job acquires a replica
- * (at once when one is free, else in FIFO order, else — queue full — an EngineOverloadedError with a
- * Retry-After estimate) and releases it when the worker has finished with the job. A replica whose worker
- * dies is replaced; its replacement takes over the queue, and if no replacement can be started the queued
- * jobs fail instead of waiting forever.
+ * The worker replicas of one model and the bounded wait queue in front of them. A job acquires a place on
+ * a replica (at once when one has room, else in FIFO order, else — queue full — an EngineOverloadedError
+ * with a Retry-After estimate) and releases it when the worker has finished with the job. A replica whose
+ * worker dies is replaced; its replacement takes over the queue, and if no replacement can be started the
+ * queued jobs fail instead of waiting forever.
+ *
+ * A replica runs `jobsPerReplica` jobs at once (manifest; 1 by default, 4 for speech recognition): its
+ * worker interleaves them between model steps. For ASR this is what keeps a two-hour upload, which holds
+ * its job for as long as the audio takes to decode and transcribe, from making everyone else wait that
+ * long: a short request gets turns between the long one's chunks.
  */
 import type { Worker } from 'node:worker_threads';
 import type { ModelEntry } from '../manifest.js';
@@ -23,8 +28,17 @@ export interface JobHandlers {
 
 export interface Replica {
   worker: Worker;
-  busy: boolean;
+  /** Jobs acquired on this replica and not yet released. */
+  active: number;
   jobs: Map<number, JobHandlers>;
+}
+
+/** Engines whose jobs interleave well (chunked work, checkpoints between chunks): speech recognition. */
+const INTERLEAVED_ENGINES = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper']);
+
+/** Jobs a replica of this model runs at once. */
+export function jobsPerReplica(entry: ModelEntry): number {
+  return entry.jobsPerReplica ?? (INTERLEAVED_ENGINES.has(entry.engine) ? 4 : 1);
 }
 
 export interface EngineThreads {
@@ -50,19 +64,22 @@ export class ReplicaPool {
   private respawnTimer: NodeJS.Timeout | null = null;
   /** Moving average of job duration, for Retry-After estimates. */
   private avgJobMs = 1000;
+  private readonly perReplica: number;
   info: Record<string, unknown> = {};
 
   constructor(
     readonly entry: ModelEntry & { absoluteDir: string },
     private readonly threads: EngineThreads,
-  ) {}
+  ) {
+    this.perReplica = jobsPerReplica(entry);
+  }
 
   get ready(): boolean {
     return this.isReady;
   }
 
   stats(): { replicas: number; busy: number; queued: number } {
-    return { replicas: this.replicas.length, busy: this.replicas.filter((r) => r.busy).length, queued: this.waiters.length };
+    return { replicas: this.replicas.length, busy: this.replicas.reduce((n, r) => n + r.active, 0), queued: this.waiters.length };
   }
 
   async start(): Promise<void> {
@@ -83,9 +100,9 @@ export class ReplicaPool {
     if (this.replacementFailed && this.replicas.length === 0) {
       return Promise.reject(new EngineFailedError(this.entry.id, 'no replica of the model could be restarted'));
     }
-    const free = this.replicas.find((r) => !r.busy);
+    const free = this.roomiest();
     if (free) {
-      free.busy = true;
+      free.active++;
       return Promise.resolve(free);
     }
     const refusal = this.refusal();
@@ -111,20 +128,26 @@ export class ReplicaPool {
    * is full, with a Retry-After estimate; null when it would be served or queued.
    */
   refusal(): EngineOverloadedError | null {
-    if (this.replicas.some((r) => !r.busy) || this.waiters.length < this.entry.maxQueue) return null;
-    const perReplica = Math.max(1, this.replicas.length);
-    const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / perReplica / 1000));
+    if (this.roomiest() || this.waiters.length < this.entry.maxQueue) return null;
+    const places = Math.max(1, this.replicas.length * this.perReplica);
+    const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / places / 1000));
     return new EngineOverloadedError(this.entry.id, seconds);
   }
 
-  /** Hands the replica to the next waiter, or marks it free. Call only once the worker is done with the job. */
+  /** The replica with the fewest jobs, if it has room for one more. */
+  private roomiest(): Replica | undefined {
+    const least = this.replicas.reduce<Replica | undefined>((best, r) => (!best || r.active < best.active ? r : best), undefined);
+    return least && least.active < this.perReplica ? least : undefined;
+  }
+
+  /** Hands the job's place to the next waiter, or frees it. Call only once the worker is done with the job. */
   release(replica: Replica, jobMs: number): void {
     this.avgJobMs = this.avgJobMs * 0.8 + jobMs * 0.2;
     // A crashed replica is gone: the queue waits for its replacement (spawnReplica hands it over).
     if (!this.replicas.includes(replica)) return;
     const next = this.waiters.shift();
     if (next) next.grant(replica);
-    else replica.busy = false;
+    else replica.active--;
   }
 
   post(replica: Replica, message: MainToWorker, transfer: ArrayBuffer[] = []): void {
@@ -139,7 +162,7 @@ export class ReplicaPool {
   private spawnReplica(): Promise<void> {
     const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.threads.niceness ?? 10 };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
-    const replica: Replica = { worker, busy: false, jobs: new Map() };
+    const replica: Replica = { worker, active: 0, jobs: new Map() };
     return new Promise<void>((resolve, reject) => {
       let loaded = false;
       worker.on('message', (m: WorkerToMain) => {
@@ -149,11 +172,10 @@ export class ReplicaPool {
           this.replicas.push(replica);
           this.replacementFailed = false;
           this.respawnDelayMs = RESPAWN_DELAY_MS;
-          // A replacement for a crashed replica takes over whoever is waiting.
-          const waiter = this.isReady ? this.waiters.shift() : undefined;
-          if (waiter) {
-            replica.busy = true;
-            waiter.grant(replica);
+          // A replacement for a crashed replica takes over whoever is waiting, as many as it has room for.
+          while (this.isReady && replica.active < this.perReplica && this.waiters.length) {
+            replica.active++;
+            this.waiters.shift()!.grant(replica);
           }
           resolve();
         } else if (m.type === 'load_failed') {
