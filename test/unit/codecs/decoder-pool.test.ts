@@ -2,13 +2,17 @@
  * DecoderPool: decoding happens in worker threads (the event loop keeps ticking), results equal the
  * in-thread decoder's, AudioDecodeError crosses the thread boundary intact, buffers are transferred,
  * jobs beyond the pool size queue, an overrunning job fails with 'timeout' and its worker is replaced,
- * and close() settles everything.
+ * and close() settles everything. Streams: a decode runs at most `credit` windows ahead of its reader,
+ * a reader that is slow does not trip the timeout, leaving mid-stream cancels the decode, failures arrive
+ * after the windows before them, a paused stream does not hold up another on the same worker, and a full
+ * wait queue is refused at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeAudio } from '../../../src/codecs/decode/decode-audio.js';
 import { DecoderPool } from '../../../src/codecs/decode/decoder-pool.js';
-import { AudioDecodeError } from '../../../src/codecs/types.js';
-import { encodeWithFfmpeg } from './helpers/ffmpeg.js';
+import { AudioDecodeError, DecoderBusyError } from '../../../src/codecs/types.js';
+import type { DecodedStream } from '../../../src/codecs/decode/decoded-stream.js';
+import { FFMPEG_FORMATS, encodeWithFfmpeg } from './helpers/ffmpeg.js';
 import { speechLike, stereoSpeechLike } from './helpers/signals.js';
 
 let opus: Uint8Array; // 1 s stereo Ogg/Opus at 48 kHz
@@ -110,5 +114,126 @@ describe('DecoderPool: timeout and close', () => {
     expect(await queued).toMatchObject({ message: expect.stringMatching(/closed/) });
     await expect(pool.decode(opus.slice(), { targetRate: 16000 })).rejects.toThrow(/closed/);
     await pool.close();
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Reads a stream to its end or failure: the windows' lengths, and the error if any. */
+async function drain(stream: DecodedStream, pauseMs = 0): Promise<{ lengths: number[]; error?: unknown }> {
+  const lengths: number[] = [];
+  try {
+    for await (const window of stream) {
+      lengths.push(window.length);
+      if (pauseMs) await sleep(pauseMs);
+    }
+    return { lengths };
+  } catch (error) {
+    return { lengths, error };
+  }
+}
+
+describe('DecoderPool: streams of windows', () => {
+  const pool = new DecoderPool({ size: 1, timeoutMs: 20_000, credit: 2 });
+  afterAll(() => pool.close());
+  const second = { targetRate: 16000, windowSamples: 16000 };
+
+  it('gives the header first, then windows that join into what decode() returns', async () => {
+    const stream = await pool.open(longAdts.slice(), second);
+    expect(stream.header).toEqual({ container: 'adts', label: 'AAC (ADTS)' });
+    const windows: Float32Array[] = [];
+    for await (const window of stream) windows.push(window);
+    const whole = await pool.decode(longAdts.slice(), { targetRate: 16000 });
+    expect(stream.summary).toMatchObject({ durationSeconds: whole.durationSeconds, container: 'adts' });
+    expect(windows.slice(0, -1).every((w) => w.length === 16000)).toBe(true);
+    const joined = new Float32Array(windows.reduce((n, w) => n + w.length, 0));
+    windows.reduce((at, w) => (joined.set(w, at), at + w.length), 0);
+    expect(joined).toEqual(whole.samples);
+  });
+
+  it('decodes at most `credit` windows ahead of a reader that does not read', async () => {
+    const stream = await pool.open(longAdts.slice(), second);
+    await expect.poll(() => stream.buffered).toBe(2);
+    await sleep(300); // the worker had time to decode more, had it been allowed to
+    expect(stream.buffered).toBe(2);
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next();
+    await expect.poll(() => stream.buffered).toBe(2); // one taken, one more decoded
+    stream.close();
+  });
+
+  it('leaving mid-stream cancels the decode: the worker is free again and serves the next upload', async () => {
+    const stream = await pool.open(longAdts.slice(), second);
+    for await (const _window of stream) break; // return() closes the stream
+    await expect.poll(() => pool.stats().running).toBe(0);
+    expect((await pool.decode(opus.slice(), { targetRate: 16000 })).durationSeconds).toBeCloseTo(1, 1);
+  });
+
+  it('an aborted signal ends the read with an AbortError and cancels the decode', async () => {
+    const controller = new AbortController();
+    const stream = await pool.open(longAdts.slice(), second, controller.signal);
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next();
+    controller.abort();
+    await expect(iterator.next()).rejects.toMatchObject({ name: 'AbortError' });
+    await expect.poll(() => pool.stats().running).toBe(0);
+  });
+
+  it('a decode failure reaches the reader after the windows decoded before it', async () => {
+    const f32 = (await FFMPEG_FORMATS.find((f) => f.name === 'wav f32')!.encode([speechLike(16000, 10)], 16000)).slice();
+    f32.fill(0xff, f32.length - 400);
+    const { lengths, error } = await drain(await pool.open(f32, second));
+    expect(lengths.length).toBeGreaterThanOrEqual(3);
+    expect(error).toBeInstanceOf(AudioDecodeError);
+    expect(error).toMatchObject({ kind: 'corrupt' });
+  });
+
+  it('the duration limit stops a stream that declares none, mid-stream, with too_long', async () => {
+    const { lengths, error } = await drain(await pool.open(longAdts.slice(), { ...second, maxDurationSeconds: 30 }));
+    expect(lengths.length).toBeGreaterThan(0);
+    expect(lengths.length).toBeLessThanOrEqual(30);
+    expect(error).toMatchObject({ kind: 'too_long' });
+  });
+});
+
+describe('DecoderPool: time, sharing and the wait queue', () => {
+  it('times the decoding work, not the reader: a reader slower than the timeout still gets everything', async () => {
+    const pool = new DecoderPool({ size: 1, timeoutMs: 1500, credit: 1 });
+    try {
+      const { lengths, error } = await drain(await pool.open(longAdts.slice(), { targetRate: 16000, windowSamples: 16000 * 10 }), 250);
+      expect(error).toBeUndefined();
+      expect(lengths.length).toBeGreaterThanOrEqual(12); // 120 s (and codec priming) in 10 s windows, read over ≥ 3 s
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a stream waiting for its reader does not hold up another upload on the same worker', async () => {
+    const pool = new DecoderPool({ size: 1, streamsPerWorker: 4 });
+    try {
+      const paused = await pool.open(longAdts.slice(), { targetRate: 16000, windowSamples: 16000 });
+      await expect.poll(() => paused.buffered).toBe(2);
+      expect((await pool.decode(opus.slice(), { targetRate: 16000 })).durationSeconds).toBeCloseTo(1, 1);
+      paused.close();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('refuses at once with DecoderBusyError (and a Retry-After) when every stream is taken and the queue is full', async () => {
+    const pool = new DecoderPool({ size: 1, streamsPerWorker: 1, maxQueue: 1 });
+    try {
+      const holding = await pool.open(longAdts.slice(), { targetRate: 16000, windowSamples: 16000 });
+      const waiting = pool.open(opus.slice(), { targetRate: 16000 });
+      expect(pool.stats()).toMatchObject({ running: 1, queued: 1 });
+      expect(pool.refusal()).toBeInstanceOf(DecoderBusyError);
+      const refused = await pool.open(opus.slice(), { targetRate: 16000 }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(DecoderBusyError);
+      expect((refused as DecoderBusyError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      holding.close(); // its place goes to the queued upload
+      expect((await drain(await waiting)).error).toBeUndefined();
+    } finally {
+      await pool.close();
+    }
   });
 });
