@@ -7,7 +7,7 @@
  * Both halves also work incrementally, for audio that arrives in windows (VadStream, RegionTracker): the
  * model is recurrent and each window sees only the previous one's tail, so probabilities computed piece
  * by piece are the same numbers as over the whole audio; the hysteresis is causal, so regions found so
- * far are final except near the end, within `settleSeconds(options)` of it.
+ * far are final before `RegionTracker.settledUntil`.
  */
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -110,13 +110,6 @@ export function regionsFromProbabilities(probs: ArrayLike<number>, totalSamples:
   return tracker.regions(totalSamples);
 }
 
-/**
- * How far behind the end of the audio seen so far the regions are final: an open region may still end
- * (minSilence), turn out too short to keep (minSpeech) and be padded (speechPad), windows round each.
- */
-export function settleSeconds(options: VadOptions): number {
-  return (options.minSilenceMs + options.minSpeechMs + 2 * options.speechPadMs) / 1000 + (3 * VAD_WINDOW) / VAD_SAMPLE_RATE;
-}
 
 /** The hysteresis one window probability at a time; `regions(n)` gives what the first n samples show. */
 export class RegionTracker {
@@ -152,6 +145,19 @@ export class RegionTracker {
         this.silenceStart = -1;
       }
     }
+  }
+
+  /**
+   * The sample before which `regions(totalSamples)` is final, whatever audio follows. Closed regions are;
+   * a region still open ends no earlier than its pending silence's start (or the end of the audio so far,
+   * if none is pending), and is certain to be kept once that is `minSpeech` after its start — else even
+   * its existence waits. Silero's rules close a pending silence only at a window below `threshold − 0.15`,
+   * so probabilities between that and `threshold` can keep this point still for as long as they last.
+   */
+  settledUntil(totalSamples: number): number {
+    if (!this.inSpeech) return Math.max(0, totalSamples - this.pad); // a region starting next is padded back
+    const endAtLeast = this.silenceStart >= 0 ? this.silenceStart : totalSamples;
+    return endAtLeast - this.start >= this.minSpeech ? Math.min(endAtLeast, totalSamples - this.pad) : Math.max(0, this.start - this.pad);
   }
 
   /** Regions (seconds, padded and merged) of audio `totalSamples` long, as if it ended there. */
