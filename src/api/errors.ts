@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   invalid_value: { status: 400, type: 'invalid_request_error' },
   missing_required_parameter: { status: 400, type: 'invalid_request_error' },
   invalid_multipart: { status: 400, type: 'invalid_request_error' },
+  malformed_request: { status: 400, type: 'invalid_request_error' },
   unsupported_voice: { status: 400, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   audio_too_large: { status: 413, type: 'invalid_request_error' },
