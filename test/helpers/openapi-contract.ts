@@ -42,7 +42,7 @@ export interface Checked {
 }
 
 export class OpenApiContract {
-  private readonly ajv = new Ajv2020({ allErrors: true, strict: true });
+  private readonly ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
   private readonly validators = new Map<string, ValidateFunction>();
   /** `METHOD server+path` → the `status mediaType` pairs seen. */
   readonly seen = new Map<string, Set<string>>();
