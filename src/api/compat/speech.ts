@@ -48,7 +48,10 @@ export function speechRoute(deps: CompatDeps): RouteDef {
 function audioContents(): OpenApiContent[] {
   const served = [...new Set([...JIFILI_FORMATS, ...LEGACY_FORMATS])];
   const byType = new Map<string, string[]>();
-  for (const format of served) byType.set(FORMAT_INFO[format].mediaType, [...(byType.get(FORMAT_INFO[format].mediaType) ?? []), format]);
+  for (const format of served) {
+    const type = FORMAT_INFO[format].mediaType;
+    byType.set(type, [...(byType.get(type) ?? []), format]);
+  }
   return [...byType].map(([contentType, responseFormats]) => ({ contentType, responseFormats }));
 }
 
