@@ -18,6 +18,8 @@ import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
+import { OpenApiDocumentSchema } from './schemas/ops.js';
+import { jsonContent } from './schemas/responses.js';
 import { SURFACE_PREFIXES, type Caller, type HttpRoute, type RouteDef } from './types.js';
 
 export interface ApiDeps {
@@ -46,15 +48,23 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     speechRoute(compat),
     ...(deps.extraRoutes ?? []),
   ];
-  const openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
+  let openapi: unknown;
   definitions.push({
     method: 'GET',
     path: '/openapi.json',
     surface: 'compat',
     auth: false,
+    openapi: {
+      operationId: 'getOpenApiDocument',
+      summary: 'This OpenAPI 3.1 document',
+      tags: ['Operations'],
+      responses: { 200: { description: 'The document', content: [jsonContent(OpenApiDocumentSchema)] } },
+    },
     handler: async () => ({ kind: 'json', body: openapi }),
   });
   definitions.push(...opsRoutes(deps.metrics, deps.readinessChecks));
+  // From the complete table, so that every route served (this one included) is described.
+  openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
 
   const routes: HttpRoute[] = [];
   for (const def of definitions) {

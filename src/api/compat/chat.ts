@@ -5,12 +5,13 @@
  * whole translation as one content delta, a `stop` chunk and `[DONE]` (translation is not incremental).
  */
 import { randomBytes } from 'node:crypto';
+import type { z } from 'zod';
 import { billableCharacters } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
-import { ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
-import { errorResponses } from '../schemas/responses.js';
+import { ChatCompletionChunkSchema, ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
+import { eventStreamContent, jsonContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 
@@ -45,7 +46,13 @@ export function chatRoute(deps: CompatDeps): RouteDef {
       summary: 'Translate text between Bambara, French and English',
       tags: ['Translation'],
       request: { contentType: 'application/json', schema: schema.meta({ id: 'ChatTranslationRequest' }) },
-      responses: { 200: { description: 'The translation (or chat.completion.chunk events when stream=true)', schema: ChatCompletionSchema }, ...errorResponses(400, 401, 402, 404, 503) },
+      responses: {
+        200: {
+          description: 'The translation as a chat.completion; with stream=true, chat.completion.chunk events (the role, the whole translation as one delta, a stop chunk with usage), then [DONE]',
+          content: [jsonContent(ChatCompletionSchema), eventStreamContent('ChatCompletionStreamEvent', [ChatCompletionChunkSchema], { done: true })],
+        },
+      },
+      errors: [404, 503],
     },
     handler: (req, caller) => translateText(deps, schema, req, caller!),
   };
@@ -90,13 +97,17 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
       model: model.id,
       choices: [{ index: 0, message: { role: 'assistant', content: translation }, finish_reason: 'stop', logprobs: null }],
       usage,
-    },
+    } satisfies z.output<typeof ChatCompletionSchema>,
   };
 }
 
-async function* chunks(id: string, created: number, model: string, content: string, usage: object): AsyncGenerator<SseMessage> {
-  const chunk = (delta: object, finish: 'stop' | null, extra: object = {}) =>
-    ({ data: JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra }) });
+type Chunk = z.output<typeof ChatCompletionChunkSchema>;
+
+async function* chunks(id: string, created: number, model: string, content: string, usage: Chunk['usage']): AsyncGenerator<SseMessage> {
+  const chunk = (delta: Chunk['choices'][number]['delta'], finish: 'stop' | null, extra: Pick<Chunk, 'usage'> = {}): SseMessage => {
+    const event: Chunk = { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra };
+    return { data: JSON.stringify(event) };
+  };
   yield chunk({ role: 'assistant', content: '' }, null);
   yield chunk({ content }, null);
   yield chunk({}, 'stop', { usage });

@@ -4,17 +4,18 @@
  * usage (`stream_format=sse`). Billed per input character actually delivered: a stream that fails
  * midway, or whose client leaves, is charged for the phrases whose audio went out, and nothing else.
  */
-import { formatInfo } from '../../codecs/formats.js';
+import type { z } from 'zod';
+import { FORMAT_INFO, formatInfo } from '../../codecs/formats.js';
 import { billableCharacters } from '../../billing/metering.js';
 import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
-import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
-import { speechRequestSchema, SpeechAudioDoneSchema } from '../schemas/speech.js';
-import { errorResponses } from '../schemas/responses.js';
+import type { ApiRequest, ApiResult, Caller, OpenApiContent, RouteDef, SseMessage } from '../types.js';
+import { speechRequestSchema, SpeechAudioDeltaSchema, SpeechAudioDoneSchema } from '../schemas/speech.js';
+import { eventStreamContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { checkFormat, JIFILI_MAX_INPUT, selectSpeaker } from './speech-rules.js';
+import { checkFormat, JIFILI_FORMATS, JIFILI_MAX_INPUT, LEGACY_FORMATS, selectSpeaker } from './speech-rules.js';
 
 type SpeechOptions = { description?: string | null; speaker?: number };
 
@@ -32,12 +33,26 @@ export function speechRoute(deps: CompatDeps): RouteDef {
       tags: ['Audio'],
       request: { contentType: 'application/json', schema: schema.meta({ id: 'SpeechRequest' }) },
       responses: {
-        200: { description: 'Audio bytes in the requested format, or text/event-stream of speech.audio.delta events then speech.audio.done', contentType: 'application/octet-stream' },
-        ...errorResponses(400, 401, 402, 404, 422, 503),
+        200: {
+          description: 'Audio in the response_format asked for (x-response-formats names the formats of each media type), streamed as it is synthesized; with stream_format=sse, speech.audio.delta events (base64 audio) then speech.audio.done',
+          content: [...audioContents(), eventStreamContent('SpeechStreamEvent', [SpeechAudioDeltaSchema, SpeechAudioDoneSchema], { done: false })],
+        },
       },
+      errors: [404, 422, 503],
     },
     handler: (req, caller) => speak(deps, schema, req, caller!),
   };
+}
+
+/** One media type per distinct Content-Type the served formats are sent with, naming those formats. */
+function audioContents(): OpenApiContent[] {
+  const served = [...new Set([...JIFILI_FORMATS, ...LEGACY_FORMATS])];
+  const byType = new Map<string, string[]>();
+  for (const format of served) {
+    const type = FORMAT_INFO[format].mediaType;
+    byType.set(type, [...(byType.get(type) ?? []), format]);
+  }
+  return [...byType].map(([contentType, responseFormats]) => ({ contentType, responseFormats }));
 }
 
 async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSchema>, req: ApiRequest, caller: Caller): Promise<ApiResult> {
@@ -98,7 +113,8 @@ async function* charged<T>(source: AsyncGenerator<T>, charge: () => Promise<void
 
 async function* sseEvents(audio: AsyncIterable<Uint8Array>, tally: SpeechTally): AsyncGenerator<SseMessage> {
   for await (const bytes of audio) {
-    yield { data: JSON.stringify({ type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') }) };
+    const delta: z.output<typeof SpeechAudioDeltaSchema> = { type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') };
+    yield { data: JSON.stringify(delta) };
   }
   const usage = { input_tokens: tally.charactersDelivered, output_tokens: 0, total_tokens: tally.charactersDelivered };
   yield { data: JSON.stringify(SpeechAudioDoneSchema.parse({ type: 'speech.audio.done', usage })) };

@@ -8,8 +8,17 @@ import { billableSeconds } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
-import { TranscriptionFormSchema, TranscriptionRequestDoc, TranscriptionResponseSchema } from '../schemas/audio.js';
-import { errorResponses } from '../schemas/responses.js';
+import {
+  TranscriptionFormSchema,
+  TranscriptionRequestDoc,
+  TranscriptionResponseSchema,
+  TranscriptTextDeltaEventSchema,
+  TranscriptTextDoneEventSchema,
+  TranscriptTextSegmentEventSchema,
+  VerboseTranscriptionSchema,
+} from '../schemas/audio.js';
+import { eventStreamContent, jsonContent, textContent } from '../schemas/responses.js';
+import { MEDIA_TYPES } from '../media-types.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 import { decodeUploadedAudio } from './uploaded-audio.js';
@@ -31,9 +40,18 @@ export function transcriptionRoute(deps: CompatDeps): RouteDef {
       tags: ['Audio'],
       request: { contentType: 'multipart/form-data', schema: TranscriptionRequestDoc },
       responses: {
-        200: { description: 'The transcript (json, text, verbose_json, srt, vtt, or text/event-stream when stream=true)', schema: TranscriptionResponseSchema },
-        ...errorResponses(400, 401, 402, 404, 413, 415, 503),
+        200: {
+          description: 'The transcript in the response_format asked for; with stream=true (json or text), transcript.text.segment and .delta events per segment, transcript.text.done, then [DONE]',
+          content: [
+            jsonContent(TranscriptionResponseSchema, ['json']),
+            jsonContent(VerboseTranscriptionSchema, ['verbose_json']),
+            textContent(MEDIA_TYPES.plainText, ['text', 'srt']),
+            textContent(MEDIA_TYPES.vtt, ['vtt']),
+            eventStreamContent('TranscriptionStreamEvent', [TranscriptTextSegmentEventSchema, TranscriptTextDeltaEventSchema, TranscriptTextDoneEventSchema], { done: true }),
+          ],
+        },
       },
+      errors: [404, 503],
     },
     handler: (req, caller) => transcribe(deps, req, caller!),
   };

@@ -9,7 +9,8 @@ import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
 import { TranscriptionResponseSchema, TranslationFormSchema, TranslationRequestDoc } from '../schemas/audio.js';
-import { errorResponses } from '../schemas/responses.js';
+import { jsonContent, textContent } from '../schemas/responses.js';
+import { MEDIA_TYPES } from '../media-types.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 import { decodeUploadedAudio } from './uploaded-audio.js';
@@ -30,7 +31,10 @@ export function translationRoute(deps: CompatDeps): RouteDef {
       summary: 'Translate Bambara audio into English or French text',
       tags: ['Audio'],
       request: { contentType: 'multipart/form-data', schema: TranslationRequestDoc },
-      responses: { 200: { description: 'The translation (json or text/plain)', schema: TranscriptionResponseSchema }, ...errorResponses(400, 401, 402, 404, 413, 503) },
+      responses: {
+        200: { description: 'The translated transcript, as JSON or plain text', content: [jsonContent(TranscriptionResponseSchema, ['json']), textContent(MEDIA_TYPES.plainText, ['text'])] },
+      },
+      errors: [404, 503],
     },
     handler: (req, caller) => translateSpeech(deps, req, caller!),
   };
@@ -81,7 +85,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       { model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds },
       { model: mtModel.id, kind: 'translation', unit: 'character', quantity: characters },
     ]);
-    if (fields.response_format === 'text') return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: translated };
+    if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated };
     return { kind: 'json', body: { text: translated } };
   } finally {
     await form.dispose();
