@@ -85,7 +85,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const onRequest = (res: uWS.HttpResponse, req: uWS.HttpRequest) => {
     const started = performance.now();
     // uWS's req lives only until this callback returns: read everything from it now.
-    const method = req.getCaseSensitiveMethod().toUpperCase();
+    // Methods are case-sensitive (RFC 9110 §9.1): `get` is not GET.
+    const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const headers: Record<string, string> = {};

@@ -64,6 +64,12 @@ describe('hostile HTTP', () => {
     for (const method of methods) expect(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other']).toContain(method);
   });
 
+  it('methods are case-sensitive: a lower-case `get` is not GET', async () => {
+    const answer = await raw(`get /healthz HTTP/1.1\r\nHost: kuma\r\nConnection: close\r\n\r\n`);
+    expect(answer.text).toMatch(/^HTTP\/1\.1 405 /);
+    expect(answer.text).toContain('"code":"method_not_allowed"');
+  });
+
   it('unknown paths and models do not become label values either', async () => {
     for (let i = 0; i < 50; i++) {
       await fetch(`${t.baseUrl}/made/up/${i}`);
