@@ -52,7 +52,12 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const metrics = new Metrics();
   const ownsStore = !options.store;
   const store = options.store ?? (await openSqliteStore(config.dbPath));
-  const ledger = new Ledger(store, config.prices);
+  // kuma_usage_units_total counts exactly what each settlement wrote to the ledger.
+  const ledger = new Ledger(store, config.prices, {
+    onUsage: (records) => {
+      for (const r of records) metrics.usage.inc({ model: r.model, unit: r.unit }, r.quantity);
+    },
+  });
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
   const ownsEngines = options.engines === undefined;
   const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;

@@ -5,6 +5,7 @@
  */
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
 import { AudioDecodeError } from '../codecs/types.js';
+import { InsufficientQuotaError } from '../billing/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -65,7 +66,7 @@ export class ApiError extends Error {
 }
 
 /**
- * Turns anything thrown into an ApiError. Engine and audio errors map to their statuses; unknown errors
+ * Turns anything thrown into an ApiError. Engine, billing and audio errors map to their statuses; unknown errors
  * become a 500 whose message reveals nothing of the internals (the original is logged, never sent).
  */
 export function toApiError(err: unknown): ApiError {
@@ -78,6 +79,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof EngineNotReadyError) {
     return new ApiError('service_unavailable', `The model ${err.modelId} is still loading. Please retry shortly.`, { headers: { 'retry-after': '5' } });
   }
+  if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

@@ -1,8 +1,8 @@
 /**
  * POST /audio/transcriptions (SPEC §4.3): multipart upload → decoded 16 kHz audio → the model's engine →
  * json | text | verbose_json | srt | vtt, or (stream=true with json/text) SSE events sent as the engine
- * decides each segment. Billed per second of audio, checked against the balance before any inference and
- * recorded only once the transcript is delivered in full.
+ * decides each segment. Billed per second of audio: the cost is held before any inference and recorded
+ * only once the transcript is delivered in full (a request that stops earlier releases the hold).
  */
 import { billableSeconds } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
@@ -22,6 +22,8 @@ import { MEDIA_TYPES } from '../media-types.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 import { decodeUploadedAudio } from './uploaded-audio.js';
+import { closeWhenDone } from './reserved-stream.js';
+import type { Reservation } from '../../billing/ledger.js';
 import { doneEvents, joinSegments, segmentEvents, transcriptResult, type DurationUsage, type Segment } from './transcript.js';
 
 /** Models on which `temperature` takes effect (SPEC §4.3, §9); the others ignore it. */
@@ -59,6 +61,8 @@ export function transcriptionRoute(deps: CompatDeps): RouteDef {
 
 async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   const form = await req.body.multipart();
+  let reservation: Reservation | undefined;
+  let streaming = false;
   try {
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
     const model = resolveModel(deps.catalog, fields.model, 'transcription');
@@ -71,17 +75,18 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const decodeMs = performance.now() - t0;
     const seconds = billableSeconds(audio.durationSeconds);
     const unitPrice = deps.ledger.priceOf('second', 'transcription');
-    await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(seconds, unitPrice));
+    // Held before any inference, and exact: the decoded duration is what is billed.
+    reservation = await deps.ledger.reserve({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, deps.ledger.costOf(seconds, unitPrice));
+    const held = reservation;
 
     const input = { samples: audio.samples, ...(TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {}) };
     const usage: DurationUsage = { type: 'duration', seconds };
-    const charge = () =>
-      deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
-        { model: model.id, kind: 'transcription', unit: 'second', quantity: seconds },
-      ]);
+    const charge = () => held.settle([{ model: model.id, kind: 'transcription', unit: 'second', quantity: seconds }]);
 
     if (fields.stream) {
-      return { kind: 'sse', events: streamTranscript(engine.stream<Segment>('transcribe', input, req.signal), usage, charge) };
+      streaming = true; // from here the stream owns the reservation: settled at its end, released if it stops early
+      const events = streamTranscript(engine.stream<Segment>('transcribe', input, req.signal), usage, charge);
+      return { kind: 'sse', events: closeWhenDone(events, () => held.release(), req.signal) };
     }
     const segments: Segment[] = [];
     const t1 = performance.now();
@@ -92,6 +97,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     // Server-Timing lets clients and load tests split latency into decoding, the model (queue included) and the rest.
     return { ...result, headers: { 'server-timing': `decode;dur=${decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` } };
   } finally {
+    if (!streaming) await reservation?.release(); // a no-op once settled
     await form.dispose();
   }
 }

@@ -15,9 +15,16 @@ import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 import { decodeUploadedAudio } from './uploaded-audio.js';
 import { joinSegments, type Segment } from './transcript.js';
+import type { Reservation } from '../../billing/ledger.js';
 
 /** The text model that translates transcripts. */
 const TRANSLATION_MODEL = 'banjugu-1';
+/**
+ * Transcript characters per second of audio held up front. An estimate, not a limit: speech at a brisk pace
+ * gives roughly 15 characters (letters and spaces) a second and the demo voice 7; a longer transcript
+ * raises the hold before the translation runs.
+ */
+export const TRANSCRIPT_CHARACTERS_PER_SECOND = 25;
 
 export function translationRoute(deps: CompatDeps): RouteDef {
   return {
@@ -42,6 +49,7 @@ export function translationRoute(deps: CompatDeps): RouteDef {
 
 async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   const form = await req.body.multipart();
+  let reservation: Reservation | undefined;
   try {
     const fields = parseRequest(TranslationFormSchema, form.fields);
     if (fields.response_format !== 'json' && fields.response_format !== 'text') {
@@ -58,17 +66,25 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
 
     const seconds = billableSeconds(audio.durationSeconds);
     const secondPrice = deps.ledger.priceOf('second', 'transcription');
-    // The transcript's length is not known yet: the balance must at least cover the audio.
-    await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(seconds, secondPrice));
+    const characterPrice = deps.ledger.priceOf('character', 'translation');
     const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+    const secondsCost = deps.ledger.costOf(seconds, secondPrice);
+    // The transcript's length is not known yet: the hold covers the audio and a transcript of up to
+    // TRANSCRIPT_CHARACTERS_PER_SECOND; once the transcript exists the hold is raised to its exact cost.
+    reservation = await deps.ledger.reserve(ctx, secondsCost + deps.ledger.costOf(Math.ceil(seconds * TRANSCRIPT_CHARACTERS_PER_SECOND), characterPrice));
+    const transcriptionItem = { model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds } as const;
 
     const input = { samples: audio.samples, ...(asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {}) };
     const segments: Segment[] = [];
     for await (const segment of asr.stream<Segment>('transcribe', input, req.signal)) segments.push(segment);
     const transcript = joinSegments(segments);
+    const characters = billableCharacters(transcript);
 
     let translated: string;
     try {
+      // Before the translation runs, its exact cost must be held: a balance that cannot cover it ends the
+      // request with 402 here (the transcription, which was held, is charged), never below zero later.
+      await reservation.growTo(secondsCost + deps.ledger.costOf(characters, characterPrice));
       const result = transcript
         ? await mt.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target }, req.signal)
         : { translations: [''] };
@@ -77,17 +93,14 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       // The transcription was done and is billed; the failed translation is not. A client that left got
       // nothing, so it is charged nothing.
       if (req.signal.aborted) throw err;
-      await deps.ledger.charge(ctx, [{ model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds }]);
+      await reservation.settle([transcriptionItem]);
       throw err;
     }
-    const characters = billableCharacters(transcript);
-    await deps.ledger.charge(ctx, [
-      { model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds },
-      { model: mtModel.id, kind: 'translation', unit: 'character', quantity: characters },
-    ]);
+    await reservation.settle([transcriptionItem, { model: mtModel.id, kind: 'translation', unit: 'character', quantity: characters }]);
     if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated };
     return { kind: 'json', body: { text: translated } };
   } finally {
+    await reservation?.release(); // a no-op once settled: a failure or a client gone before then costs nothing
     await form.dispose();
   }
 }
