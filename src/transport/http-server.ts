@@ -123,7 +123,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     };
     const logFailure = (err: unknown, what: string) => {
       if (controller.signal.aborted) return; // a client that left is expected, not an error
-      options.logger.error({ requestId, err: err instanceof ApiError ? err.message : err }, what);
+      // What the client caused (a 4xx, e.g. audio that fails to decode midway) is not a server error.
+      const mapped = toApiError(err);
+      if (mapped.status < 500) options.logger.info({ requestId, code: mapped.code, err: mapped.message }, what);
+      else options.logger.error({ requestId, err: err instanceof ApiError ? err.message : err }, what);
     };
 
     let routeLabel = 'unmatched';
