@@ -14,7 +14,7 @@ import { speechRequestSchema, SpeechAudioDoneSchema } from '../schemas/speech.js
 import { errorResponses } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { checkFormat, JIFILI_MAX_INPUT, selectSpeaker } from './speech-rules.js';
+import { checkFormat, checkSpeakable, JIFILI_MAX_INPUT, selectSpeaker } from './speech-rules.js';
 
 type SpeechOptions = { description?: string | null; speaker?: number };
 
@@ -52,6 +52,7 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   }
   const speaker = selectSpeaker(model.id, deps.vendor, body.voice, options);
   const engine = engineFor(deps.engines, model);
+  checkSpeakable(model.id, engine.info.alphabet, body.input);
   await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(characters, deps.ledger.priceOf('character', 'speech')));
 
   // A speaker the voice does not have (a single-speaker model) keeps the model's own voice.

@@ -16,7 +16,7 @@ import { createSession, ort, requireSignature, type LoadedSession, type SessionO
 import { readModelMetadata } from '../onnx/model-metadata.js';
 import { SileroVad } from '../vad/silero-vad.js';
 import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Region, type Segment, type Word } from './ctc-decode.js';
-import { commitAtPause, skipSilence, windowOptions } from './ctc-windows.js';
+import { walkWindows, windowOptions } from './ctc-windows.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
 
 export const CTC_SAMPLE_RATE = 16000;
@@ -284,29 +284,20 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
       vad ??= SileroVad.load(sessionOptions);
       regions = await (await vad).detect(samples, {}, () => ctx.checkpoint());
     }
-    const windows = windowOptions(options.maxChunkSeconds);
     // Segments may run across window cuts: each is yielded once a later word closes it.
     const segmenter = new Segmenter(segmentOptions);
-    let start = 0;
-    let carried = 0;
-    while (start < total) {
-      await ctx.checkpoint();
-      // Words the last window dropped after its cut are decoded again, never skipped as silence.
-      if (!carried) start = skipSilence(start, total, regions);
-      if (start >= total) break;
-      const first = Math.round(start * CTC_SAMPLE_RATE);
-      const last = Math.min(samples.length, Math.round((start + options.maxChunkSeconds) * CTC_SAMPLE_RATE));
-      const words = await decodeChunk(samples.subarray(first, last), first / CTC_SAMPLE_RATE);
-      if (last >= samples.length) {
-        yield* segmenter.push(words);
-        break;
-      }
-      const window = { start: first / CTC_SAMPLE_RATE, end: last / CTC_SAMPLE_RATE };
-      const commit = commitAtPause(words, window, windows, (from, to) => quietestPoint(samples, from, to));
-      yield* segmenter.push(commit.committed);
-      ({ carried } = commit);
-      start = commit.next;
-    }
+    const windows = walkWindows({
+      total,
+      regions,
+      options: windowOptions(options.maxChunkSeconds),
+      decode: (start, end) => {
+        const first = Math.round(start * CTC_SAMPLE_RATE);
+        return decodeChunk(samples.subarray(first, Math.min(samples.length, Math.round(end * CTC_SAMPLE_RATE))), first / CTC_SAMPLE_RATE);
+      },
+      pickCut: (from, to) => quietestPoint(samples, from, to),
+      checkpoint: () => ctx.checkpoint(),
+    });
+    for await (const words of windows) yield* segmenter.push(words);
     yield* segmenter.flush();
   }
 

@@ -1,7 +1,8 @@
 /**
  * How the CTC runner walks audio longer than the model's window: decode a window of at most `maxSeconds`,
  * keep the words that end before a pause the model itself heard between two words, and start the next
- * window at that pause. Pure functions over decoded words, so every edge case is unit-tested without a model.
+ * window at that pause. Free of onnxruntime (the model is a `decode` callback), so the walk is tested with
+ * made-up word timelines.
  *
  * Why not cut first and decode after (as VAD-gap planning does): neither VAD nor signal energy knows where
  * words end. VAD reports "silence" inside words (stop closures, soft vowels) and none between words spoken
@@ -28,19 +29,20 @@ export function windowOptions(maxSeconds: number): WindowOptions {
   return { maxSeconds, guardSeconds: Math.min(1, maxSeconds / 8), searchSeconds: Math.min(5, maxSeconds / 4) };
 }
 
-/** VAD silence closer than this to detected speech is still decoded: VAD onsets can come late. */
+/** A skip stops this far before the next speech region: VAD onsets can come late. */
 export const SPEECH_MARGIN_SECONDS = 1;
 
 /**
- * Where the next decoded window should start, at or after `start`: skips audio that VAD marks as silence
- * (more than SPEECH_MARGIN_SECONDS before the next speech region, or after the last one). `regions` null
- * means no VAD ran: nothing is skipped.
+ * Where the next decoded window should start, at or after `start`: a stretch VAD marks as silence is
+ * skipped only when it is at least a whole window long (as the earlier planner dropped only chunks with
+ * no speech region at all), since VAD can miss quiet speech and its onsets can come late; shorter silences
+ * are decoded with the speech around them. `regions` null means no VAD ran: nothing is skipped.
  */
-export function skipSilence(start: number, total: number, regions: readonly Region[] | null): number {
+export function skipSilence(start: number, total: number, regions: readonly Region[] | null, maxSeconds: number): number {
   if (!regions) return start;
   const next = regions.find((r) => r.end > start);
-  if (!next) return total;
-  return Math.max(start, Math.min(total, next.start - SPEECH_MARGIN_SECONDS));
+  const speech = next ? next.start - SPEECH_MARGIN_SECONDS : total;
+  return speech - start < maxSeconds ? start : Math.min(total, speech);
 }
 
 export interface Commit {
@@ -101,4 +103,41 @@ export function commitAtPause(words: readonly Word[], window: Region, options: W
   const picked = chosen.to > chosen.from ? pickCut(chosen.from, chosen.to) : chosen.from;
   const cut = Math.min(chosen.to, Math.max(chosen.from, Number.isFinite(picked) ? picked : chosen.from));
   return { committed: words.slice(0, chosen.before), next: cut, carried: words.length - chosen.before };
+}
+
+export interface WindowWalk {
+  /** Audio length in seconds. */
+  total: number;
+  /** Speech regions from VAD, or null when none ran (nothing is skipped). */
+  regions: readonly Region[] | null;
+  options: WindowOptions;
+  /** Runs the model on [start, end] (seconds) and returns its words with absolute times. */
+  decode(start: number, end: number): Promise<Word[]>;
+  /** Where to cut inside [from, to] (the runner: the quietest 20 ms). */
+  pickCut(from: number, to: number): number;
+  /** Awaited before each window (cancellation). */
+  checkpoint(): Promise<void>;
+}
+
+/** Decodes the whole audio window by window; yields each window's final words, in time order. */
+export async function* walkWindows(walk: WindowWalk): AsyncGenerator<Word[]> {
+  const { total, options } = walk;
+  let start = 0;
+  let carried = 0;
+  while (start < total) {
+    await walk.checkpoint();
+    // Words the last window dropped after its cut are decoded again, never skipped as silence.
+    if (!carried) start = skipSilence(start, total, walk.regions, options.maxSeconds);
+    if (start >= total) return;
+    const end = Math.min(total, start + options.maxSeconds);
+    const words = await walk.decode(start, end);
+    if (end >= total) {
+      yield words;
+      return;
+    }
+    const commit = commitAtPause(words, { start, end }, options, walk.pickCut);
+    yield commit.committed;
+    ({ carried } = commit);
+    start = commit.next;
+  }
 }
