@@ -11,6 +11,10 @@
  *   tokens.txt (else lowercased, else `<unk>` when listed, else skipped, as sherpa's character frontend).
  * - `vits-piper`: Piper voice (X.onnx + X.onnx.json). Only `phoneme_type: "text"` voices: lowercase, NFD,
  *   phoneme_map, then `^ _ p1 _ p2 _ … pn _ $` through phoneme_id_map.
+ *
+ * `tokenize(text, { boundaryAfter })` can end the sequence with the vocabulary's space (before Piper's `$`
+ * and after the HF strip): the runner speaks a phrase join as the word boundary it is. `characters` lists
+ * the vocabulary's single characters, blank and markers excluded, from which the runner derives its alphabet.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,10 +29,7 @@ export interface Tokenized {
 }
 
 export interface TokenizeOptions {
-  /**
-   * End with the voice's word boundary (its space token), for text that continues in the next phrase:
-   * phrases are synthesized apart, and the space between two of them must still be spoken.
-   */
+  /** End with the voice's space token: the text continues in the next phrase, synthesized apart. */
   boundaryAfter?: boolean;
 }
 

@@ -5,6 +5,10 @@
  * as soon as it is synthesized, so the first audio leaves before the rest of the text is done. Samples
  * are mono float32 at the model's own rate; resampling to the API's rates happens downstream.
  *
+ * Each phrase says its speech-text.ts form (digits as Bambara number words, punctuation as pauses) over the
+ * voice's alphabet, which `info().alphabet` reports so the API can refuse unspeakable text up front; each
+ * phrase but the last ends with the voice's word boundary, so the joined audio reads as one text.
+ *
  * Runs inside a model worker (session.run blocks its thread); `ctx.checkpoint()` between phrases lets a
  * cancel stop the job. Every call runs batch 1, which is how every one of these exports is served.
  */
