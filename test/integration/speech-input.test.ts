@@ -4,7 +4,7 @@
  * djelia-tts-v2 = vits-piper): digits are read as Bambara number words (the audio transcribes to them);
  * emoji, lone surrogates, control characters and letters the voice lacks are 400 invalid_value (param
  * input) naming them, before any synthesis or charge; and for random strings the answer is 200 audio or
- * that 400, never a 500.
+ * that 400, never a 500. Also the round trip of issue P6 #9 as its reporter ran it: speech wav → upload.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,19 @@ describe.each(MODELS)('%s', (model) => {
 
   it('names at most eight characters, then how many more', async () => {
     await expectUnspeakable(await speech({ model, input: '😀😁😂🤣😃😄😅😆😉😊' }), ['U+1F600', 'U+1F606', 'and 2 more']);
+  });
+});
+
+describe('round trip through the API (issue P6 #9)', () => {
+  it('the issue’s sentence ×4 → jifili-1 wav → sunjata-1 transcription is the sentence ×4', async () => {
+    const input = Array(4).fill('i ni ce aw ni sogoma an bɛ taa so kɔnɔ').join(' ');
+    const wav = await (await speech({ model: 'jifili-1', input, response_format: 'wav' })).arrayBuffer();
+    const form = new FormData();
+    form.append('file', new Blob([wav], { type: 'audio/wav' }), 'speech.wav');
+    form.append('model', 'sunjata-1');
+    form.append('response_format', 'text');
+    const res = await fetch(`${t.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
+    expect([res.status, (await res.text()).trim()]).toEqual([200, input]);
   });
 });
 
