@@ -15,7 +15,7 @@ import { speechRequestSchema, SpeechAudioDeltaSchema, SpeechAudioDoneSchema } fr
 import { eventStreamContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { checkFormat, JIFILI_FORMATS, JIFILI_MAX_INPUT, LEGACY_FORMATS, selectSpeaker } from './speech-rules.js';
+import { checkFormat, checkSpeakable, JIFILI_FORMATS, JIFILI_MAX_INPUT, LEGACY_FORMATS, selectSpeaker } from './speech-rules.js';
 import { closeWhenDone } from './reserved-stream.js';
 
 type SpeechOptions = { description?: string | null; speaker?: number };
@@ -68,6 +68,8 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   }
   const speaker = selectSpeaker(model.id, deps.vendor, body.voice, options);
   const engine = engineFor(deps.engines, model);
+  // Text the voice cannot say is refused before anything is held or synthesized.
+  checkSpeakable(model.id, engine.info.alphabet, body.input);
   // The hold is exact: a speech request is charged at most its whole input.
   const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
   const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(characters, deps.ledger.priceOf('character', 'speech')));

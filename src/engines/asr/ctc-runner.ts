@@ -3,8 +3,9 @@
  * `input_values [B,N]` → `logits`, sidecars vocab.json/config.json/preprocessor_config.json) and NeMo
  * (`ctc-nemo`: log-mel `audio_signal [B,n_mels,T]` + `length [B]` → `logprobs`, blank last, tokens.txt and
  * the preprocessor settings). Method `transcribe({ samples })` streams segments with word times from CTC
- * frame indices. Audio longer than `maxChunkSeconds` is cut at silences found by Silero VAD and each chunk
- * runs on its own (batch 1: the exports take no attention mask).
+ * frame indices. Audio longer than `maxChunkSeconds` runs in windows of at most that length (batch 1: the
+ * exports take no attention mask), each cut inside a pause between two decoded words (ctc-windows.ts);
+ * stretches Silero VAD marks as silence are skipped.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,8 @@ import { UnknownMethodError } from '../runner.js';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
 import { readModelMetadata } from '../onnx/model-metadata.js';
 import { SileroVad } from '../vad/silero-vad.js';
-import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, planChunks, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
+import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Region, type Segment, type Word } from './ctc-decode.js';
+import { walkWindows, windowOptions } from './ctc-windows.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
 
 export const CTC_SAMPLE_RATE = 16000;
@@ -276,20 +278,26 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
 
   async function* transcribe(samples: Float32Array, ctx: RunnerContext): AsyncGenerator<Segment> {
     const total = samples.length / CTC_SAMPLE_RATE;
-    let chunks = [{ start: 0, end: total }];
+    // VAD only decides which stretches are silence not worth a model run; cuts come from the decoded words.
+    let regions: Region[] | null = null;
     if (total > options.maxChunkSeconds) {
       vad ??= SileroVad.load(sessionOptions);
-      const regions = await (await vad).detect(samples, {}, () => ctx.checkpoint());
-      chunks = planChunks(regions, total, options.maxChunkSeconds, (from, to) => quietestPoint(samples, from, to));
+      regions = await (await vad).detect(samples, {}, () => ctx.checkpoint());
     }
-    // Segments may run across chunk cuts: each is yielded once a later word closes it.
+    // Segments may run across window cuts: each is yielded once a later word closes it.
     const segmenter = new Segmenter(segmentOptions);
-    for (const chunk of chunks) {
-      await ctx.checkpoint();
-      const first = Math.round(chunk.start * CTC_SAMPLE_RATE);
-      const piece = samples.subarray(first, Math.min(samples.length, Math.round(chunk.end * CTC_SAMPLE_RATE)));
-      yield* segmenter.push(await decodeChunk(piece, first / CTC_SAMPLE_RATE));
-    }
+    const windows = walkWindows({
+      total,
+      regions,
+      options: windowOptions(options.maxChunkSeconds),
+      decode: (start, end) => {
+        const first = Math.round(start * CTC_SAMPLE_RATE);
+        return decodeChunk(samples.subarray(first, Math.min(samples.length, Math.round(end * CTC_SAMPLE_RATE))), first / CTC_SAMPLE_RATE);
+      },
+      pickCut: (from, to) => quietestPoint(samples, from, to),
+      checkpoint: () => ctx.checkpoint(),
+    });
+    for await (const words of windows) yield* segmenter.push(words);
     yield* segmenter.flush();
   }
 
