@@ -3,36 +3,27 @@
  * MT SSE chunks), racing the stream's own end — and after each one the next request is served (P6 item 1:
  * one disconnect used to wedge text-to-speech for everyone until restart).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 // The server runs in its own process, as in production: the interleavings that wedged an engine need the
 // client's close to land while the server is between the worker's messages, which one shared event loop
 // (client and server in-process) hides.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-races-'));
-let child: ChildProcess;
+let server: ServerProcess;
 const t = { baseUrl: '', apiKey: '' };
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-with-models.ts'], {
-    env: { ...process.env, KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'), KUMA_TMP_DIR: dir },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`server exited early (${code})`)));
-  });
-  const info = JSON.parse(line) as { port: number; apiKey: string };
-  t.baseUrl = `http://127.0.0.1:${info.port}`;
-  t.apiKey = info.apiKey;
+  server = await startServerProcess({ KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'), KUMA_TMP_DIR: dir });
+  t.baseUrl = server.baseUrl;
+  t.apiKey = server.apiKey;
 }, 120_000);
 afterAll(() => {
-  child?.kill('SIGKILL');
+  server?.child.kill('SIGKILL');
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

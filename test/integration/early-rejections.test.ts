@@ -8,11 +8,9 @@
  * The server runs in its own process, as in production: in-process, client and server share one event loop
  * and the timing that turns an early close into EPIPE on the client (9 in 10 attempts before the fix) hides.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI4, { toFile as toFile4 } from 'openai4';
 import OpenAI5, { toFile as toFile5 } from 'openai5';
@@ -21,6 +19,7 @@ import OpenAI7, { toFile as toFile7 } from 'openai7';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { wavBytes } from '../helpers/audio.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 type Sdk = { name: string; make(opts: { apiKey: string; baseURL: string; maxRetries: number }): any; toFile(bytes: Buffer, name: string): Promise<unknown> };
 const SDKS: Sdk[] = [
@@ -34,8 +33,7 @@ const MAX_UPLOAD = 6_000_000;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-early-'));
 const spool = path.join(dir, 'spool');
-let child: ChildProcess;
-let server: { port: number; apiKey: string; accountId: string };
+let server: ServerProcess;
 let baseUrl: string;
 let brokeKey: string;
 // Uploads far larger than loopback socket buffers, so the answer is decided while most of the body is
@@ -48,16 +46,8 @@ const medium = tone(180); // 5.8 MB: under it (an upload a client may legitimate
 beforeAll(async () => {
   fs.mkdirSync(spool);
   const dbPath = path.join(dir, 'kuma.sqlite');
-  child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-with-models.ts'], {
-    // No models are needed: every answer here is decided before any model would run.
-    env: { ...process.env, KUMA_DB_PATH: dbPath, KUMA_TMP_DIR: spool, KUMA_MODELS_MANIFEST: '', KUMA_MAX_UPLOAD_BYTES: String(MAX_UPLOAD) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`server exited early (${code})`)));
-  });
-  server = JSON.parse(line);
+  // No models are needed: every answer here is decided before any model would run.
+  server = await startServerProcess({ KUMA_DB_PATH: dbPath, KUMA_TMP_DIR: spool, KUMA_MODELS_MANIFEST: '', KUMA_MAX_UPLOAD_BYTES: String(MAX_UPLOAD) });
   baseUrl = `http://127.0.0.1:${server.port}`;
   const store = await openSqliteStore(dbPath);
   const broke = await store.createAccount('broke', 0);
@@ -67,7 +57,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => {
-  child?.kill('SIGKILL');
+  server?.child.kill('SIGKILL');
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -116,7 +106,7 @@ describe('a rejected upload', () => {
     expect(await statusOf(SDKS[3]!, server.apiKey, big)).toBe(413);
     expect(fs.readdirSync(spool)).toEqual([]);
     expect(await balance()).toBe(before);
-    expect(child.exitCode).toBeNull();
+    expect(server.child.exitCode).toBeNull();
     expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
   });
 });
