@@ -12,7 +12,7 @@ import type { Store } from './store/store.js';
 import { Ledger } from './billing/ledger.js';
 import { ModelCatalog, type Clock } from './api/model-catalog.js';
 import { createApi } from './api/create-api.js';
-import type { RouteDef } from './api/types.js';
+import type { HttpRoute, RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
@@ -38,6 +38,8 @@ export interface KumaServer {
   logger: Logger;
   metrics: Metrics;
   engines: EngineRegistry | null;
+  /** The route table the transport serves (every prefix mounted); the OpenAPI contract test compares it with the document. */
+  routes: readonly HttpRoute[];
   /** Resolves when every model is loaded and warmed (rejects if one fails to load). */
   enginesReady: Promise<void>;
   /** Graceful: stop accepting, finish in-flight work within the config's grace period, close the store. */
@@ -50,7 +52,12 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const metrics = new Metrics();
   const ownsStore = !options.store;
   const store = options.store ?? (await openSqliteStore(config.dbPath));
-  const ledger = new Ledger(store, config.prices);
+  // kuma_usage_units_total counts exactly what each settlement wrote to the ledger.
+  const ledger = new Ledger(store, config.prices, {
+    onUsage: (records) => {
+      for (const r of records) metrics.usage.inc({ model: r.model, unit: r.unit }, r.quantity);
+    },
+  });
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
   const ownsEngines = options.engines === undefined;
   const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;
@@ -105,6 +112,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     logger,
     metrics,
     engines,
+    routes,
     enginesReady,
     close: () =>
       (closing ??= (async () => {

@@ -18,7 +18,10 @@ import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
-import { SURFACE_PREFIXES, type Caller, type HttpRoute, type RouteDef } from './types.js';
+import { OpenApiDocumentSchema } from './schemas/ops.js';
+import { jsonContent } from './schemas/responses.js';
+import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type HttpRoute, type RouteDef } from './types.js';
+import { ApiError, toApiError } from './errors.js';
 
 export interface ApiDeps {
   store: Store;
@@ -46,15 +49,23 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     speechRoute(compat),
     ...(deps.extraRoutes ?? []),
   ];
-  const openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
+  let openapi: unknown;
   definitions.push({
     method: 'GET',
     path: '/openapi.json',
     surface: 'compat',
     auth: false,
+    openapi: {
+      operationId: 'getOpenApiDocument',
+      summary: 'This OpenAPI 3.1 document',
+      tags: ['Operations'],
+      responses: { 200: { description: 'The document', content: [jsonContent(OpenApiDocumentSchema)] } },
+    },
     handler: async () => ({ kind: 'json', body: openapi }),
   });
   definitions.push(...opsRoutes(deps.metrics, deps.readinessChecks));
+  // From the complete table, so that every route served (this one included) is described.
+  openapi = buildOpenApiDocument(definitions, { title: 'Kuma', version: deps.version, vendor: deps.vendor });
 
   const routes: HttpRoute[] = [];
   for (const def of definitions) {
@@ -63,11 +74,33 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
         method: def.method,
         pattern: prefix + def.path,
         surface: def.surface,
-        handle: async (req) => def.handler(req, def.auth ? await authorize(deps, def, req.headers) : null),
+        handle: (req) => handle(deps, def, req),
       });
     }
   }
   return { routes, definitions };
+}
+
+async function handle(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
+  try {
+    return await def.handler(req, def.auth ? await authorize(deps, def, req.headers) : null);
+  } catch (err) {
+    throw asClientError(deps, req, err);
+  }
+}
+
+/**
+ * A domain error that is the client's doing (an upload that does not decode, a balance that cannot pay)
+ * leaves here as the ApiError it maps to, so the transport answers it without logging it as a server
+ * failure; it is logged at info with its reason. Anything that maps to a 5xx goes on unchanged, to be
+ * logged at error level with its stack.
+ */
+function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  const mapped = toApiError(err);
+  if (mapped.status >= 500) return err;
+  deps.logger.info({ requestId: req.requestId, status: mapped.status, code: mapped.code, reason: mapped.message }, 'request refused');
+  return mapped;
 }
 
 async function authorize(deps: ApiDeps, def: RouteDef, headers: Record<string, string>): Promise<Caller> {
@@ -75,7 +108,8 @@ async function authorize(deps: ApiDeps, def: RouteDef, headers: Record<string, s
   const presented =
     def.surface === 'native' ? headers['x-api-key']?.trim() || undefined : extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] });
   const caller = await authenticateApiKey(deps.store, presented);
-  // Work that costs money is refused before it starts when the account cannot pay for any of it.
-  if (def.billable) await deps.ledger.assertCanAfford(caller.account);
+  // Work that costs money is refused before the body is read when nothing is available: the balance less
+  // what requests in flight hold. The exact check, and the hold, come when the handler reserves its cost.
+  if (def.billable) await deps.ledger.assertCanStart(caller.account.id);
   return caller;
 }

@@ -5,6 +5,7 @@
  */
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
+import { InsufficientQuotaError } from '../billing/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -17,6 +18,7 @@ export const ERROR_CODES = {
   invalid_value: { status: 400, type: 'invalid_request_error' },
   missing_required_parameter: { status: 400, type: 'invalid_request_error' },
   invalid_multipart: { status: 400, type: 'invalid_request_error' },
+  malformed_request: { status: 400, type: 'invalid_request_error' },
   unsupported_voice: { status: 400, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   audio_too_large: { status: 413, type: 'invalid_request_error' },
@@ -64,7 +66,7 @@ export class ApiError extends Error {
 }
 
 /**
- * Turns anything thrown into an ApiError. Engine and audio errors map to their statuses; unknown errors
+ * Turns anything thrown into an ApiError. Engine, billing and audio errors map to their statuses; unknown errors
  * become a 500 whose message reveals nothing of the internals (the original is logged, never sent).
  */
 export function toApiError(err: unknown): ApiError {
@@ -83,6 +85,7 @@ export function toApiError(err: unknown): ApiError {
     });
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
+  if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

@@ -1,46 +1,43 @@
 /**
- * Builds the OpenAPI 3.1 document from the route table: every operation's request and response schemas
- * are the same zod schemas that validate the traffic, converted with zod's own JSON Schema output
- * (draft 2020-12, which OpenAPI 3.1 uses). Schemas with a `meta({id})` become shared components.
+ * Builds the OpenAPI 3.1 document from the route table the server mounts: the same route definitions,
+ * the same surface prefixes and the same zod schemas that validate the traffic. Every operation lists
+ * each media type it answers with (JSON, text, audio, Server-Sent Events with their event schemas) and
+ * the error envelope of every error status it can answer, including those its auth, billing, request
+ * body and the transport imply.
  */
-import { z, type ZodType } from 'zod';
-import { SURFACE_PREFIXES, type RouteDef } from './types.js';
+import type { ZodType } from 'zod';
+import { ErrorEnvelopeSchema } from './schemas/common.js';
+import { errorDescription } from './schemas/responses.js';
+import { SchemaComponents } from './openapi-components.js';
+import { MEDIA_TYPES } from './media-types.js';
+import { SURFACE_PREFIXES, type OpenApiResponse, type RouteDef, type Surface } from './types.js';
 
 type JsonObject = Record<string, unknown>;
 
-export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; version: string; vendor: string }): JsonObject {
-  const components: Record<string, unknown> = {};
-  const toSchema = (schema: ZodType): unknown => {
-    const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as JsonObject;
-    const { $schema: _ignored, ...rest } = json;
-    return hoistDefs(rest, components);
-  };
+/** The primary surface's prefixes are the document's servers; other surfaces override them per path. */
+const DOCUMENT_SURFACE: Surface = 'compat';
 
-  const paths: Record<string, Record<string, unknown>> = {};
+/**
+ * Statuses every operation can answer whatever it does: 500 for an internal failure, 503 while the server
+ * shuts down (the transport refuses new requests before routing them).
+ */
+const TRANSPORT_ERRORS = [500, 503];
+/** What reading a request body can fail with (RequestBody.json() / multipart()): malformed, too large, wrong type. */
+const BODY_ERRORS = [400, 413, 415];
+
+export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; version: string; vendor: string }): JsonObject {
+  const components = new SchemaComponents();
+  const paths: Record<string, JsonObject> = {};
+  const pathSurface = new Map<string, Surface>();
   for (const route of routes) {
-    if (!route.openapi || route.surface !== 'compat') continue;
-    const prefix = SURFACE_PREFIXES.compat[0]!;
-    const path = prefix + route.path.replace(/:([A-Za-z_]+)/g, '{$1}');
-    const params = [...route.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-    const op = route.openapi;
-    const responses: Record<string, unknown> = {};
-    for (const [status, response] of Object.entries(op.responses)) {
-      responses[status] = {
-        description: response.description,
-        ...(response.schema || response.contentType
-          ? { content: { [response.contentType ?? 'application/json']: response.schema ? { schema: toSchema(response.schema) } : {} } }
-          : {}),
-      };
-    }
-    (paths[path] ??= {})[route.method.toLowerCase()] = {
-      operationId: op.operationId,
-      summary: op.summary,
-      tags: op.tags,
-      ...(params.length ? { parameters: params } : {}),
-      ...(op.request ? { requestBody: { required: true, content: { [op.request.contentType]: { schema: toSchema(op.request.schema) } } } } : {}),
-      responses,
-      ...(route.auth ? { security: [{ bearerAuth: [] }, { apiKeyHeader: [] }] } : { security: [] }),
-    };
+    if (!route.openapi) continue;
+    const path = route.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+    const known = pathSurface.get(path);
+    // The document keys paths without their prefix, so two surfaces must not share one.
+    if (known !== undefined && known !== route.surface) throw new Error(`OpenAPI path ${path} is served by both the ${known} and ${route.surface} surfaces`);
+    pathSurface.set(path, route.surface);
+    const item = (paths[path] ??= route.surface === DOCUMENT_SURFACE ? {} : { servers: serversOf(route.surface) });
+    item[route.method.toLowerCase()] = operation(route, components);
   }
 
   return {
@@ -48,12 +45,16 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
     info: {
       title: info.title,
       version: info.version,
-      description: `Speech and translation for Bambara, French and English. The same operations are served under /openai/v1. Extension objects are sent under the key \`${info.vendor}\`.`,
+      description:
+        `Speech and translation for Bambara, French and English. The primary surface answers identically under ` +
+        `${SURFACE_PREFIXES[DOCUMENT_SURFACE].join(' and ')} (the servers below); the operational endpoints are at the root. ` +
+        `Extension objects are sent under the key \`${info.vendor}\`. Every failure is the error envelope, and every ` +
+        `response carries \`x-request-id\`.`,
     },
-    servers: [{ url: '/' }],
+    servers: serversOf(DOCUMENT_SURFACE),
     paths,
     components: {
-      schemas: components,
+      schemas: components.all(),
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key (a UUID)' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key' },
@@ -62,29 +63,54 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
   };
 }
 
-/** Moves `$defs` into components.schemas and rewrites their references to point there. */
-function hoistDefs(schema: JsonObject, components: Record<string, unknown>): unknown {
-  const defs = (schema.$defs ?? {}) as Record<string, unknown>;
-  delete schema.$defs;
-  for (const [name, def] of Object.entries(defs)) components[name] = rewriteRefs(def);
-  const id = schema.id as string | undefined;
-  const body = rewriteRefs(schema) as JsonObject;
-  if (id) {
-    delete body.id;
-    components[id] = body;
-    return { $ref: `#/components/schemas/${id}` };
-  }
-  return body;
+function serversOf(surface: Surface): JsonObject[] {
+  return SURFACE_PREFIXES[surface].map((prefix) => ({ url: prefix || '/' }));
 }
 
-function rewriteRefs(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(rewriteRefs);
-  if (value && typeof value === 'object') {
-    const out: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) {
-      out[k] = k === '$ref' && typeof v === 'string' ? v.replace('#/$defs/', '#/components/schemas/') : rewriteRefs(v);
-    }
-    return out;
+function operation(route: RouteDef, components: SchemaComponents): JsonObject {
+  const op = route.openapi!;
+  const params = [...route.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    ...(op.tags ? { tags: op.tags } : {}),
+    ...(params.length ? { parameters: params } : {}),
+    ...(op.request
+      ? { requestBody: { required: true, content: { [op.request.contentType]: { schema: components.input(op.request.schema) } } } }
+      : {}),
+    responses: responses(route, components),
+    security: route.auth ? [{ bearerAuth: [] }, { apiKeyHeader: [] }] : [],
+  };
+}
+
+/** The operation's own responses, then the error envelope under every error status it can answer. */
+function responses(route: RouteDef, components: SchemaComponents): JsonObject {
+  const op = route.openapi!;
+  const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
+  const errorStatuses = new Set([...(route.auth ? [401] : []), ...(route.billable ? [402] : []), ...(op.request ? BODY_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  for (const status of errorStatuses) {
+    const envelope = { contentType: MEDIA_TYPES.json, schema: ErrorEnvelopeSchema };
+    const own = all.get(status);
+    // A status the operation answers itself (a readiness report's 503) can also come as an envelope.
+    if (own) all.set(status, { description: `${own.description}; or the error envelope: ${errorDescription(status)}`, content: [...own.content!, envelope] });
+    else all.set(status, { description: errorDescription(status), content: [envelope] });
   }
-  return value;
+
+  const out: JsonObject = {};
+  for (const status of [...all.keys()].sort((a, b) => a - b)) {
+    const response = all.get(status)!;
+    const content: JsonObject = {};
+    for (const type of new Set(response.content!.map((c) => c.contentType))) {
+      const variants = response.content!.filter((c) => c.contentType === type);
+      const schemas = variants.filter((c): c is typeof c & { schema: ZodType } => c.schema !== undefined).map((c) => components.output(c.schema));
+      const formats = variants.flatMap((c) => c.responseFormats ?? []);
+      content[type] = {
+        ...(schemas.length === 1 ? { schema: schemas[0] } : schemas.length > 1 ? { schema: { anyOf: schemas } } : {}),
+        ...(formats.length ? { 'x-response-formats': formats } : {}),
+      };
+    }
+    out[String(status)] = { description: response.description, ...(Object.keys(content).length ? { content } : {}) };
+  }
+  return out;
 }

@@ -57,12 +57,34 @@ interface StreamHeaders {
 
 export type Surface = 'compat' | 'native' | 'ops';
 
+/** One media type a documented response can have. */
+export interface OpenApiContent {
+  /** As the Content-Type is sent, or its essence alone where the transport adds parameters (charset). */
+  contentType: string;
+  /** The body's schema; for text/event-stream, the schema of one `data:` payload. None for opaque bytes. */
+  schema?: ZodType;
+  /** The `response_format` values answered with this media type (`x-response-formats` in the document). */
+  responseFormats?: readonly string[];
+}
+
+export interface OpenApiResponse {
+  description: string;
+  content?: OpenApiContent[];
+}
+
+/**
+ * How an operation appears in the OpenAPI document. The error statuses implied by the route's flags
+ * (401 for auth, 402 for billable), by its request body (400, 413, 415) and by the transport (500, and 503
+ * while shutting down) are added by the document builder; `errors` lists the operation's own.
+ */
 export interface OpenApiInfo {
   operationId: string;
   summary: string;
+  description?: string;
   tags?: string[];
-  request?: { contentType: string; schema: ZodType };
-  responses: Record<number, { description: string; contentType?: string; schema?: ZodType }>;
+  request?: { contentType: 'application/json' | 'multipart/form-data'; schema: ZodType };
+  responses: Record<number, OpenApiResponse>;
+  errors?: number[];
 }
 
 export interface RouteDef {
@@ -74,6 +96,7 @@ export interface RouteDef {
   auth: boolean;
   /** Routes that start billable work refuse accounts that cannot pay (402) before any work starts. */
   billable?: boolean;
+  /** Every served route has one (the OpenAPI contract test checks it); only test probes go without. */
   openapi?: OpenApiInfo;
   handler(req: ApiRequest, caller: Caller | null): Promise<ApiResult>;
 }

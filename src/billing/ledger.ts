@@ -1,44 +1,64 @@
 /**
- * The ledger: prices work from the price table, refuses requests an account cannot pay for, and records
- * what a request used, debiting the account in the same transaction as the usage rows it writes.
+ * The ledger: prices work from the price table and guards the balance. Work is paid in two steps: before
+ * it starts, `reserve` holds its cost (or an upper bound of it) on the account — atomically with the check
+ * that the balance, less every other request's hold, covers it; afterwards the reservation settles to what
+ * was delivered (usage rows and debit in one transaction) or is released. The rule this gives is in the
+ * README's billing section.
  */
-import { ApiError } from '../api/errors.js';
-import type { Account, NewUsageRecord, Store, UsageUnit } from '../store/store.js';
+import { randomBytes } from 'node:crypto';
+import type { NewUsageRecord, Store, UsageUnit } from '../store/store.js';
+import { InsufficientQuotaError } from './errors.js';
 import type { PriceTable } from './prices.js';
+import { Reservation, type ChargeContext, type ChargeItem, type ReservationHost, type WorkKind } from './reservation.js';
 
-export type WorkKind = 'transcription' | 'translation' | 'speech';
+export { Reservation, type ChargeContext, type ChargeItem, type ChargeResult, type WorkKind } from './reservation.js';
 
-export interface ChargeContext {
-  requestId: string;
-  accountId: string;
-  keyId: string;
+export interface LedgerOptions {
+  /** Clock for hold expiry (ms since the epoch). */
+  now?: () => number;
+  /** A hold not renewed for this long stops counting: how long a crashed process's holds block an account. */
+  holdTtlMs?: number;
+  /** How often the holds of open reservations are renewed; well under holdTtlMs. */
+  renewEveryMs?: number;
+  /** Told what every settlement recorded (the usage metric); must not throw, and is not awaited. */
+  onUsage?: (records: readonly NewUsageRecord[]) => void;
 }
 
-export interface ChargeItem {
-  model: string;
-  kind: WorkKind;
-  unit: UsageUnit;
-  quantity: number;
-}
-
-export interface ChargeResult {
-  /** The rows written, one per non-zero item, in item order. */
-  records: NewUsageRecord[];
-  /** The account's balance once this charge has landed. */
-  balanceMicros: number;
-}
-
-export const INSUFFICIENT_QUOTA_MESSAGE =
-  'You exceeded your current quota: your balance cannot cover this request. Add credit to your account.';
+export const DEFAULT_HOLD_TTL_MS = 5 * 60_000;
 
 /** Absorbs float noise such as 0.1 * 3 = 0.30000000000000004 so that it is not rounded up a whole micro. */
 const FLOAT_TOLERANCE = 1e-9;
 
 export class Ledger {
+  private readonly now: () => number;
+  private readonly holdTtlMs: number;
+  private readonly renewEveryMs: number;
+  private readonly open = new Set<Reservation>();
+  private renewTimer: NodeJS.Timeout | undefined;
+  private readonly host: ReservationHost;
+
   constructor(
     private readonly store: Store,
     private readonly prices: PriceTable,
-  ) {}
+    private readonly options: LedgerOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.holdTtlMs = options.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
+    this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(this.holdTtlMs / 5));
+    this.host = {
+      store,
+      now: this.now,
+      toRecords: (ctx, items) => this.toRecords(ctx, items),
+      closed: (reservation) => this.forget(reservation),
+      settled: (records) => {
+        try {
+          this.options.onUsage?.(records);
+        } catch {
+          // Metrics must never turn a recorded charge into a failed request.
+        }
+      },
+    };
+  }
 
   /** Micros per unit of this kind of work; a unit the kind is never billed in is a programming error. */
   priceOf(unit: UsageUnit, kind: WorkKind): number {
@@ -64,22 +84,58 @@ export class Ledger {
     return Math.ceil(quantity * unitPriceMicros - FLOAT_TOLERANCE) + 0;
   }
 
-  /**
-   * Refuses work up front when the balance cannot cover its estimate. The final charge may still take
-   * the balance below zero (the estimate is a floor, actual usage is known only afterwards); the next
-   * request is then refused here.
-   */
-  async assertCanAfford(account: Account, estimatedMicros = 1): Promise<void> {
-    if (account.balanceMicros <= 0 || account.balanceMicros < estimatedMicros) {
-      throw new ApiError('insufficient_quota', INSUFFICIENT_QUOTA_MESSAGE);
-    }
+  /** What these items will be charged, in micros: the sum of each item's rounded cost, as settle() records it. */
+  costOfItems(items: readonly ChargeItem[]): number {
+    return items.reduce((sum, item) => sum + this.costOf(item.quantity, this.priceOf(item.unit, item.kind)), 0);
   }
 
   /**
-   * Records the items and debits their total from the account, all in one store transaction: either
-   * every row and the debit land, or none does. Zero-quantity items write nothing.
+   * The cheap early refusal (before a request body is read): nothing is available — the balance less the
+   * holds of requests in flight is zero or below. Throws InsufficientQuotaError.
    */
-  async charge(ctx: ChargeContext, items: ChargeItem[]): Promise<ChargeResult> {
+  async assertCanStart(accountId: string): Promise<void> {
+    const available = await this.store.availableMicros(accountId, this.now());
+    if (available <= 0) throw new InsufficientQuotaError(accountId, 1, available);
+  }
+
+  /**
+   * Holds `micros` on the account for this request, or throws InsufficientQuotaError when the balance less
+   * every live hold cannot cover it (or nothing at all is available). The caller must settle or release the
+   * returned reservation on every path.
+   */
+  async reserve(ctx: ChargeContext, micros: number): Promise<Reservation> {
+    const id = `hold_${randomBytes(9).toString('hex')}`;
+    const outcome = await this.store.placeHold(
+      { id, accountId: ctx.accountId, requestId: ctx.requestId, amountMicros: micros, expiresAt: this.now() + this.holdTtlMs },
+      this.now(),
+    );
+    if (!outcome.placed) throw new InsufficientQuotaError(ctx.accountId, micros, outcome.availableMicros);
+    const reservation = new Reservation(this.host, ctx, id, micros);
+    this.open.add(reservation);
+    this.renewTimer ??= setInterval(() => void this.renew(), this.renewEveryMs).unref();
+    return reservation;
+  }
+
+  /** Reservations not yet settled or released (in this process). */
+  get openReservations(): number {
+    return this.open.size;
+  }
+
+  private forget(reservation: Reservation): void {
+    this.open.delete(reservation);
+    if (this.open.size === 0 && this.renewTimer) {
+      clearInterval(this.renewTimer);
+      this.renewTimer = undefined;
+    }
+  }
+
+  /** Keeps the holds of live requests from expiring. A failed renewal is retried at the next tick. */
+  private async renew(): Promise<void> {
+    const ids = [...this.open].map((r) => r.id);
+    await this.store.renewHolds(ids, this.now() + this.holdTtlMs).catch(() => {});
+  }
+
+  private toRecords(ctx: ChargeContext, items: readonly ChargeItem[]): NewUsageRecord[] {
     const records: NewUsageRecord[] = [];
     for (const item of items) {
       if (item.quantity === 0) continue;
@@ -95,16 +151,6 @@ export class Ledger {
         costMicros: this.costOf(item.quantity, unitPriceMicros),
       });
     }
-
-    if (records.length === 0) {
-      const account = await this.store.getAccount(ctx.accountId);
-      if (!account) throw new Error(`Unknown account: ${ctx.accountId}`);
-      return { records, balanceMicros: account.balanceMicros };
-    }
-
-    const { balances } = await this.store.recordUsage(records);
-    const balanceMicros = balances[ctx.accountId];
-    if (balanceMicros === undefined) throw new Error(`Store returned no balance for ${ctx.accountId}`);
-    return { records, balanceMicros };
+    return records;
   }
 }

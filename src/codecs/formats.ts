@@ -22,12 +22,21 @@ function entry(format: SpeechFormat, mediaType: string, sampleRate: number, loss
   return Object.freeze({ format, mediaType, sampleRate, lossless, frameSamples });
 }
 
+/** Headerless mono s16le at `rate`, labelled so that nothing about the bytes is left implicit. */
+function littleEndianPcm(rate: number): string {
+  return `audio/pcm;rate=${rate};channels=1;encoding=signed-int;bits=16;endianness=little`;
+}
+
 /**
  * Media types follow PROTOCOLS §6 where it names one; for the rest:
  * - μ-law: `audio/basic` (RFC 2046: 8 kHz mono μ-law, headerless) — exactly these bytes.
  * - A-law: `audio/x-alaw-basic`, the long-standing counterpart of audio/basic that browsers and SoX know.
- * - L16: RFC 2586 `audio/L16` with the rate and channel parameters. Note RFC 2586 L16 is big-endian, but the
- *   SPEC defines l16_* as the same structure as `pcm` (little-endian), and we follow the SPEC.
+ * - l16_8000 / l16_16000: NOT `audio/L16`. RFC 2586 defines L16 as network byte order (big-endian), and RTP
+ *   stacks, ffmpeg and GStreamer byte-swap what carries that label; the SPEC makes these bytes the same
+ *   structure as `pcm` (s16le), so that label would turn them into noise in a conforming consumer. They are
+ *   `audio/pcm` (the type `pcm` already uses, OpenAI's name for headerless s16le) with RFC 2586's `rate` and
+ *   `channels` parameters plus `encoding`, `bits` and `endianness`, which spell out what the bytes are for a
+ *   client that cannot know the format name. No registered media type denotes headerless little-endian PCM.
  * - fmp4: `audio/mp4` (AAC-LC in fragmented MP4, playable by MediaSource).
  *
  * `ulaw_8k` (older models' name) and `ulaw` (jifili-1's name) are the same thing: headerless 8 kHz G.711
@@ -36,8 +45,8 @@ function entry(format: SpeechFormat, mediaType: string, sampleRate: number, loss
  */
 export const FORMAT_INFO: Readonly<Record<SpeechFormat, FormatInfo>> = Object.freeze({
   pcm: entry('pcm', 'audio/pcm', 24000, true, 1),
-  l16_8000: entry('l16_8000', 'audio/L16;rate=8000;channels=1', 8000, true, 1),
-  l16_16000: entry('l16_16000', 'audio/L16;rate=16000;channels=1', 16000, true, 1),
+  l16_8000: entry('l16_8000', littleEndianPcm(8000), 8000, true, 1),
+  l16_16000: entry('l16_16000', littleEndianPcm(16000), 16000, true, 1),
   wav: entry('wav', 'audio/wav', 24000, true, 1),
   wav_8k: entry('wav_8k', 'audio/wav', 8000, true, 1),
   // G.711 is lossy against 16-bit PCM (8-bit companding), though deterministic sample by sample.

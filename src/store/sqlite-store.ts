@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from './store.js';
+import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -49,6 +50,7 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX idx_usage_account ON usage_records(account_id);
   CREATE INDEX idx_usage_request ON usage_records(request_id);
   `,
+  HOLDS_MIGRATION,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
@@ -138,7 +140,11 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
 
   // BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits (busy_timeout) at the
   // start rather than failing mid-transaction when a read lock cannot be upgraded.
-  const recordUsageTx = db.transaction((records: NewUsageRecord[]) => {
+  const holds = sqliteHolds(db);
+  const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined) => {
+    // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
+    // counted twice (held and debited) nor for a moment neither.
+    if (releaseHoldId !== undefined) holds.release(releaseHoldId);
     const createdAt = nowIso();
     const debits = new Map<string, number>();
     for (const r of records) {
@@ -191,12 +197,12 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
       return stmt.revokeKey.run(nowIso(), keyId).changes > 0;
     },
 
-    async recordUsage(records) {
+    async recordUsage(records, options = {}) {
       for (const r of records) {
         assertSafeInteger(r.costMicros, 'costMicros');
         assertSafeInteger(r.unitPriceMicros, 'unitPriceMicros');
       }
-      return recordUsageTx.immediate(records);
+      return recordUsageTx.immediate(records, options.releaseHoldId);
     },
     async listUsage(filter = {}) {
       const where: string[] = [];
@@ -205,6 +211,22 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
       if (filter.requestId !== undefined) { where.push('request_id = ?'); params.push(filter.requestId); }
       const sql = `SELECT * FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
       return db.prepare<string[], UsageRow>(sql).all(...params).map(toUsage);
+    },
+
+    async placeHold(hold, now) {
+      return holds.place(hold, now);
+    },
+    async growHold(holdId, extraMicros, now) {
+      return holds.grow(holdId, extraMicros, now);
+    },
+    async renewHolds(holdIds, expiresAt) {
+      holds.renew(holdIds, expiresAt);
+    },
+    async releaseHold(holdId) {
+      holds.release(holdId);
+    },
+    async availableMicros(accountId, now) {
+      return holds.available(accountId, now);
     },
 
     async countAccounts() {

@@ -38,6 +38,26 @@ export interface UsageRecord extends NewUsageRecord {
   createdAt: string;
 }
 
+/**
+ * Money set aside for a request in flight, so that concurrent requests cannot spend the same balance.
+ * A hold counts against the account until it is released, settled, or its `expiresAt` (ms since the epoch)
+ * passes: a process that dies leaves holds behind, and expiry is what frees them.
+ */
+export interface NewHold {
+  id: string;
+  accountId: string;
+  requestId: string;
+  amountMicros: number;
+  expiresAt: number;
+}
+
+export interface HoldOutcome {
+  /** True when the hold was taken (or grown); false when the account could not cover it and nothing changed. */
+  placed: boolean;
+  /** Balance minus every live hold, as seen inside the transaction (after the change when placed). */
+  availableMicros: number;
+}
+
 export interface Store {
   createAccount(name: string, balanceMicros: number): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -55,10 +75,26 @@ export interface Store {
 
   /**
    * Inserts the records and debits their summed cost from each record's account in ONE transaction:
-   * either all rows and the debit land, or nothing does. Returns the balances after the debit.
+   * either all rows and the debit land, or nothing does. Returns the balances after the debit. With
+   * `releaseHoldId`, that hold is dropped in the same transaction (settling a reservation).
    */
-  recordUsage(records: NewUsageRecord[]): Promise<{ balances: Record<string, number> }>;
+  recordUsage(records: NewUsageRecord[], options?: { releaseHoldId?: string }): Promise<{ balances: Record<string, number> }>;
   listUsage(filter?: { accountId?: string; requestId?: string }): Promise<UsageRecord[]>;
+
+  /**
+   * In ONE write transaction: drops the account's expired holds (`expiresAt <= now`), then takes the hold
+   * only if balance − live holds ≥ max(amount, 1) — an account with nothing available cannot start even
+   * free work. Concurrent callers (other connections and processes included) are serialized by the lock.
+   */
+  placeHold(hold: NewHold, now: number): Promise<HoldOutcome>;
+  /** Adds `extraMicros` to a live hold under the same rule as placeHold; throws if the hold is gone. */
+  growHold(holdId: string, extraMicros: number, now: number): Promise<HoldOutcome>;
+  /** Moves the expiry of these holds (a live process keeps its holds from expiring). */
+  renewHolds(holdIds: readonly string[], expiresAt: number): Promise<void>;
+  /** Drops a hold; dropping one that is already gone is not an error. */
+  releaseHold(holdId: string): Promise<void>;
+  /** Balance minus the holds that have not expired at `now`. */
+  availableMicros(accountId: string, now: number): Promise<number>;
 
   countAccounts(): Promise<number>;
   close(): Promise<void>;

@@ -14,6 +14,7 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
   private wake: (() => void) | null = null;
   private paused = false;
   private discarding = false;
+  private discardedBytes = 0;
   private iterated = false;
 
   constructor(
@@ -24,7 +25,8 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
 
   /** Called from uWS onData. */
   push(chunk: ArrayBuffer, isLast: boolean): void {
-    if (!this.discarding && chunk.byteLength > 0) {
+    if (this.discarding) this.discardedBytes += chunk.byteLength;
+    else if (chunk.byteLength > 0) {
       this.chunks.push(Buffer.from(new Uint8Array(chunk)));
       this.queuedBytes += chunk.byteLength;
       this.receivedBytes += chunk.byteLength;
@@ -69,6 +71,30 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
     }
   }
 
+  /**
+   * Reads and drops the rest of the body, so that an answer sent before the body was read (401, 402, 413,
+   * 503…) reaches the client: closing a socket that still has unread upload data makes the kernel reset the
+   * connection, and Node's fetch/undici clients then report EPIPE instead of the status. Bounded: resolves
+   * false once `limitBytes` more have been dropped, after `timeoutMs`, or when the client goes away; true
+   * when the whole body has arrived (the connection may then be kept alive).
+   */
+  drainRest(limitBytes: number, timeoutMs: number): Promise<boolean> {
+    this.discard();
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      const finish = (complete: boolean) => {
+        clearTimeout(timer);
+        this.drainWaiter = null;
+        resolve(complete);
+      };
+      this.drainWaiter = () => {
+        if (this.ended) finish(true);
+        else if (this.failure || this.discardedBytes > limitBytes) finish(false);
+      };
+      this.drainWaiter();
+    });
+  }
+
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
     if (this.iterated) throw new Error('The request body can be read only once');
     this.iterated = true;
@@ -89,7 +115,10 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
     }
   }
 
+  private drainWaiter: (() => void) | null = null;
+
   private notify(): void {
+    this.drainWaiter?.();
     const wake = this.wake;
     this.wake = null;
     wake?.();

@@ -31,6 +31,9 @@ export interface HttpServerOptions {
   uploadSpillBytes: number;
   tmpDir: string;
   streamStallTimeoutMs: number;
+  /** How much of an unread request body is read and dropped before an early answer (see BodyQueue.drainRest). */
+  drainLimitBytes?: number;
+  drainTimeoutMs?: number;
 }
 
 export interface RunningHttpServer {
@@ -42,57 +45,103 @@ export interface RunningHttpServer {
 }
 
 const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/**
+ * Lingering, as nginx's lingering_close does: before an early answer the rest of the upload is read and
+ * dropped for up to this long (and up to `drainLimitBytes`), so the client has finished sending when the
+ * answer comes, and a close cannot turn into a reset that hides the answer from it.
+ */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+const MIN_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Request framing that a proxy in front of us could read differently (request smuggling): more than one
+ * Content-Length with different values, or one that is not a plain number. (uWS itself refuses a request
+ * that has both Content-Length and Transfer-Encoding, with its own 400.) Returns what is wrong, or null.
+ */
+function ambiguousFraming(contentLengths: string[]): string | null {
+  if (contentLengths.some((v) => !/^\d+$/.test(v.trim()))) return 'Content-Length must be a single non-negative integer.';
+  if (new Set(contentLengths.map((v) => v.trim().replace(/^0+(?=\d)/, ''))).size > 1) return 'Conflicting Content-Length headers.';
+  return null;
+}
+
+/** Runs a uWS callback so that a throw is logged instead of ending the process (uWS rethrows into Node). */
+function guarded(logger: Logger, what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    logger.error({ err }, `${what} threw`);
+  }
+}
 
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const router = new Router(options.routes);
+  const drainLimitBytes = options.drainLimitBytes ?? Math.max(MIN_DRAIN_LIMIT_BYTES, 4 * options.maxUploadBytes);
+  const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   const app = uWS.App();
   const inFlight = new Set<AbortController>();
   let draining = false;
   let idleWaiter: (() => void) | null = null;
 
-  app.any('/*', (res, req) => {
+  const onRequest = (res: uWS.HttpResponse, req: uWS.HttpRequest) => {
     const started = performance.now();
     // uWS's req lives only until this callback returns: read everything from it now.
-    const method = req.getCaseSensitiveMethod().toUpperCase();
+    // Methods are case-sensitive (RFC 9110 §9.1): `get` is not GET.
+    const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const headers: Record<string, string> = {};
-    req.forEach((name, value) => (headers[name] = value));
+    const contentLengths: string[] = [];
+    req.forEach((name, value) => {
+      if (name === 'content-length') contentLengths.push(value);
+      headers[name] = value;
+    });
     const requestId = `req_${randomBytes(12).toString('hex')}`;
 
     const sink = new ResponseSink(res, options.streamStallTimeoutMs);
     const controller = new AbortController();
-    const body = new BodyQueue(() => res.pause(), () => res.resume());
-    res.onAborted(() => {
-      sink.markAborted();
-      body.fail(new Error('client disconnected'));
-      controller.abort(new Error('client disconnected'));
-    });
+    // Pausing and resuming go through the sink: after the response ended they must not touch `res`.
+    const body = new BodyQueue(() => sink.pauseSocket(), () => sink.resumeSocket());
+    res.onAborted(() =>
+      guarded(options.logger, 'onAborted', () => {
+        sink.markAborted();
+        body.fail(new Error('client disconnected'));
+        controller.abort(new Error('client disconnected'));
+      }),
+    );
+    const framingError = ambiguousFraming(contentLengths);
     const hasBody = Number(headers['content-length'] ?? 0) > 0 || headers['transfer-encoding'] !== undefined;
-    if (hasBody) res.onData((chunk, isLast) => body.push(chunk, isLast));
+    if (hasBody && !framingError) res.onData((chunk, isLast) => guarded(options.logger, 'onData', () => body.push(chunk, isLast)));
     else body.end();
 
     const baseHeaders = { 'x-request-id': requestId, ...corsHeaders(options.corsOrigin) };
     const ctx: WriteContext = {
       sink,
       baseHeaders,
-      closeConnection: () => !body.complete || draining,
+      closeConnection: () => !body.complete || draining || framingError !== null,
       headOnly: method === 'HEAD',
       onStreamError: (err) => logFailure(err, 'error after the response started'),
     };
     const logFailure = (err: unknown, what: string) => {
       if (controller.signal.aborted) return; // a client that left is expected, not an error
-      options.logger.error({ requestId, err: err instanceof ApiError ? err.message : err }, what);
+      // What the client caused (a 4xx, e.g. audio that fails to decode midway) is not a server error.
+      const mapped = toApiError(err);
+      if (mapped.status < 500) options.logger.info({ requestId, code: mapped.code, err: mapped.message }, what);
+      else options.logger.error({ requestId, err: err instanceof ApiError ? err.message : err }, what);
     };
 
     let routeLabel = 'unmatched';
     let surface: Surface = 'compat';
+    // Answering while the client is still uploading: read (and drop) the rest first, within bounds.
+    const settleBody = async () => {
+      if (!body.complete && !sink.isAborted) await body.drainRest(drainLimitBytes, drainTimeoutMs);
+    };
     const finish = () => {
       inFlight.delete(controller);
       if (!body.complete) body.discard();
       const status = sink.isAborted && !sink.hasStarted ? 499 : sink.statusCode;
       const ms = performance.now() - started;
-      options.metrics.observe(method, routeLabel, status, ms / 1000);
+      // Label values stay bounded: a made-up method is counted as `other`, never as a new series.
+      options.metrics.observe(METHODS.has(method) ? method : 'other', routeLabel, status, ms / 1000);
       options.metrics.inFlight.dec();
       options.logger.info({ requestId, method, route: routeLabel, path, status, ms: Math.round(ms * 10) / 10, aborted: sink.isAborted }, 'request');
       if (draining && inFlight.size === 0) idleWaiter?.();
@@ -105,6 +154,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
     void (async () => {
       try {
+        if (framingError) throw new ApiError('malformed_request', framingError);
         if (!METHODS.has(method)) throw new ApiError('method_not_allowed', `Method ${method} is not supported.`);
         if (method === 'OPTIONS') {
           routeLabel = 'preflight';
@@ -148,17 +198,34 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
           },
         };
         const result = await match.route.handle(apiRequest);
+        await settleBody();
         if (sink.isAborted) return;
         await writeResult(ctx, result);
       } catch (err) {
         if (sink.isAborted) return;
         if (!(err instanceof ApiError)) logFailure(err, 'request failed');
         if (sink.hasStarted) sink.end(true);
-        else sendError(toApiError(err));
+        else {
+          if (!framingError) await settleBody().catch(() => {});
+          sendError(toApiError(err));
+        }
       } finally {
-        finish();
+        guarded(options.logger, 'request finish', finish);
       }
-    })();
+    })().catch((err) => options.logger.error({ requestId, err }, 'request handling threw'));
+  };
+  app.any('/*', (res, req) => {
+    try {
+      onRequest(res, req);
+    } catch (err) {
+      // A bug in the code above must cost one connection, never the process.
+      options.logger.error({ err }, 'request setup threw');
+      try {
+        res.close();
+      } catch {
+        // already answered or aborted
+      }
+    }
   });
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {

@@ -3,6 +3,10 @@
  * own callbacks), a streamed write that meets backpressure waits for `onWritable` before the next one,
  * and a client that reads nothing for `stallTimeoutMs` is disconnected. So at most one chunk beyond the
  * socket buffers is ever queued toward a slow client.
+ *
+ * uWS throws (and the throw ends the process) when a response is touched after it ended or was aborted,
+ * so every call on `res` goes through this class, which checks `live` first — including pausing and
+ * resuming the request body's socket.
  */
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
@@ -35,6 +39,20 @@ export class ResponseSink {
     return this.status;
   }
 
+  /** True while `res` may still be touched: not aborted, not ended. */
+  get live(): boolean {
+    return !this.aborted && !this.finished;
+  }
+
+  /** Pauses reading the request body (backpressure); a no-op once the response is over. */
+  pauseSocket(): void {
+    if (this.live) this.res.pause();
+  }
+
+  resumeSocket(): void {
+    if (this.live) this.res.resume();
+  }
+
   /** Called from uWS onAborted: the socket is gone and `res` must not be touched again. */
   markAborted(): void {
     this.aborted = true;
@@ -46,21 +64,21 @@ export class ResponseSink {
   sendWhole(status: number, headers: Record<string, string>, body: string | Uint8Array, closeConnection = false, headOnly = false): void {
     if (this.aborted || this.finished) return;
     this.status = status;
+    this.headSent = true;
+    this.finished = true;
     this.res.cork(() => {
       this.writeHead(status, headers);
       if (headOnly) this.res.endWithoutBody(Buffer.byteLength(body as string), closeConnection);
       else this.res.end(body, closeConnection);
     });
-    this.headSent = true;
-    this.finished = true;
   }
 
   /** Starts a streamed response; headers leave with the first chunk. */
   begin(status: number, headers: Record<string, string>): void {
-    if (this.aborted || this.headSent) return;
+    if (this.aborted || this.finished || this.headSent) return;
     this.status = status;
-    this.res.cork(() => this.writeHead(status, headers));
     this.headSent = true;
+    this.res.cork(() => this.writeHead(status, headers));
   }
 
   /** Writes a chunk; resolves false when the client is gone or stalled (stop producing). */
@@ -111,7 +129,7 @@ export class ResponseSink {
       }, this.stallTimeoutMs);
       this.abortWaiters.add(onAbort);
       this.res.onWritable(() => {
-        settle(!this.aborted);
+        settle(this.live);
         return true;
       });
     });

@@ -36,6 +36,18 @@ describe('POST /audio/transcriptions validation', () => {
     expect(msg).toMatch(/not|unsupported|recogni/i);
   });
 
+  it('an upload that does not decode is the client\'s error: logged at info with its reason, never at error', async () => {
+    for (const [bytes, name] of [[new TextEncoder().encode('not audio at all, just text'.repeat(20)), 'clip.mp3'], [new Uint8Array([...new TextEncoder().encode('fLaC'), ...Array.from({ length: 400 }, (_, i) => (i * 37) % 256)]), 'bad.flac'], [wavBytes(new Float32Array(16000 * 6), 16000), 'long.wav']] as const) {
+      const res = await post('/audio/transcriptions', form({ model: 'sunjata-1' }, bytes, name));
+      expect([400, 413]).toContain(res.status);
+      await res.arrayBuffer();
+      const id = res.headers.get('x-request-id')!;
+      const lines = t.logs.filter((l) => l.includes(id)).map((l) => JSON.parse(l) as { level: number; msg: string; code?: string });
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+      expect(lines.find((l) => l.msg === 'request refused')).toMatchObject({ level: 30, code: res.status === 413 ? 'audio_too_large' : 'invalid_value' });
+    }
+  });
+
   it('file: over the duration limit is 413 audio_too_large; over the upload size too', async () => {
     const long = wavBytes(new Float32Array(16000 * 6), 16000);
     await expectError(await post('/audio/transcriptions', form({}, long)), 413, 'audio_too_large', 'file');

@@ -46,7 +46,7 @@ async function transcribe(samples: Float32Array, rate: number): Promise<string> 
 
 describe('every served format', () => {
   const RATES: Record<string, number> = { mp3: 24000, wav: 24000, pcm: 24000, opus: 24000, ulaw: 8000, alaw: 8000, l16_8000: 8000, l16_16000: 16000, fmp4: 24000 };
-  const MEDIA: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', pcm: 'audio/pcm', opus: 'audio/ogg', fmp4: 'audio/mp4', ulaw: 'audio/basic', alaw: 'audio/x-alaw-basic', l16_8000: 'audio/L16;rate=8000;channels=1', l16_16000: 'audio/L16;rate=16000;channels=1' };
+  const MEDIA: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', pcm: 'audio/pcm', opus: 'audio/ogg', fmp4: 'audio/mp4', ulaw: 'audio/basic', alaw: 'audio/x-alaw-basic', l16_8000: 'audio/pcm;rate=8000;channels=1;encoding=signed-int;bits=16;endianness=little', l16_16000: 'audio/pcm;rate=16000;channels=1;encoding=signed-int;bits=16;endianness=little' };
   it.each(Object.keys(RATES))('%s decodes back to its rate and duration', async (format) => {
     const res = await speech({ model: 'jifili-1', input: TEXT, voice: 'alloy', response_format: format });
     expect(res.status).toBe(200);

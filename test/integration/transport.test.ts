@@ -52,8 +52,9 @@ describe('transport', () => {
   it('publishes an OpenAPI 3.1 document built from the schemas, under both prefixes', async () => {
     const doc = (await (await fetch(`${t.baseUrl}/compat/v1/openapi.json`)).json()) as any;
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.paths['/compat/v1/models'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ModelList' });
-    expect(doc.paths['/compat/v1/models/{model}'].get.parameters[0]).toMatchObject({ name: 'model', in: 'path' });
+    expect(doc.servers).toEqual([{ url: '/compat/v1' }, { url: '/openai/v1' }]);
+    expect(doc.paths['/models'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ModelList' });
+    expect(doc.paths['/models/{model}'].get.parameters[0]).toMatchObject({ name: 'model', in: 'path' });
     expect(doc.components.schemas.ModelList.properties.data.items).toEqual({ $ref: '#/components/schemas/ModelObject' });
     expect(doc.components.schemas.OpenAIError.properties.error.required).toEqual(['message', 'type', 'param', 'code']);
     expect(await (await fetch(`${t.baseUrl}/openai/v1/openapi.json`)).json()).toEqual(doc);

@@ -1,18 +1,21 @@
 /**
  * POST /chat/completions as text translation (SPEC §4.6): the text is the last user message, the language
  * pair comes from the extension object (`djelia`). Billed per character of input (usage counts are those
- * characters); `djelia-translate-v2` is billed and reports in tokens. `stream=true` sends the role, the
- * whole translation as one content delta, a `stop` chunk and `[DONE]` (translation is not incremental).
+ * characters); `djelia-translate-v2` is billed and reports in tokens. The cost (in tokens, its upper bound)
+ * is held before the model runs and settled once the translation is done. `stream=true` sends the role,
+ * the whole translation as one content delta, a `stop` chunk and `[DONE]` (translation is not incremental).
  */
 import { randomBytes } from 'node:crypto';
+import type { z } from 'zod';
 import { billableCharacters } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
-import { ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
-import { errorResponses } from '../schemas/responses.js';
+import { ChatCompletionChunkSchema, ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
+import { eventStreamContent, jsonContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
+import { maxTranslateTokens } from '../../engines/mt/translate-token-bound.js';
 
 type Message = { role: string; content?: string | Array<{ type: string; text?: string }> | null };
 interface ChatBody {
@@ -45,7 +48,13 @@ export function chatRoute(deps: CompatDeps): RouteDef {
       summary: 'Translate text between Bambara, French and English',
       tags: ['Translation'],
       request: { contentType: 'application/json', schema: schema.meta({ id: 'ChatTranslationRequest' }) },
-      responses: { 200: { description: 'The translation (or chat.completion.chunk events when stream=true)', schema: ChatCompletionSchema }, ...errorResponses(400, 401, 402, 404, 503) },
+      responses: {
+        200: {
+          description: 'The translation as a chat.completion; with stream=true, chat.completion.chunk events (the role, the whole translation as one delta, a stop chunk with usage), then [DONE]',
+          content: [jsonContent(ChatCompletionSchema), eventStreamContent('ChatCompletionStreamEvent', [ChatCompletionChunkSchema], { done: true })],
+        },
+      },
+      errors: [404, 503],
     },
     handler: (req, caller) => translateText(deps, schema, req, caller!),
   };
@@ -62,21 +71,27 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
   const engine = engineFor(deps.engines, model);
   const byToken = model.id === `${deps.vendor}-translate-v2`;
   const characters = billableCharacters(text);
-  // Before any work: the input must be affordable (token-billed requests are estimated at one token per character).
-  await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(characters, deps.ledger.priceOf(byToken ? 'token' : 'character', 'translation')));
-
-  const result = await engine.run<{ translations: string[]; inputTokens: number; outputTokens: number }>(
-    'translate',
-    { texts: [text], source: options.source_language, target: options.target_language },
-    req.signal,
-  );
-  const translation = result.translations[0] ?? '';
-  const usage = byToken
-    ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
-    : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
-  await deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
-    { model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens },
-  ]);
+  const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+  // Before any work, the most this request can cost is held: its characters (exact), or for the token-billed
+  // model the most tokens the engine can read and write for this text (translate-token-bound.ts).
+  const bound = byToken ? maxTranslateTokens(text, engine.info) : characters;
+  const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(bound, deps.ledger.priceOf(byToken ? 'token' : 'character', 'translation')));
+  let usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  let translation: string;
+  try {
+    const result = await engine.run<{ translations: string[]; inputTokens: number; outputTokens: number }>(
+      'translate',
+      { texts: [text], source: options.source_language, target: options.target_language },
+      req.signal,
+    );
+    translation = result.translations[0] ?? '';
+    usage = byToken
+      ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
+      : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
+    await reservation.settle([{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }]);
+  } finally {
+    await reservation.release(); // a no-op once settled; on failure the hold goes and nothing is charged
+  }
 
   const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
   const created = Math.floor(Date.now() / 1000);
@@ -90,13 +105,17 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
       model: model.id,
       choices: [{ index: 0, message: { role: 'assistant', content: translation }, finish_reason: 'stop', logprobs: null }],
       usage,
-    },
+    } satisfies z.output<typeof ChatCompletionSchema>,
   };
 }
 
-async function* chunks(id: string, created: number, model: string, content: string, usage: object): AsyncGenerator<SseMessage> {
-  const chunk = (delta: object, finish: 'stop' | null, extra: object = {}) =>
-    ({ data: JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra }) });
+type Chunk = z.output<typeof ChatCompletionChunkSchema>;
+
+async function* chunks(id: string, created: number, model: string, content: string, usage: Chunk['usage']): AsyncGenerator<SseMessage> {
+  const chunk = (delta: Chunk['choices'][number]['delta'], finish: 'stop' | null, extra: Pick<Chunk, 'usage'> = {}): SseMessage => {
+    const event: Chunk = { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra };
+    return { data: JSON.stringify(event) };
+  };
   yield chunk({ role: 'assistant', content: '' }, null);
   yield chunk({ content }, null);
   yield chunk({}, 'stop', { usage });

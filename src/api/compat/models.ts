@@ -3,7 +3,7 @@ import { ApiError } from '../errors.js';
 import type { ModelCatalog } from '../model-catalog.js';
 import { ModelListSchema, ModelObjectSchema } from '../schemas/common.js';
 import type { RouteDef } from '../types.js';
-import { errorResponses } from '../schemas/responses.js';
+import { jsonContent } from '../schemas/responses.js';
 
 export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
   return [
@@ -16,7 +16,7 @@ export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
         operationId: 'listModels',
         summary: 'List the models served',
         tags: ['Models'],
-        responses: { 200: { description: 'The model list', schema: ModelListSchema }, ...errorResponses(401) },
+        responses: { 200: { description: 'The model list', content: [jsonContent(ModelListSchema)] } },
       },
       handler: async () => ({
         kind: 'json',
@@ -32,7 +32,8 @@ export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
         operationId: 'retrieveModel',
         summary: 'Retrieve a model; an alias reports its canonical id',
         tags: ['Models'],
-        responses: { 200: { description: 'The model', schema: ModelObjectSchema }, ...errorResponses(401, 404) },
+        responses: { 200: { description: 'The model', content: [jsonContent(ModelObjectSchema)] } },
+        errors: [404],
       },
       handler: async (req) => {
         const id = req.params.model ?? '';

@@ -2,9 +2,11 @@
  * Per-model rules of POST /audio/speech (SPEC §4.5, §9; PROTOCOLS §5): which formats and voices each model
  * serves, and how voice, description and speaker select the engine's speaker. jifili-1 answers 422
  * invalid_request for a format it does not serve and 400 unsupported_voice for a voice other than moussa
- * and its aliases; the legacy models answer 400 for a format their encoder lacks.
+ * and its aliases; the legacy models answer 400 for a format their encoder lacks. Text a voice cannot say is
+ * 400 invalid_value (param input) before any synthesis or charge.
  */
 import { SPEECH_FORMATS, type SpeechFormat } from '../../codecs/types.js';
+import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import { ApiError } from '../errors.js';
 
 export const JIFILI_FORMATS: readonly SpeechFormat[] = ['mp3', 'wav', 'pcm', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4'];
@@ -70,4 +72,24 @@ export function selectSpeaker(modelId: string, vendor: string, voice: string | u
     return SPEAKER[named ?? 'moussa'];
   }
   return voice ? SPEAKER[resolveVoice(voice)!] : undefined;
+}
+
+/** Names at most this many offending characters in a message. */
+const NAMED_CHARACTERS = 8;
+
+/**
+ * 400 invalid_value (param `input`) for text the loaded voice cannot say: characters no rule of
+ * speech-text.ts speaks (emoji, symbols, letters the voice lacks, control characters, lone surrogates), or
+ * nothing to say at all (only punctuation). `alphabet` is what the voice's runner reports in its info; an
+ * engine that reports none (a custom TTS runner) is left to check its own input.
+ */
+export function checkSpeakable(modelId: string, alphabet: unknown, input: string): void {
+  if (typeof alphabet !== 'string') return;
+  const { text, unspeakable } = speechText(input, new Set(alphabet));
+  if (unspeakable.length) {
+    const named = unspeakable.slice(0, NAMED_CHARACTERS).map(describeChar).join(', ');
+    const more = unspeakable.length > NAMED_CHARACTERS ? ` and ${unspeakable.length - NAMED_CHARACTERS} more` : '';
+    throw new ApiError('invalid_value', `input: ${modelId} cannot pronounce ${named}${more}; remove them or write them out in words.`, { param: 'input' });
+  }
+  if (!text) throw new ApiError('invalid_value', `input: there is nothing ${modelId} can say in this text (only punctuation or invisible characters).`, { param: 'input' });
 }

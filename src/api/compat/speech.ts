@@ -1,20 +1,22 @@
 /**
  * POST /audio/speech (SPEC §4.5): text → TTS engine → encoder → socket, streamed as raw audio bytes
  * (`stream_format=audio`) or as `speech.audio.delta` SSE events ending with `speech.audio.done` and its
- * usage (`stream_format=sse`). Billed per input character actually delivered: a stream that fails
- * midway, or whose client leaves, is charged for the phrases whose audio went out, and nothing else.
+ * usage (`stream_format=sse`). The whole input's price is held before synthesis starts; the request then
+ * settles to the characters whose audio was delivered (speech-stream.ts decides which), however it ends.
  */
-import { formatInfo } from '../../codecs/formats.js';
+import type { z } from 'zod';
+import { FORMAT_INFO, formatInfo } from '../../codecs/formats.js';
 import { billableCharacters } from '../../billing/metering.js';
 import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
-import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
-import { speechRequestSchema, SpeechAudioDoneSchema } from '../schemas/speech.js';
-import { errorResponses } from '../schemas/responses.js';
+import type { ApiRequest, ApiResult, Caller, OpenApiContent, RouteDef, SseMessage } from '../types.js';
+import { speechRequestSchema, SpeechAudioDeltaSchema, SpeechAudioDoneSchema } from '../schemas/speech.js';
+import { eventStreamContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { checkFormat, JIFILI_MAX_INPUT, selectSpeaker } from './speech-rules.js';
+import { checkFormat, checkSpeakable, JIFILI_FORMATS, JIFILI_MAX_INPUT, LEGACY_FORMATS, selectSpeaker } from './speech-rules.js';
+import { closeWhenDone } from './reserved-stream.js';
 
 type SpeechOptions = { description?: string | null; speaker?: number };
 
@@ -32,12 +34,26 @@ export function speechRoute(deps: CompatDeps): RouteDef {
       tags: ['Audio'],
       request: { contentType: 'application/json', schema: schema.meta({ id: 'SpeechRequest' }) },
       responses: {
-        200: { description: 'Audio bytes in the requested format, or text/event-stream of speech.audio.delta events then speech.audio.done', contentType: 'application/octet-stream' },
-        ...errorResponses(400, 401, 402, 404, 422, 503),
+        200: {
+          description: 'Audio in the response_format asked for (x-response-formats names the formats of each media type), streamed as it is synthesized; with stream_format=sse, speech.audio.delta events (base64 audio) then speech.audio.done',
+          content: [...audioContents(), eventStreamContent('SpeechStreamEvent', [SpeechAudioDeltaSchema, SpeechAudioDoneSchema], { done: false })],
+        },
       },
+      errors: [404, 422, 503],
     },
     handler: (req, caller) => speak(deps, schema, req, caller!),
   };
+}
+
+/** One media type per distinct Content-Type the served formats are sent with, naming those formats. */
+function audioContents(): OpenApiContent[] {
+  const served = [...new Set([...JIFILI_FORMATS, ...LEGACY_FORMATS])];
+  const byType = new Map<string, string[]>();
+  for (const format of served) {
+    const type = FORMAT_INFO[format].mediaType;
+    byType.set(type, [...(byType.get(type) ?? []), format]);
+  }
+  return [...byType].map(([contentType, responseFormats]) => ({ contentType, responseFormats }));
 }
 
 async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSchema>, req: ApiRequest, caller: Caller): Promise<ApiResult> {
@@ -52,27 +68,34 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   }
   const speaker = selectSpeaker(model.id, deps.vendor, body.voice, options);
   const engine = engineFor(deps.engines, model);
-  await deps.ledger.assertCanAfford(caller.account, deps.ledger.costOf(characters, deps.ledger.priceOf('character', 'speech')));
+  // Text the voice cannot say is refused before anything is held or synthesized.
+  checkSpeakable(model.id, engine.info.alphabet, body.input);
+  // The hold is exact: a speech request is charged at most its whole input.
+  const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+  const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(characters, deps.ledger.priceOf('character', 'speech')));
+  try {
+    // A speaker the voice does not have (a single-speaker model) keeps the model's own voice.
+    const speakers = Number(engine.info.speakers ?? 1);
+    const input = { text: body.input, ...(speaker !== undefined && speaker < speakers ? { speaker } : {}) };
+    const tally: SpeechTally = { charactersDelivered: 0, bytesDelivered: 0 };
+    const timing = { engineFirstMs: NaN, firstBytesMs: NaN };
+    const started = performance.now();
+    const pcm = timed(engine.stream<PcmChunk>('synthesize', input, req.signal), (ms) => (timing.engineFirstMs = ms), started);
+    // Settles to the characters delivered (releasing the hold when none were), however the stream ends.
+    const settle = () =>
+      reservation
+        .settle([{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }])
+        .then(() => {}, (err: Error) => deps.logger.error({ requestId: req.requestId, err: err.message }, 'recording speech usage failed'));
+    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
+    const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
 
-  // A speaker the voice does not have (a single-speaker model) keeps the model's own voice.
-  const speakers = Number(engine.info.speakers ?? 1);
-  const input = { text: body.input, ...(speaker !== undefined && speaker < speakers ? { speaker } : {}) };
-  const tally: SpeechTally = { charactersDelivered: 0, bytesDelivered: 0 };
-  const timing = { engineFirstMs: NaN, firstBytesMs: NaN };
-  const started = performance.now();
-  const pcm = timed(engine.stream<PcmChunk>('synthesize', input, req.signal), (ms) => (timing.engineFirstMs = ms), started);
-  const charge = async () => {
-    if (tally.charactersDelivered === 0) return;
-    await deps.ledger.charge({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, [
-      { model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered },
-    ]);
-  };
-  const audio = timed(charged(encodeSpeech(pcm, format, tally), charge, deps), (ms) => (timing.firstBytesMs = ms), started);
-  // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
-  const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
-
-  if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally), lateHeaders };
-  return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio, lateHeaders };
+    if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally), lateHeaders };
+    return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio, lateHeaders };
+  } catch (err) {
+    await reservation.release();
+    throw err;
+  }
 }
 
 /** Passes items through, reporting when the first one arrived (ms since `since`). */
@@ -87,18 +110,10 @@ async function* timed<T>(source: AsyncIterable<T>, onFirst: (ms: number) => void
   }
 }
 
-/** Runs `charge` once the stream ends, however it ends (done, failed, or abandoned by the client). */
-async function* charged<T>(source: AsyncGenerator<T>, charge: () => Promise<void>, deps: CompatDeps): AsyncGenerator<T> {
-  try {
-    yield* source;
-  } finally {
-    await charge().catch((err: Error) => deps.logger.error({ err: err.message }, 'recording speech usage failed'));
-  }
-}
-
 async function* sseEvents(audio: AsyncIterable<Uint8Array>, tally: SpeechTally): AsyncGenerator<SseMessage> {
   for await (const bytes of audio) {
-    yield { data: JSON.stringify({ type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') }) };
+    const delta: z.output<typeof SpeechAudioDeltaSchema> = { type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') };
+    yield { data: JSON.stringify(delta) };
   }
   const usage = { input_tokens: tally.charactersDelivered, output_tokens: 0, total_tokens: tally.charactersDelivered };
   yield { data: JSON.stringify(SpeechAudioDoneSchema.parse({ type: 'speech.audio.done', usage })) };

@@ -3,8 +3,17 @@
  * segment times; tokens [] and the scoring fields 0, as the spec fixes them), srt, vtt, and the SSE events
  * of a streamed transcription.
  */
+import type { z } from 'zod';
 import type { ApiResult, SseMessage } from '../types.js';
 import { toSrt, toVtt } from '../../text/subtitles.js';
+import { MEDIA_TYPES } from '../media-types.js';
+import type {
+  TranscriptionResponseSchema,
+  TranscriptTextDeltaEventSchema,
+  TranscriptTextDoneEventSchema,
+  TranscriptTextSegmentEventSchema,
+  VerboseTranscriptionSchema,
+} from '../schemas/audio.js';
 
 export interface Segment {
   start: number;
@@ -34,13 +43,13 @@ export function transcriptResult(
   const text = joinSegments(segments);
   switch (format) {
     case 'json':
-      return { kind: 'json', body: { text, usage: info.usage } };
+      return { kind: 'json', body: { text, usage: info.usage } satisfies z.output<typeof TranscriptionResponseSchema> };
     case 'text':
-      return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: text };
+      return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: text };
     case 'srt':
-      return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: toSrt(segments) };
+      return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: toSrt(segments) };
     case 'vtt':
-      return { kind: 'text', contentType: 'text/vtt; charset=utf-8', body: toVtt(segments) };
+      return { kind: 'text', contentType: MEDIA_TYPES.vtt, body: toVtt(segments) };
     case 'verbose_json':
       return {
         kind: 'json',
@@ -62,7 +71,7 @@ export function transcriptResult(
             no_speech_prob: 0,
           })),
           usage: info.usage,
-        },
+        } satisfies z.output<typeof VerboseTranscriptionSchema>,
       };
   }
 }
@@ -70,15 +79,20 @@ export function transcriptResult(
 /** The events of one decided segment: the segment itself, then its text as a delta. */
 export function segmentEvents(segment: Segment, index: number): SseMessage[] {
   const text = segment.text.trim();
-  return [
-    {
-      data: JSON.stringify({ type: 'transcript.text.segment', id: `seg_${index}`, start: round3(segment.start), end: round3(segment.end), text, speaker: 'A' }),
-    },
-    // Deltas concatenate to the final text: segments after the first carry their separating space.
-    { data: JSON.stringify({ type: 'transcript.text.delta', delta: index === 0 ? text : ` ${text}` }) },
-  ];
+  const decided: z.output<typeof TranscriptTextSegmentEventSchema> = {
+    type: 'transcript.text.segment',
+    id: `seg_${index}`,
+    start: round3(segment.start),
+    end: round3(segment.end),
+    text,
+    speaker: 'A',
+  };
+  // Deltas concatenate to the final text: segments after the first carry their separating space.
+  const delta: z.output<typeof TranscriptTextDeltaEventSchema> = { type: 'transcript.text.delta', delta: index === 0 ? text : ` ${text}` };
+  return [{ data: JSON.stringify(decided) }, { data: JSON.stringify(delta) }];
 }
 
 export function doneEvents(text: string, usage: DurationUsage): SseMessage[] {
-  return [{ data: JSON.stringify({ type: 'transcript.text.done', text, usage }) }, { data: '[DONE]' }];
+  const done: z.output<typeof TranscriptTextDoneEventSchema> = { type: 'transcript.text.done', text, usage };
+  return [{ data: JSON.stringify(done) }, { data: '[DONE]' }];
 }

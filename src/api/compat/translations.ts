@@ -11,14 +11,22 @@ import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
 import { TranscriptionResponseSchema, TranslationFormSchema, TranslationRequestDoc } from '../schemas/audio.js';
-import { errorResponses } from '../schemas/responses.js';
+import { jsonContent, textContent } from '../schemas/responses.js';
+import { MEDIA_TYPES } from '../media-types.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
-import { assertSpeechToTextAdmits, decodedSeconds, openUploadedAudio } from './uploaded-audio.js';
+import { assertSpeechToTextAdmits, decodedSeconds, heldWindows, openUploadedAudio } from './uploaded-audio.js';
 import { joinSegments, type Segment } from './transcript.js';
+import type { Reservation } from '../../billing/ledger.js';
 
 /** The text model that translates transcripts. */
 const TRANSLATION_MODEL = 'banjugu-1';
+/**
+ * Transcript characters per second of audio held up front. An estimate, not a limit: speech at a brisk pace
+ * gives roughly 15 characters (letters and spaces) a second and the demo voice 7; a longer transcript
+ * raises the hold before the translation runs.
+ */
+export const TRANSCRIPT_CHARACTERS_PER_SECOND = 25;
 
 export function translationRoute(deps: CompatDeps): RouteDef {
   return {
@@ -32,7 +40,10 @@ export function translationRoute(deps: CompatDeps): RouteDef {
       summary: 'Translate Bambara audio into English or French text',
       tags: ['Audio'],
       request: { contentType: 'multipart/form-data', schema: TranslationRequestDoc },
-      responses: { 200: { description: 'The translation (json or text/plain)', schema: TranscriptionResponseSchema }, ...errorResponses(400, 401, 402, 404, 413, 503) },
+      responses: {
+        200: { description: 'The translated transcript, as JSON or plain text', content: [jsonContent(TranscriptionResponseSchema, ['json']), textContent(MEDIA_TYPES.plainText, ['text'])] },
+      },
+      errors: [404, 503],
     },
     handler: (req, caller) => translateSpeech(deps, req, caller!),
   };
@@ -41,6 +52,7 @@ export function translationRoute(deps: CompatDeps): RouteDef {
 async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   assertSpeechToTextAdmits(deps);
   const form = await req.body.multipart();
+  let reservation: Reservation | undefined;
   try {
     const fields = parseRequest(TranslationFormSchema, form.fields);
     if (fields.response_format !== 'json' && fields.response_format !== 'text') {
@@ -57,24 +69,33 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     if (refusal) throw refusal; // before spending anything on decoding
     const audio = await openUploadedAudio(form, deps, req.signal);
 
+    const secondPrice = deps.ledger.priceOf('second', 'transcription');
+    const characterPrice = deps.ledger.priceOf('character', 'translation');
+    const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+    // The transcript's length is not known yet: the hold covers the audio and a transcript of up to
+    // TRANSCRIPT_CHARACTERS_PER_SECOND; it starts at what the header declares, grows with each decoded window,
+    // and once the transcript exists it is raised to its exact cost.
+    const heldFor = (seconds: number) =>
+      deps.ledger.costOf(billableSeconds(seconds), secondPrice) + deps.ledger.costOf(Math.ceil(billableSeconds(seconds) * TRANSCRIPT_CHARACTERS_PER_SECOND), characterPrice);
     const segments: Segment[] = [];
     try {
-      // The transcript's length is not known yet: the balance must at least cover the audio, as far as the
-      // file's header declares it (1 micro when it declares nothing; the charge uses the decoded duration).
-      const declared = audio.header.declaredSeconds;
-      const secondPrice = deps.ledger.priceOf('second', 'transcription');
-      await deps.ledger.assertCanAfford(caller.account, declared === undefined ? 1 : deps.ledger.costOf(billableSeconds(declared), secondPrice));
+      reservation = await deps.ledger.reserve(ctx, heldFor(audio.header.declaredSeconds ?? 0));
       const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
-      for await (const segment of asr.stream<Segment>('transcribe', input, req.signal, audio)) segments.push(segment);
+      for await (const segment of asr.stream<Segment>('transcribe', input, req.signal, heldWindows(audio, reservation, heldFor))) segments.push(segment);
     } finally {
       audio.close(); // a no-op once it was read to the end; else the decode stops here
     }
     const seconds = billableSeconds(decodedSeconds(audio));
-    const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+    const secondsCost = deps.ledger.costOf(seconds, secondPrice);
+    const transcriptionItem = { model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds } as const;
     const transcript = joinSegments(segments);
+    const characters = billableCharacters(transcript);
 
     let translated: string;
     try {
+      // Before the translation runs, its exact cost must be held: a balance that cannot cover it ends the
+      // request with 402 here (the transcription, which was held, is charged), never below zero later.
+      await reservation.growTo(secondsCost + deps.ledger.costOf(characters, characterPrice));
       const result = transcript
         ? await mt.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target }, req.signal)
         : { translations: [''] };
@@ -83,17 +104,14 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       // The transcription was done and is billed; the failed translation is not. A client that left got
       // nothing, so it is charged nothing.
       if (req.signal.aborted) throw err;
-      await deps.ledger.charge(ctx, [{ model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds }]);
+      await reservation.settle([transcriptionItem]);
       throw err;
     }
-    const characters = billableCharacters(transcript);
-    await deps.ledger.charge(ctx, [
-      { model: asrModel.id, kind: 'transcription', unit: 'second', quantity: seconds },
-      { model: mtModel.id, kind: 'translation', unit: 'character', quantity: characters },
-    ]);
-    if (fields.response_format === 'text') return { kind: 'text', contentType: 'text/plain; charset=utf-8', body: translated };
+    await reservation.settle([transcriptionItem, { model: mtModel.id, kind: 'translation', unit: 'character', quantity: characters }]);
+    if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated };
     return { kind: 'json', body: { text: translated } };
   } finally {
+    await reservation?.release(); // a no-op once settled: a failure or a client gone before then costs nothing
     await form.dispose();
   }
 }

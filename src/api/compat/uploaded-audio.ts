@@ -9,6 +9,7 @@
  * full), or the decoder pool's wait queue is full, the answer is 503 with Retry-After at once.
  */
 import type { DecodedStream } from '../../codecs/decode/decoded-stream.js';
+import type { Reservation } from '../../billing/ledger.js';
 import type { DecoderPool } from '../../codecs/decode/decoder-pool.js';
 import type { EngineRegistry } from '../../engines/engine-registry.js';
 import type { ModelEngine } from '../../engines/runtime/model-engine.js';
@@ -37,6 +38,26 @@ export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDep
   if (file.size === 0) throw new ApiError('invalid_value', 'file: the uploaded file is empty.', { param: 'file' });
   const bytes = await file.read();
   return deps.decoder.open(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds }, signal);
+}
+
+/**
+ * The decoded windows on their way to the model, each one paid for first: before a window goes on, the
+ * request's hold is raised to `costOf(seconds decoded so far)`. So the model never works on audio the
+ * account cannot cover, however long the upload turns out to be; a balance that runs out ends the request
+ * with 402 (InsufficientQuotaError) and nothing is charged. The settlement, at the end, is the decoded
+ * seconds: never more than the hold.
+ */
+export async function* heldWindows(audio: DecodedStream, reservation: Reservation, costOf: (seconds: number) => number): AsyncGenerator<Float32Array> {
+  let samples = 0;
+  try {
+    for await (const window of audio) {
+      samples += window.length;
+      await reservation.growTo(costOf(samples / ASR_SAMPLE_RATE));
+      yield window;
+    }
+  } finally {
+    audio.close();
+  }
 }
 
 /** The decoded duration, known once the stream has given its last window (the engine read them all). */

@@ -9,6 +9,8 @@ import { z } from 'zod';
 const formBoolean = z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.union([z.boolean(), z.stringbool()]).nullable());
 const formNumber = z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.coerce.number().nullable());
 const optionalString = z.union([z.string(), z.null()]).optional();
+// The bounds are restated as metadata: a document of the form's input side would lose them behind the coercion.
+const formTemperature = formNumber.pipe(z.number().min(0).max(1).nullable()).meta({ minimum: 0, maximum: 1 }).optional();
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
@@ -16,7 +18,7 @@ export const TranscriptionFormSchema = z.object({
   model: z.string().min(1).default('sunjata-1'),
   response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
   stream: formBoolean.optional(),
-  temperature: formNumber.pipe(z.number().min(0).max(1).nullable()).optional(),
+  temperature: formTemperature,
   // Accepted and ignored (Bambara only; no prompting; timings are always in verbose_json).
   language: optionalString,
   prompt: optionalString,
@@ -25,9 +27,12 @@ export const TranscriptionFormSchema = z.object({
 
 export const TranslationFormSchema = z.object({
   model: z.string().min(1).default('sunjata-1'),
-  language: z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable()).optional(),
+  language: z
+    .preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable())
+    .meta({ description: 'The language to translate into; eng_Latn when absent or null' })
+    .optional(),
   response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
-  temperature: formNumber.pipe(z.number().min(0).max(1).nullable()).optional(),
+  temperature: formTemperature,
   prompt: optionalString,
 });
 
@@ -62,6 +67,17 @@ export const VerboseTranscriptionSchema = z
     usage: DurationUsageSchema.optional(),
   })
   .meta({ id: 'TranscriptionVerbose' });
+
+/** Events of a streamed transcription (PROTOCOLS §7), in the order sent: segment and delta per segment, then done. */
+export const TranscriptTextSegmentEventSchema = z
+  .object({ type: z.literal('transcript.text.segment'), id: z.string(), start: z.number(), end: z.number(), text: z.string(), speaker: z.string() })
+  .meta({ id: 'TranscriptTextSegmentEvent' });
+export const TranscriptTextDeltaEventSchema = z
+  .object({ type: z.literal('transcript.text.delta'), delta: z.string() })
+  .meta({ id: 'TranscriptTextDeltaEvent' });
+export const TranscriptTextDoneEventSchema = z
+  .object({ type: z.literal('transcript.text.done'), text: z.string(), usage: DurationUsageSchema.optional() })
+  .meta({ id: 'TranscriptTextDoneEvent' });
 
 /** The multipart request, for the OpenAPI document (the file part is binary). */
 export const TranscriptionRequestDoc = TranscriptionFormSchema.extend({ file: z.string().meta({ format: 'binary' }) }).meta({ id: 'TranscriptionRequest' });

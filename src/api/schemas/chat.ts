@@ -31,6 +31,11 @@ export function chatRequestSchema(vendor: string) {
   });
 }
 
+/** Counts in the unit the model is billed in (SPEC §2.4): characters, or tokens for the token-billed model. */
+export const ChatUsageSchema = z
+  .object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() })
+  .meta({ id: 'ChatCompletionUsage' });
+
 export const ChatCompletionSchema = z
   .object({
     id: z.string(),
@@ -45,6 +50,25 @@ export const ChatCompletionSchema = z
         logprobs: z.null(),
       }),
     ),
-    usage: z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }),
+    usage: ChatUsageSchema,
   })
   .meta({ id: 'ChatCompletion' });
+
+/** One event of a streamed completion (PROTOCOLS §7): role, the whole translation as one delta, then `stop` with usage. */
+export const ChatCompletionChunkSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion.chunk'),
+    created: z.number().int(),
+    model: z.string(),
+    choices: z.array(
+      z.object({
+        index: z.number().int(),
+        delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }),
+        finish_reason: z.literal('stop').nullable(),
+        logprobs: z.null(),
+      }),
+    ),
+    usage: ChatUsageSchema.optional(),
+  })
+  .meta({ id: 'ChatCompletionChunk' });

@@ -1,17 +1,54 @@
-/** OpenAPI response entries for the error statuses an operation can answer with. */
+/**
+ * Building blocks of the documented responses: JSON, text and Server-Sent Events contents, and the
+ * description of each error status, derived from the one error registry so that it names the codes a
+ * client can meet with that status.
+ */
+import { z, type ZodType } from 'zod';
+import { ERROR_CODES } from '../errors.js';
+import { MEDIA_TYPES } from '../media-types.js';
+import type { OpenApiContent } from '../types.js';
 import { ErrorEnvelopeSchema } from './common.js';
 
-const DESCRIPTIONS: Record<number, string> = {
+const MEANING: Record<number, string> = {
   400: 'Invalid request',
   401: 'Missing or invalid API key',
   402: 'Insufficient balance',
-  404: 'Unknown model or endpoint',
-  413: 'Request or audio too large',
-  415: 'Unsupported content type',
+  404: 'Unknown model',
+  413: 'Request body, upload or audio too large',
+  415: 'Unsupported request content type',
   422: 'Format not served by this model',
-  503: 'Overloaded or not ready; retry after the Retry-After delay',
+  429: 'Rate limited',
+  500: 'Internal error (details are logged under the request id, never sent)',
+  503: 'Overloaded, model not loaded, or shutting down; retry after the Retry-After delay',
 };
 
-export function errorResponses(...statuses: number[]): Record<number, { description: string; schema: typeof ErrorEnvelopeSchema }> {
-  return Object.fromEntries(statuses.map((s) => [s, { description: DESCRIPTIONS[s] ?? 'Error', schema: ErrorEnvelopeSchema }]));
+/** "Invalid request (codes: invalid_json, invalid_value, …)": what the envelope of this status can carry. */
+export function errorDescription(status: number): string {
+  const codes = Object.entries(ERROR_CODES)
+    .filter(([, entry]) => entry.status === status)
+    .map(([code]) => code);
+  return `${MEANING[status] ?? 'Error'}${codes.length ? ` (code: ${codes.join(', ')})` : ''}`;
+}
+
+export function jsonContent(schema: ZodType, responseFormats?: readonly string[]): OpenApiContent {
+  return { contentType: MEDIA_TYPES.json, schema, ...(responseFormats ? { responseFormats } : {}) };
+}
+
+export function textContent(contentType: string, responseFormats?: readonly string[]): OpenApiContent {
+  return { contentType, schema: z.string(), ...(responseFormats ? { responseFormats } : {}) };
+}
+
+/**
+ * A text/event-stream whose `data:` payloads are the given events. The transport ends any stream that
+ * fails after it began with one error envelope, so every stream's payloads include it; `done` streams end
+ * with the non-JSON sentinel `[DONE]`, documented as that exact string.
+ */
+export function eventStreamContent(id: string, events: ZodType[], options: { done: boolean }): OpenApiContent {
+  const payloads: ZodType[] = [...events, ErrorEnvelopeSchema];
+  if (options.done) payloads.push(z.literal('[DONE]'));
+  const description =
+    'The payload of one Server-Sent Events `data:` line: one of these JSON objects' +
+    (options.done ? ', or the sentinel `[DONE]` (not JSON) that ends the stream' : '') +
+    '. An `error` envelope reports a failure after the stream began; the stream ends after it.';
+  return { contentType: MEDIA_TYPES.eventStream, schema: z.union(payloads as [ZodType, ZodType, ...ZodType[]]).meta({ id, description }) };
 }

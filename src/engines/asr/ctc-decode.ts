@@ -194,7 +194,8 @@ export interface Region {
 }
 
 /**
- * Cuts [0, total] into chunks of at most `maxSeconds` for separate model runs. Each cut falls inside the
+ * Cuts [0, total] into chunks of at most `maxSeconds` for separate model runs (the Whisper runner; the CTC
+ * runner cuts at decoded word boundaries instead, see ctc-windows.ts). Each cut falls inside the
  * last gap between speech regions that fits, at the point `pickCut(from, to)` chooses (the runner picks the
  * quietest moment); speech that never pauses for that long is cut the same way in the second half of the
  * window. Chunks are not trimmed to the VAD regions, since VAD onsets can come late and would clip a word;
@@ -218,7 +219,10 @@ export function* chunkSteps(regions: Region[], total: number, maxSeconds: number
     let end = total;
     if (total - start > maxSeconds) {
       const limit = start + maxSeconds;
-      const gap = gaps.filter((g) => g.end > start && g.start < limit).at(-1);
+      // Only gaps that begin after the chunk's start: the gap the last cut fell in is behind us. Picking it
+      // again cut a sliver between that cut and the gap's end (dropped as speechless), and once the sliver
+      // shrank to nothing, fell back to cutting at the hard limit, through a word.
+      const gap = gaps.filter((g) => g.start >= start && g.start < limit).at(-1);
       end = gap ? pickCut(Math.max(gap.start, start), Math.min(gap.end, limit)) : pickCut(start + maxSeconds / 2, limit);
       if (!(end > start && end <= limit)) end = limit;
     }

@@ -3,10 +3,11 @@
  * `input_values [B,N]` → `logits`, sidecars vocab.json/config.json/preprocessor_config.json) and NeMo
  * (`ctc-nemo`: log-mel `audio_signal [B,n_mels,T]` + `length [B]` → `logprobs`, blank last, tokens.txt and
  * the preprocessor settings). Method `transcribe({ samples })` streams segments with word times from CTC
- * frame indices. Audio longer than `maxChunkSeconds` is cut at silences found by Silero VAD and each chunk
- * runs on its own (batch 1: the exports take no attention mask). The audio may also come as a stream of
- * windows (`transcribe({})` with the job's streamed input): it is planned and cut as it arrives
- * (streamed-chunks.ts), with the same chunks and transcript as the whole array would give.
+ * frame indices. Audio longer than `maxChunkSeconds` runs in windows of at most that length (batch 1: the
+ * exports take no attention mask), each cut inside a pause between two decoded words (ctc-windows.ts);
+ * stretches Silero VAD marks as silence are skipped. The audio may also come as a stream of windows
+ * (`transcribe({})` with the job's streamed input): it is walked as it arrives (streamed-walk.ts), with the
+ * same model windows and transcript as the whole array would give.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,7 +18,9 @@ import { createSession, ort, requireSignature, type LoadedSession, type SessionO
 import { readModelMetadata } from '../onnx/model-metadata.js';
 import { SileroVad } from '../vad/silero-vad.js';
 import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
-import { oneWindow, plannedChunks, type AudioView } from './streamed-chunks.js';
+import { windowOptions } from './ctc-windows.js';
+import { oneWindow, type AudioView } from './streamed-audio.js';
+import { streamedWalk } from './streamed-walk.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
 
 export const CTC_SAMPLE_RATE = 16000;
@@ -285,21 +288,19 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
     return tokensToWords(tokens, model.pieces, timing, options.minPauseSeconds);
   }
 
-  async function* transcribe(windows: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
-    const chunks = plannedChunks(windows, {
+  async function* transcribe(input: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
+    // VAD only decides which stretches are silence not worth a model run; cuts come from the decoded words.
+    const windows = streamedWalk(input, {
       rate: CTC_SAMPLE_RATE,
-      maxChunkSeconds: options.maxChunkSeconds,
+      options: windowOptions(options.maxChunkSeconds),
+      decode: (samples, offsetSeconds) => decodeChunk(samples, offsetSeconds),
       pickCut: quietestPoint,
       vad: () => (vad ??= SileroVad.load(sessionOptions)),
       checkpoint: () => ctx.checkpoint(),
     });
-    // Segments may run across chunk cuts: each is yielded once a later word closes it.
+    // Segments may run across window cuts: each is yielded once a later word closes it.
     const segmenter = new Segmenter(segmentOptions);
-    for await (const chunk of chunks) {
-      await ctx.checkpoint();
-      const piece = chunk.slice(chunk.start, chunk.end);
-      yield* segmenter.push(await decodeChunk(piece.samples, piece.offsetSeconds));
-    }
+    for await (const words of windows) yield* segmenter.push(words);
     yield* segmenter.flush();
   }
 

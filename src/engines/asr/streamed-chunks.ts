@@ -18,19 +18,12 @@
  * they last. After a further `maxChunkSeconds` of that, the step is taken on the regions as they stand
  * (the speech treated as going on), rather than holding audio without bound.
  */
-import { DEFAULT_VAD_OPTIONS, RegionTracker, type SpeechRegion } from '../vad/silero-vad.js';
+import type { SpeechRegion } from '../vad/silero-vad.js';
 import { chunkSteps } from './ctc-decode.js';
+import { KEEP_BEFORE, SampleBuffer, StreamedAudio, type AudioView, type VadModel } from './streamed-audio.js';
 
-/** Part of the whole audio: `samples[i]` is sample `offset + i`. */
-export interface AudioView {
-  samples: Float32Array;
-  offset: number;
-}
-
-/** What the planner needs of a VAD (SileroVad): window probabilities over audio pushed in pieces. */
-export interface VadModel {
-  stream(checkpoint?: () => Promise<void>): { push(samples: Float32Array): Promise<Float32Array> };
-}
+export type { AudioView, VadModel } from './streamed-audio.js';
+export { oneWindow } from './streamed-audio.js';
 
 export interface ChunkPlanOptions {
   rate: number;
@@ -54,47 +47,6 @@ export interface PlannedChunk {
   regions: SpeechRegion[];
   /** A copy of samples [round(from·rate), round(to·rate)) of the whole audio (within the chunk), and where they start. */
   slice(from: number, to: number): { samples: Float32Array; offsetSeconds: number };
-}
-
-/** Samples kept before a step's start: quietestPoint reads from floor(from · rate). */
-const KEEP_BEFORE = 16;
-
-/** A sliding piece of the audio: appended at the end, dropped from the front. */
-class SampleBuffer {
-  private data = new Float32Array(0);
-  offset = 0;
-  length = 0;
-
-  get end(): number {
-    return this.offset + this.length;
-  }
-
-  view(): AudioView {
-    return { samples: this.data.subarray(0, this.length), offset: this.offset };
-  }
-
-  append(samples: Float32Array): void {
-    if (this.length + samples.length > this.data.length) {
-      const grown = new Float32Array(Math.max(this.length + samples.length, this.data.length * 2));
-      grown.set(this.data.subarray(0, this.length));
-      this.data = grown;
-    }
-    this.data.set(samples, this.length);
-    this.length += samples.length;
-  }
-
-  dropBefore(sample: number): void {
-    const n = Math.min(this.length, sample - this.offset);
-    if (n <= 0) return;
-    this.data.copyWithin(0, n, this.length);
-    this.offset += n;
-    this.length -= n;
-  }
-
-  copy(from: number, to: number): AudioView {
-    const first = Math.max(from, this.offset);
-    return { samples: this.data.slice(first - this.offset, Math.max(first, Math.min(this.end, to)) - this.offset), offset: first };
-  }
 }
 
 /** A chunk over `audio`, which holds at least its samples. */
@@ -131,9 +83,8 @@ interface HeldStep {
 
 export async function* plannedChunks(input: AsyncIterable<Float32Array>, options: ChunkPlanOptions): AsyncGenerator<PlannedChunk> {
   const { rate, maxChunkSeconds: max } = options;
-  const buffer = new SampleBuffer();
-  let tracker: RegionTracker | null = null;
-  let vad: ReturnType<VadModel['stream']> | null = null;
+  const audio = new StreamedAudio({ rate, maxSeconds: max, vad: options.vad, checkpoint: options.checkpoint });
+  const buffer = audio.buffer;
   let start = 0;
   let held: HeldStep | null = null;
   const pick = (from: number, to: number) => options.pickCut(buffer.view(), from, to);
@@ -141,28 +92,21 @@ export async function* plannedChunks(input: AsyncIterable<Float32Array>, options
   const fromHeld = (h: HeldStep, from: number, to: number, regions: SpeechRegion[]) => chunkOf(from, to, regions, () => h.audio.view(), rate);
 
   for await (const window of input) {
-    buffer.append(window);
+    await audio.append(window);
     if (held && held.audio.end < held.audioEnd) held.audio.append(window.subarray(0, held.audioEnd - held.audio.end));
-    if (vad && tracker) {
-      for (const p of await vad.push(window)) tracker.push(p);
-    } else if (buffer.end / rate > max) {
-      // Longer than one chunk: planned on VAD regions from here on, starting at the first sample (still held).
-      vad = (await options.vad()).stream(() => options.checkpoint());
-      tracker = new RegionTracker(DEFAULT_VAD_OPTIONS);
-      for (const p of await vad.push(buffer.view().samples)) tracker.push(p);
-    }
     // Take every step the audio so far settles.
-    while (tracker) {
-      const now = buffer.end / rate;
+    while (audio.tracker) {
+      const now = audio.seconds;
       const limit = start + max;
       // Regions are final up to `settled`. Silero's hysteresis can leave that point behind for as long as
       // probabilities stay between its two thresholds; after a further chunk of that the step is taken
       // on the regions as they stand (the one case where the plan can differ from the whole audio's).
-      const settled = tracker.settledUntil(buffer.end) / rate;
+      const settled = audio.settled();
       const forced = settled < limit && now >= limit + max;
-      if (settled < limit && !forced) break;
+      // The step also needs the audio to go on past its window (else it would be the last one, to the end).
+      if (now <= limit || (settled < limit && !forced)) break;
       const known = forced ? now : settled;
-      const regions = tracker.regions(buffer.end);
+      const regions = audio.regions();
       const speechAfter = (t: number) => regions.some((r) => r.start > t && r.start < known); // [0, known) is final
       if (held && speechAfter(held.lastRegionEnd)) {
         yield fromHeld(held, held.start, held.ifMore, held.regions);
@@ -176,24 +120,23 @@ export async function* plannedChunks(input: AsyncIterable<Float32Array>, options
           yield live(step.start, step.end, regions);
         } else {
           const first = Math.round(start * rate);
-          const audio = new SampleBuffer();
+          const kept = new SampleBuffer();
           const view = buffer.copy(first - KEEP_BEFORE, buffer.end);
-          audio.offset = view.offset;
-          audio.append(view.samples);
-          held = { start, ifMore: step.end, lastRegionEnd: last.end, regions: regions.filter((r) => r.start < limit), audio, audioEnd: first + Math.ceil(2 * max * rate) + KEEP_BEFORE };
+          kept.offset = view.offset;
+          kept.append(view.samples);
+          held = { start, ifMore: step.end, lastRegionEnd: last.end, regions: regions.filter((r) => r.start < limit), audio: kept, audioEnd: first + Math.ceil(2 * max * rate) + KEEP_BEFORE };
         }
       }
       start = step.end;
-      tracker.forget(start);
-      buffer.dropBefore(Math.floor(start * rate) - KEEP_BEFORE);
+      audio.dropBefore(start);
     }
   }
-  const total = buffer.end / rate;
-  if (!tracker) {
+  const total = audio.seconds;
+  if (!audio.tracker) {
     yield live(0, total, []);
     return;
   }
-  const regions = tracker.regions(buffer.end);
+  const regions = audio.regions();
   if (held) {
     const h: HeldStep = held;
     if (!regions.some((r) => r.start > h.lastRegionEnd)) {
@@ -209,9 +152,4 @@ export async function* plannedChunks(input: AsyncIterable<Float32Array>, options
     yield fromHeld(h, h.start, h.ifMore, h.regions);
   }
   for (const step of chunkSteps(regions, total, max, pick, start)) if (step.speech) yield live(step.start, step.end, regions);
-}
-
-/** A whole array as a one-window input. */
-export async function* oneWindow(samples: Float32Array): AsyncGenerator<Float32Array> {
-  yield samples;
 }

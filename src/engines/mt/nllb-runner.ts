@@ -263,6 +263,8 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     info: () => ({
       engine: 'nllb', layout: merged ? 'merged' : 'split', layers, heads, headDim, vocabSize: config.vocab_size,
       tokenizer: tokenizer.modelType, languages: languages.map((l) => l.content), maxLength: defaultMaxLength,
+      // The limits that bound what a call can bill in tokens (translate-token-bound.ts).
+      maxSourceTokens: options.maxSourceTokens, maxSentenceChars: options.maxSentenceChars,
     }),
     async warmup() {
       const [a, b] = [languages[0], languages[1] ?? languages[0]];

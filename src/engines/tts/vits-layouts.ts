@@ -11,6 +11,10 @@
  *   tokens.txt (else lowercased, else `<unk>` when listed, else skipped, as sherpa's character frontend).
  * - `vits-piper`: Piper voice (X.onnx + X.onnx.json). Only `phoneme_type: "text"` voices: lowercase, NFD,
  *   phoneme_map, then `^ _ p1 _ p2 _ … pn _ $` through phoneme_id_map.
+ *
+ * `tokenize(text, { boundaryAfter })` can end the sequence with the vocabulary's space (before Piper's `$`
+ * and after the HF strip): the runner speaks a phrase join as the word boundary it is. `characters` lists
+ * the vocabulary's single characters, blank and markers excluded, from which the runner derives its alphabet.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,16 +28,23 @@ export interface Tokenized {
   symbols: number;
 }
 
+export interface TokenizeOptions {
+  /** End with the voice's space token: the text continues in the next phrase, synthesized apart. */
+  boundaryAfter?: boolean;
+}
+
 export interface VitsLayout {
   engine: VitsEngine;
   modelFile: string;
   sampleRate: number;
   speakers: number;
   vocabularySize: number;
+  /** Single characters the vocabulary lists (specials and markers excluded): candidates for the alphabet. */
+  characters: string[];
   /** Which request knobs reach the model (the HF export freezes its scales). */
   controls: { noiseScale: boolean; lengthScale: boolean; speaker: boolean };
   defaults: { noiseScale: number; lengthScale: number; noiseScaleW: number };
-  tokenize(text: string): Tokenized;
+  tokenize(text: string, options?: TokenizeOptions): Tokenized;
   /** Names of the model's inputs by role, resolved against what the session declares. */
   bind(inputNames: readonly string[]): VitsBinding;
 }
@@ -105,7 +116,10 @@ function loadHf(dir: string, options: Record<string, unknown>): VitsLayout {
   const normalize = tok.normalize !== false;
   const multiChar = [...vocab.keys()].filter((k) => [...k].length > 1);
 
-  const tokenize = (text: string): Tokenized => {
+  // With add_blank, id 0 is the blank interspersed between symbols: a character that maps to it is not spoken.
+  const spoken = (c: string) => vocab.has(c) && !(addBlank && vocab.get(c) === 0);
+
+  const tokenize = (text: string, options: TokenizeOptions = {}): Tokenized => {
     // VitsTokenizer.normalize_text: keep vocabulary entries as written, lowercase everything else.
     let s = '';
     for (let i = 0; i < text.length; ) {
@@ -117,8 +131,9 @@ function loadHf(dir: string, options: Record<string, unknown>): VitsLayout {
     if (tok.language === 'ron') s = s.replace(/ț/g, 'ţ');
     const kept = [...s].filter((c) => vocab.has(c)).join('').trim();
     const chars = [...kept];
+    if (options.boundaryAfter && vocab.has(' ')) chars.push(' ');
     const ids = chars.map((c) => vocab.get(c)!);
-    return { ids: addBlank ? intersperse(ids, 0) : ids, symbols: chars.filter((c) => !isSpace(c)).length };
+    return { ids: addBlank ? intersperse(ids, 0) : ids, symbols: chars.filter((c) => !isSpace(c) && spoken(c)).length };
   };
 
   return {
@@ -127,6 +142,7 @@ function loadHf(dir: string, options: Record<string, unknown>): VitsLayout {
     sampleRate,
     speakers: 1,
     vocabularySize: vocab.size,
+    characters: [...vocab.keys()].filter((k) => [...k].length === 1 && spoken(k)),
     controls: { noiseScale: false, lengthScale: false, speaker: false },
     defaults: { noiseScale: Number(config.noise_scale ?? 0.667), lengthScale: Number(config.speaking_rate ?? 1), noiseScaleW: Number(config.noise_scale_duration ?? 0.8) },
     tokenize,
@@ -173,7 +189,8 @@ function loadSherpa(dir: string, options: Record<string, unknown>): VitsLayout {
   const unk = tokens.get('<unk>');
   const speakers = Math.max(1, Number(meta.n_speakers ?? 1) || 1);
 
-  const tokenize = (text: string): Tokenized => {
+  const space = tokens.get(' ');
+  const tokenize = (text: string, options: TokenizeOptions = {}): Tokenized => {
     const ids: number[] = [];
     let symbols = 0;
     for (const c of text) {
@@ -181,8 +198,9 @@ function loadSherpa(dir: string, options: Record<string, unknown>): VitsLayout {
       const id = known ?? unk;
       if (id === undefined) continue;
       ids.push(id);
-      if (known !== undefined && !isSpace(c)) symbols++;
+      if (known !== undefined && !isSpace(c) && !(addBlank && known === blank)) symbols++;
     }
+    if (options.boundaryAfter && space !== undefined) ids.push(space);
     let seq = addBlank ? intersperse(ids, blank) : ids;
     if (bosEos) seq = [bosEos[0]!, ...seq, bosEos[1]!];
     return { ids: seq, symbols };
@@ -194,6 +212,7 @@ function loadSherpa(dir: string, options: Record<string, unknown>): VitsLayout {
     sampleRate,
     speakers,
     vocabularySize: new Set(tokens.values()).size,
+    characters: [...tokens.keys()].filter((k) => [...k].length === 1 && k !== '<unk>' && !(addBlank && tokens.get(k) === blank)),
     controls: { noiseScale: true, lengthScale: true, speaker: speakers > 1 },
     defaults: { noiseScale: 0.667, lengthScale: 1, noiseScaleW: 0.8 },
     tokenize,
@@ -236,11 +255,12 @@ function loadPiper(dir: string, options: Record<string, unknown>): VitsLayout {
   const speakers = Math.max(1, Number(config.num_speakers ?? 1) || 1);
   const [pad, bos, eos] = [idMap._!, idMap['^']!, idMap.$!];
 
-  const tokenize = (text: string): Tokenized => {
+  const tokenize = (text: string, options: TokenizeOptions = {}): Tokenized => {
     // piper-phonemize's codepoint phonemes: lowercase, NFD (a tone mark becomes its own codepoint).
     const ids: number[] = [...bos, ...pad];
     let symbols = 0;
-    for (const c of text.toLowerCase().normalize('NFD')) {
+    const boundary = options.boundaryAfter && idMap[' '] ? ' ' : '';
+    for (const c of text.toLowerCase().normalize('NFD') + boundary) {
       for (const phoneme of phonemeMap[c] ?? [c]) {
         const mapped = idMap[phoneme];
         if (!mapped || phoneme === '_' || phoneme === '^' || phoneme === '$') continue; // missing: skipped, as Piper does
@@ -258,6 +278,7 @@ function loadPiper(dir: string, options: Record<string, unknown>): VitsLayout {
     sampleRate,
     speakers,
     vocabularySize: Object.keys(idMap).length,
+    characters: [...Object.keys(idMap), ...Object.keys(phonemeMap)].filter((k) => [...k].length === 1 && !['_', '^', '$'].includes(k)),
     controls: { noiseScale: true, lengthScale: true, speaker: speakers > 1 },
     defaults: { noiseScale: Number(inference.noise_scale ?? 0.667), lengthScale: Number(inference.length_scale ?? 1), noiseScaleW: Number(inference.noise_w ?? 0.8) },
     tokenize,

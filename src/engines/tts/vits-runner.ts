@@ -5,6 +5,10 @@
  * as soon as it is synthesized, so the first audio leaves before the rest of the text is done. Samples
  * are mono float32 at the model's own rate; resampling to the API's rates happens downstream.
  *
+ * Each phrase says its speech-text.ts form (digits as Bambara number words, punctuation as pauses) over the
+ * voice's alphabet, which `info().alphabet` reports so the API can refuse unspeakable text up front; each
+ * phrase but the last ends with the voice's word boundary, so the joined audio reads as one text.
+ *
  * Runs inside a model worker (session.run blocks its thread); `ctx.checkpoint()` between phrases lets a
  * cancel stop the job. Every call runs batch 1, which is how every one of these exports is served.
  */
@@ -12,6 +16,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { createSession, ort, requireSignature } from '../onnx/session.js';
 import { UnknownMethodError, type Runner, type RunnerContext, type RunnerFactory } from '../runner.js';
+import { speechText } from './speech-text.js';
 import { chunkText } from './text-chunker.js';
 import { loadVitsLayout, VitsLayoutError, type VitsBinding, type VitsLayout } from './vits-layouts.js';
 
@@ -78,6 +83,32 @@ function halfToFloat(bits: Uint16Array): Float32Array {
   return out;
 }
 
+/** A text with characters the voice cannot say, or nothing to say; the API answers 400 before it gets here. */
+export class UnspeakableTextError extends Error {
+  constructor(readonly characters: string[]) {
+    super(
+      characters.length
+        ? `The text has characters this voice cannot pronounce: ${characters.map((c) => JSON.stringify(c)).join(', ')}`
+        : 'The text has nothing this voice can pronounce',
+    );
+    this.name = 'UnspeakableTextError';
+  }
+}
+
+/**
+ * The characters a voice speaks (spaces aside): the vocabulary's characters, and their capitals where the
+ * layout's own lower-casing maps them to a spoken symbol. speech-text.ts checks requests against it.
+ */
+function alphabetOf(layout: VitsLayout): string[] {
+  const candidates = new Set<string>();
+  for (const c of layout.characters) {
+    candidates.add(c);
+    const upper = c.toUpperCase();
+    if ([...upper].length === 1) candidates.add(upper);
+  }
+  return [...candidates].filter((c) => !/\s/u.test(c) && layout.tokenize(c).symbols > 0).sort();
+}
+
 export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {
   const layout = loadVitsLayout(entry.engine, dir, entry.options);
   const loaded = await createSession(layout.modelFile, { intraOpThreads, interOpThreads });
@@ -90,6 +121,9 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     if (type !== 'int64' && type !== 'int32') throw new VitsLayoutError(`${layout.modelFile}: input ${name} is ${type}; expected int64`);
     intTypes[name] = type;
   }
+
+  const alphabet = alphabetOf(layout);
+  const speakable = new Set(alphabet);
 
   const int = (name: string, values: number[], dims: number[]) =>
     intTypes[name] === 'int32' ? new ort.Tensor('int32', Int32Array.from(values), dims) : new ort.Tensor('int64', BigInt64Array.from(values, (v) => BigInt(v)), dims);
@@ -119,24 +153,28 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   async function* synthesize(input: unknown, ctx: RunnerContext): AsyncGenerator<SpeechChunk> {
     // Invalid input fails on the first pull, like every other error of a streaming job.
     const { text, ...params } = parseInput(input, layout);
-    // Tokenise every chunk first (cheap) so characters of chunks with nothing to say are charged to a
+    const { unspeakable } = speechText(text, speakable);
+    if (unspeakable.length) throw new UnspeakableTextError(unspeakable);
+    // Plan every chunk first (cheap) so characters of chunks with nothing to say are charged to a
     // neighbour that is spoken, and a text the voice cannot say at all fails before any audio.
-    const planned: Array<{ text: string; characters: number; ids: number[] }> = [];
+    const planned: Array<{ text: string; spoken: string; characters: number }> = [];
     let carried = 0;
     for (const chunk of chunkText(text)) {
-      const tokens = layout.tokenize(chunk.text);
-      if (tokens.symbols === 0) {
+      const spoken = speechText(chunk.text, speakable).text;
+      if (!spoken) {
         if (planned.length) planned[planned.length - 1]!.characters += chunk.characters;
         else carried += chunk.characters;
         continue;
       }
-      planned.push({ text: chunk.text, characters: chunk.characters + carried, ids: tokens.ids });
+      planned.push({ text: chunk.text, spoken, characters: chunk.characters + carried });
       carried = 0;
     }
-    if (!planned.length) throw new Error('The text has nothing this voice can pronounce: none of its characters are in the model vocabulary');
-    for (const chunk of planned) {
+    if (!planned.length) throw new UnspeakableTextError([]);
+    for (const [i, chunk] of planned.entries()) {
       await ctx.checkpoint();
-      const samples = await synthesizeIds(chunk.ids, params);
+      // The space between this chunk and the next is spoken at the end of this one.
+      const { ids } = layout.tokenize(chunk.spoken, { boundaryAfter: i < planned.length - 1 });
+      const samples = await synthesizeIds(ids, params);
       yield { samples, sampleRate: layout.sampleRate, text: chunk.text, characters: chunk.characters };
     }
   }
@@ -150,6 +188,8 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       sampleRate: layout.sampleRate,
       speakers: layout.speakers,
       vocabularySize: layout.vocabularySize,
+      // What the API checks a speech request against (speech-text.ts), before synthesis and charge.
+      alphabet: alphabet.join(''),
       controls: layout.controls,
     }),
     async warmup() {

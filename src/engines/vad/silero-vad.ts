@@ -148,16 +148,18 @@ export class RegionTracker {
   }
 
   /**
-   * The sample before which `regions(totalSamples)` is final, whatever audio follows. Closed regions are;
-   * a region still open ends no earlier than its pending silence's start (or the end of the audio so far,
-   * if none is pending), and is certain to be kept once that is `minSpeech` after its start — else even
-   * its existence waits. Silero's rules close a pending silence only at a window below `threshold − 0.15`,
-   * so probabilities between that and `threshold` can keep this point still for as long as they last.
+   * The sample before which `regions(n)` is final, whatever audio follows. Closed regions are; a region
+   * still open ends no earlier than its pending silence's start (or the first window not seen yet, if none
+   * is pending), and is certain to be kept once that is `minSpeech` after its start — else even its
+   * existence waits; a new region may start at the first window not seen yet, padded back. Silero's rules
+   * close a pending silence only at a window below `threshold − 0.15`, so probabilities between that and
+   * `threshold` can keep this point still for as long as they last.
    */
-  settledUntil(totalSamples: number): number {
-    if (!this.inSpeech) return Math.max(0, totalSamples - this.pad); // a region starting next is padded back
-    const endAtLeast = this.silenceStart >= 0 ? this.silenceStart : totalSamples;
-    return endAtLeast - this.start >= this.minSpeech ? Math.min(endAtLeast, totalSamples - this.pad) : Math.max(0, this.start - this.pad);
+  settledUntil(): number {
+    const seen = this.window * VAD_WINDOW;
+    if (!this.inSpeech) return Math.max(0, seen - this.pad);
+    const endAtLeast = this.silenceStart >= 0 ? this.silenceStart : seen;
+    return endAtLeast - this.start >= this.minSpeech ? endAtLeast : Math.max(0, this.start - this.pad);
   }
 
   /** Regions (seconds, padded and merged) of audio `totalSamples` long, as if it ended there. */

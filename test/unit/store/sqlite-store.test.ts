@@ -42,9 +42,9 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(1);
+      expect(raw.pragma('user_version', { simple: true })).toBe(2);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records']));
+      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
       expect(indexes).toEqual(expect.arrayContaining(['idx_api_keys_key_hash', 'idx_usage_account', 'idx_usage_request']));
     } finally {
@@ -57,6 +57,19 @@ describe('opening', () => {
     await store.close();
     store = await openSqliteStore(dbPath);
     expect(await store.getAccount(account.id)).toEqual(account);
+  });
+
+  it('upgrades a version-1 file (before holds) in place, keeping its accounts', async () => {
+    const account = await store.createAccount('old', 700);
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.exec('DROP TABLE holds');
+    raw.pragma('user_version = 1');
+    raw.close();
+    store = await openSqliteStore(dbPath);
+    expect(await store.getAccount(account.id)).toEqual(account);
+    expect((await store.placeHold({ id: 'hold_1', accountId: account.id, requestId: 'req_1', amountMicros: 700, expiresAt: Date.now() + 60_000 }, Date.now())).placed).toBe(true);
+    expect(await store.availableMicros(account.id, Date.now())).toBe(0);
   });
 
   it('refuses a database written by a newer schema', async () => {

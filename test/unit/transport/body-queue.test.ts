@@ -53,4 +53,33 @@ describe('BodyQueue', () => {
     expect(events).toEqual(['pause', 'resume']);
     expect(q.complete).toBe(true);
   });
+
+  it('drainRest resolves true once the rest of the body has arrived, dropping it', async () => {
+    const q = new BodyQueue(() => {}, () => {});
+    q.push(ab([1, 2]), false);
+    const drained = q.drainRest(100, 5_000);
+    q.push(ab([3, 4, 5]), false);
+    q.push(ab([6]), true);
+    expect(await drained).toBe(true);
+  });
+
+  it('drainRest gives up past its byte limit, after its timeout, or when the client leaves', async () => {
+    const overLimit = new BodyQueue(() => {}, () => {});
+    const a = overLimit.drainRest(4, 5_000);
+    overLimit.push(ab([1, 2, 3]), false);
+    overLimit.push(ab([4, 5]), false);
+    expect(await a).toBe(false);
+
+    const slow = new BodyQueue(() => {}, () => {});
+    expect(await slow.drainRest(100, 20)).toBe(false);
+
+    const gone = new BodyQueue(() => {}, () => {});
+    const c = gone.drainRest(100, 5_000);
+    gone.fail(new Error('client disconnected'));
+    expect(await c).toBe(false);
+
+    const done = new BodyQueue(() => {}, () => {});
+    done.end();
+    expect(await done.drainRest(0, 5_000)).toBe(true);
+  });
 });

@@ -177,6 +177,22 @@ describe('planChunks', () => {
     ]);
   });
 
+  it('never picks the gap the last cut fell in again: no sliver is dropped, no cut falls back to the hard limit', () => {
+    // Silero's regions for the 148 s demo recording of issue P6 #9: two short "silences" inside speech.
+    const regions = [
+      { start: 0.034, end: 5.726 },
+      { start: 6.082, end: 10.91 },
+      { start: 11.17, end: 148.05 },
+    ];
+    const picked: number[] = [];
+    const chunks = planChunks(regions, 148.1, 30, (from, to) => (picked.push(mid(from, to)), mid(from, to)));
+    // Contiguous (all of it is speech), every cut where pickCut put it, the first inside the 10.91–11.17 gap.
+    expect(chunks[0]).toEqual({ start: 0, end: 11.04 });
+    chunks.slice(1).forEach((chunk, i) => expect(chunk.start).toBe(chunks[i]!.end));
+    expect(chunks.map((c) => c.end)).toEqual([...picked, 148.1]);
+    expect(chunks.at(-1)!.end).toBe(148.1);
+  });
+
   it('drops chunks without any speech region and never exceeds the limit', () => {
     const chunks = planChunks([{ start: 2, end: 4 }, { start: 70, end: 75 }], 80, 30, () => 1e9);
     expect(chunks).toEqual([

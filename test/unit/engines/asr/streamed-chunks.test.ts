@@ -2,56 +2,18 @@
  * plannedChunks: audio that arrives in windows is cut into exactly the chunks planChunks makes for the
  * whole audio (same cuts, same dropped silent chunks, same regions, same samples), whatever the window
  * sizes, while reading the input no further than the plan needs. A stand-in VAD reads each 512-sample
- * window's speech probability from the audio itself, so fast-check can write any speech/silence pattern
- * (short blips, pauses just under the hysteresis, silences longer than a chunk, speech longer than a
- * chunk) and the real hysteresis (RegionTracker) decides the regions.
+ * window's speech probability from the audio itself (helpers/windowed-audio.ts), so fast-check can write
+ * any speech/silence pattern (short blips, pauses just under the hysteresis, silences longer than a chunk,
+ * speech longer than a chunk) and the real hysteresis (RegionTracker) decides the regions.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planChunks } from '../../../../src/engines/asr/ctc-decode.js';
-import { plannedChunks, type AudioView, type PlannedChunk, type VadModel } from '../../../../src/engines/asr/streamed-chunks.js';
+import { plannedChunks, type PlannedChunk } from '../../../../src/engines/asr/streamed-chunks.js';
 import { DEFAULT_VAD_OPTIONS, VAD_WINDOW, regionsFromProbabilities } from '../../../../src/engines/vad/silero-vad.js';
+import { RATE, audioOf, fakeVad, fingerprint, probabilitiesOf, quietest, windows } from './helpers/windowed-audio.js';
 
-const RATE = 16000;
 const MAX = 3;
-
-/** A VAD whose probability for a window is the window's first sample, recurrent state and all. */
-const fakeVad: VadModel = {
-  stream: () => {
-    let pending = new Float32Array(0);
-    return {
-      async push(samples) {
-        const all = new Float32Array(pending.length + samples.length);
-        all.set(pending);
-        all.set(samples, pending.length);
-        const n = Math.floor(all.length / VAD_WINDOW);
-        pending = all.slice(n * VAD_WINDOW);
-        return Float32Array.from({ length: n }, (_, w) => all[w * VAD_WINDOW]!);
-      },
-    };
-  },
-};
-
-/** The quietest 20 ms (ties: nearest the middle), reading only samples the view holds. */
-function quietest(audio: AudioView, from: number, to: number): number {
-  const first = Math.ceil(from * RATE);
-  const last = Math.floor(to * RATE);
-  if (first < audio.offset || last > audio.offset + audio.samples.length) {
-    throw new Error(`samples ${first}…${last} are not all held (held: ${audio.offset}…${audio.offset + audio.samples.length})`);
-  }
-  let best = (from + to) / 2;
-  let bestEnergy = Infinity;
-  for (let a = first; a + 320 <= last; a += 320) {
-    let energy = 0;
-    for (let i = a - audio.offset; i < a - audio.offset + 320; i++) energy += audio.samples[i]! ** 2;
-    const t = (a + 160) / RATE;
-    if (energy < bestEnergy - 1e-9 || (Math.abs(energy - bestEnergy) <= 1e-9 && Math.abs(t - (from + to) / 2) < Math.abs(best - (from + to) / 2))) {
-      bestEnergy = energy;
-      best = t;
-    }
-  }
-  return best;
-}
 
 interface Seen {
   start: number;
@@ -59,13 +21,6 @@ interface Seen {
   regions: unknown;
   /** Length and a hash of the chunk's sample bits (deep-comparing the arrays themselves is slow). */
   samples: string;
-}
-
-function fingerprint(samples: Float32Array): string {
-  const bits = new Uint32Array(samples.buffer, samples.byteOffset, samples.length);
-  let h = 0x811c9dc5;
-  for (let i = 0; i < bits.length; i++) h = Math.imul(h ^ bits[i]!, 0x01000193) >>> 0;
-  return `${samples.length}:${h.toString(16)}`;
 }
 
 const see = (c: PlannedChunk): Seen => ({ start: c.start, end: c.end, regions: c.regions, samples: fingerprint(c.slice(c.start, c.end).samples) });
@@ -76,8 +31,7 @@ function wholePlan(audio: Float32Array): Seen[] {
   const view = { samples: audio, offset: 0 };
   const slice = (s: number, e: number) => fingerprint(audio.slice(Math.round(s * RATE), Math.min(audio.length, Math.round(e * RATE))));
   if (total <= MAX) return [{ start: 0, end: total, regions: [], samples: slice(0, total) }];
-  const probs = Float32Array.from({ length: Math.floor(audio.length / VAD_WINDOW) }, (_, w) => audio[w * VAD_WINDOW]!);
-  const regions = regionsFromProbabilities(probs, audio.length, DEFAULT_VAD_OPTIONS);
+  const regions = regionsFromProbabilities(probabilitiesOf(audio), audio.length, DEFAULT_VAD_OPTIONS);
   return planChunks(regions, total, MAX, (from, to) => quietest(view, from, to)).map(({ start, end }) => ({
     start,
     end,
@@ -86,31 +40,11 @@ function wholePlan(audio: Float32Array): Seen[] {
   }));
 }
 
-async function* windows(audio: Float32Array, sizes: number[], pulled?: { count: number }): AsyncGenerator<Float32Array> {
-  for (let at = 0, k = 0; at < audio.length; k++) {
-    const n = sizes[k % sizes.length]!;
-    if (pulled) pulled.count++;
-    yield audio.slice(at, at + n);
-    at += n;
-  }
-}
-
 async function streamedPlan(audio: Float32Array, sizes: number[]): Promise<Seen[]> {
   const out: Seen[] = [];
   const options = { rate: RATE, maxChunkSeconds: MAX, pickCut: quietest, vad: async () => fakeVad, checkpoint: async () => {} };
   for await (const chunk of plannedChunks(windows(audio, sizes), options)) out.push(see(chunk));
   return out;
-}
-
-/** Audio from runs of windows at given speech probabilities (each window's samples hold its probability, with a ripple). */
-function audioOf(runs: Array<{ p: number; windows: number }>, tail: number): Float32Array {
-  const total = runs.reduce((n, r) => n + r.windows, 0) * VAD_WINDOW + tail;
-  const audio = new Float32Array(total);
-  let at = 0;
-  for (const run of runs) {
-    for (let i = 0; i < run.windows * VAD_WINDOW; i++, at++) audio[at] = i % VAD_WINDOW === 0 ? run.p : run.p * (0.5 + 0.5 * Math.sin(at / 7));
-  }
-  return audio;
 }
 
 const length = fc.oneof(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 250 })); // blips and long runs (up to 8 s)

@@ -15,6 +15,7 @@ import { ModelEntrySchema, type EngineType, type ModelEntry } from '../../../../
 import type { Runner, RunnerContext } from '../../../../src/engines/runner.js';
 import { ModelEngine } from '../../../../src/engines/runtime/model-engine.js';
 import { createVitsRunner, type SpeechChunk, type SynthesizeInput } from '../../../../src/engines/tts/vits-runner.js';
+import { loadVitsLayout } from '../../../../src/engines/tts/vits-layouts.js';
 
 let root = '';
 const runners: Record<string, Runner> = {};
@@ -135,25 +136,35 @@ describe('VITS runner on the demo models', () => {
     expectClose(chunk!.samples, expectedSpeech(sounds('aw ni ce', 'drop'), rate), 1e-6);
   });
 
-  it('hf drops characters outside vocab.json, and the chunk carries the characters of a chunk with nothing to say', async () => {
-    const chunks = await speak(runners.hf!, { text: 'I ka kɛnɛ wa? 123' });
-    expect(chunks.map((c) => [c.text, c.characters])).toEqual([['I ka kɛnɛ wa?', 17]]);
+  it('hf: a chunk with nothing to say (punctuation only) charges its characters to the spoken chunk before it', async () => {
+    const chunks = await speak(runners.hf!, { text: 'I ka kɛnɛ wa? !!' });
+    expect(chunks.map((c) => [c.text, c.characters])).toEqual([['I ka kɛnɛ wa?', 16]]);
     expectClose(chunks[0]!.samples, expectedSpeech(sounds('i ka kɛnɛ wa', 'drop'), 16000), 1e-6);
   });
 
-  it('sherpa maps unknown characters to <unk> (silent, one symbol long) and capitals through tokens.txt', async () => {
-    const [chunk] = await speak(runners.sherpa!, { text: 'Ɲa 9 ta' });
-    expectClose(chunk!.samples, expectedSpeech(['ɲ', 'a', ' ', 'unk', ' ', 't', 'a'].map((c) => (c === 'unk' ? 'unk' : symbolIndex(c))), 22050), 1e-6);
+  it.each(['hf', 'sherpa', 'piper'] as const)('%s reads digits as Bambara number words, and speaks the space where one phrase ends and the next begins', async (layout) => {
+    const chunks = await speak(runners[layout]!, { text: 'Ɲa 9 ta. 123' });
+    expect(chunks.map((c) => [c.text, c.characters])).toEqual([['Ɲa 9 ta.', 9], ['123', 3]]);
+    const rate = chunks[0]!.sampleRate;
+    // The first phrase ends with the voice's space symbol: joined, the phrases still read as separate words.
+    expectClose(chunks[0]!.samples, expectedSpeech(sounds('ɲa kɔnɔntɔn ta ', 'drop'), rate), 1e-6);
+    expectClose(chunks[1]!.samples, expectedSpeech(sounds('kɛmɛ ni mugan ni saba', 'drop'), rate), 1e-6);
   });
 
-  it('sherpa without <unk> in tokens.txt skips unknown characters, as sherpa-onnx does', async () => {
-    const dir = copyLayout('vits-sherpa');
-    const tokens = fs.readFileSync(path.join(dir, 'tokens.txt'), 'utf8');
-    fs.writeFileSync(path.join(dir, 'tokens.txt'), tokens.replace(/^<unk> \d+\n/m, ''));
-    const runner = await load('vits-sherpa', dir);
-    const [chunk] = await speak(runner, { text: 'ka 9 ta' });
-    expectClose(chunk!.samples, expectedSpeech(sounds('ka  ta', 'drop'), 22050), 1e-6);
-    await runner.close();
+  it('reports the alphabet the voice speaks: the demo letters in both cases, no space, no blank', () => {
+    const letters = [...'abcdeɛfghijklmnɲŋoɔprstuwyz'];
+    const expected = [...letters, ...letters.map((c) => c.toUpperCase())].sort().join('');
+    for (const layout of ['hf', 'sherpa', 'piper'] as const) expect(runners[layout]!.info().alphabet).toBe(expected);
+  });
+
+  it('sherpa tokenizer: unknown characters map to <unk>, or are skipped when tokens.txt has none, as sherpa-onnx does', () => {
+    const dir = path.join(root, 'vits-sherpa');
+    const tokens = new Map(fs.readFileSync(path.join(dir, 'tokens.txt'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))] as const));
+    const [a, unk, blank] = [tokens.get('a')!, tokens.get('<unk>')!, tokens.get('_')!];
+    expect(loadVitsLayout('vits-sherpa', dir, {}).tokenize('a%a').ids).toEqual([blank, a, blank, unk, blank, a, blank]);
+    const bare = copyLayout('vits-sherpa');
+    fs.writeFileSync(path.join(bare, 'tokens.txt'), fs.readFileSync(path.join(dir, 'tokens.txt'), 'utf8').replace(/^<unk> \d+\n/m, ''));
+    expect(loadVitsLayout('vits-sherpa', bare, {}).tokenize('a%a').ids).toEqual([blank, a, blank, a, blank]);
   });
 
   it('sherpa applies the speaker gain of sid, and rejects a speaker the voice does not have', async () => {
@@ -181,10 +192,11 @@ describe('VITS runner on the demo models', () => {
       expect(chunks.map((c) => c.text)).toEqual(['Aw ni ce, i ka kɛnɛ wa, n teri,', 'ne bɛ taa sugu la sisan.', 'Awɔ, n bɛ na!']);
       expect(chunks.reduce((n, c) => n + c.characters, 0)).toBe(text.length);
       const rate = chunks[0]!.sampleRate;
-      for (const c of chunks) {
-        const seq = sounds(c.text, layout === 'sherpa' ? 'unk' : 'drop');
-        expect(c.samples.length).toBe(expectedSpeech(seq, rate).length);
-      }
+      // Punctuation is a pause (no sound of its own); each phrase but the last ends with the spoken space.
+      chunks.forEach((c, i) => {
+        const seq = sounds(`${c.text.replace(/[,.!]/g, '')}${i < chunks.length - 1 ? ' ' : ''}`, 'drop');
+        expectClose(c.samples, expectedSpeech(seq, rate), 1e-6);
+      });
     }
   });
 
@@ -203,7 +215,8 @@ describe('VITS runner on the demo models', () => {
   });
 
   it('rejects text with nothing the voice can pronounce, bad input and unknown methods', async () => {
-    await expect(speak(runners.hf!, { text: '123 !!' })).rejects.toThrow('nothing this voice can pronounce');
+    await expect(speak(runners.hf!, { text: '... !!' })).rejects.toThrow('nothing this voice can pronounce');
+    await expect(speak(runners.piper!, { text: 'i ni ce 😀 x' })).rejects.toThrow('characters this voice cannot pronounce: "😀", "x"');
     await expect(speak(runners.hf!, { text: 42 } as unknown as SynthesizeInput)).rejects.toThrow('Invalid synthesize input: text');
     await expect(runners.hf!.call('transcribe', {}, context()) as Promise<unknown>).rejects.toThrow('no method transcribe');
   });

@@ -1,0 +1,28 @@
+/**
+ * Starts Kuma in its own process (test/fixtures/serve-with-models.ts), as in production, for tests whose
+ * behaviour depends on client and server not sharing one event loop, or that measure or kill the process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import readline from 'node:readline';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  apiKey: string;
+  accountId: string;
+  pid: number;
+  baseUrl: string;
+}
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-with-models.ts'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`server exited early (${code})`)));
+  });
+  const info = JSON.parse(line) as { port: number; apiKey: string; accountId: string; pid: number };
+  return { child, ...info, baseUrl: `http://127.0.0.1:${info.port}` };
+}

@@ -1,0 +1,149 @@
+/**
+ * The exchanges of the OpenAPI contract test: for every operation, its successes in every response format
+ * and streaming variant, and each error it can answer (401, 402, 404, 400, 413, 415, 422, and 503 from a
+ * server without models). Paths are relative to a prefix, except for the operational endpoints.
+ */
+import { JIFILI_FORMATS, LEGACY_FORMATS } from '../../src/api/compat/speech-rules.js';
+
+export interface ContractCase {
+  name: string;
+  /** Groups the cases of one operation into one test. */
+  operation: string;
+  method: 'GET' | 'POST';
+  path: string;
+  /** Not under the primary surface's prefixes (the operational endpoints). */
+  absolute?: boolean;
+  /** `bare`: the server without models. */
+  server?: 'main' | 'bare';
+  headers?: () => Record<string, string>;
+  body?: () => RequestInit['body'];
+  /** A JSON request body: also checked against the document's request schema. */
+  json?: unknown;
+  /** Whether the document's request schema accepts `json` (default: it does). */
+  requestValid?: boolean;
+  status: number;
+  responseFormat?: string;
+  expectMediaType?: string;
+}
+
+interface Inputs {
+  audio: { speech: () => Blob; tooLong: () => Blob };
+  key: () => string;
+  brokeKey: () => string;
+  /** A funded key of the server without models. */
+  bareKey: () => string;
+}
+
+const NO_KEY = () => ({});
+const LANGS = { source_language: 'bam_Latn', target_language: 'fra_Latn' };
+
+export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCase[] {
+  const bearer = (k: () => string) => () => ({ authorization: `Bearer ${k()}` });
+  const authedOn = (extra: Partial<ContractCase>) => bearer(extra.server === 'bare' ? bareKey : key);
+  const authed = bearer(key);
+
+  const json = (operation: string, path: string, name: string, body: unknown, status: number, extra: Partial<ContractCase> = {}): ContractCase => ({
+    name,
+    operation,
+    method: 'POST',
+    path,
+    headers: () => ({ ...authedOn(extra)(), 'content-type': 'application/json' }),
+    body: () => JSON.stringify(body),
+    json: body,
+    status,
+    ...extra,
+  });
+  const form = (operation: string, path: string, name: string, fields: Record<string, string>, status: number, extra: Partial<ContractCase> & { file?: () => Blob | null } = {}): ContractCase => ({
+    name,
+    operation,
+    method: 'POST',
+    path,
+    headers: authedOn(extra),
+    body: () => {
+      const data = new FormData();
+      for (const [k, v] of Object.entries(fields)) data.append(k, v);
+      const file = extra.file === undefined ? audio.speech() : extra.file();
+      if (file) data.append('file', file, 'speech.wav');
+      return data;
+    },
+    status,
+    responseFormat: fields.stream === 'true' ? undefined : (fields.response_format ?? 'json'),
+    ...extra,
+  });
+  const get = (operation: string, path: string, name: string, status: number, extra: Partial<ContractCase> = {}): ContractCase => ({ name, operation, method: 'GET', path, headers: authed, status, ...extra });
+
+  const transcribe = (name: string, fields: Record<string, string>, status: number, extra?: Partial<ContractCase> & { file?: () => Blob | null }) =>
+    form('transcriptions', '/audio/transcriptions', name, fields, status, extra);
+  const translate = (name: string, fields: Record<string, string>, status: number, extra?: Partial<ContractCase> & { file?: () => Blob | null }) =>
+    form('translations', '/audio/translations', name, fields, status, extra);
+  const chat = (name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => json('chat', '/chat/completions', name, body, status, extra);
+  const speak = (name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => json('speech', '/audio/speech', name, body, status, extra);
+  const chatBody = { messages: [{ role: 'user', content: 'i ni ce' }], djelia: LANGS };
+  const raw = (contentType: string, body: string) => ({ headers: () => ({ ...authed(), 'content-type': contentType }), body: () => body, json: undefined });
+
+  return [
+    get('models', '/models', 'the model list', 200),
+    get('models', '/models', 'no key', 401, { headers: NO_KEY }),
+    get('model', '/models/whisper-1', 'an alias', 200),
+    get('model', '/models/gpt-9', 'an unknown model', 404),
+    get('model', '/models/sunjata-1', 'no key', 401, { headers: NO_KEY }),
+
+    ...['json', 'verbose_json', 'text', 'srt', 'vtt'].map((f) => transcribe(`response_format ${f}`, { model: 'sunjata-1', response_format: f }, 200)),
+    transcribe('no fields but the file: every default applies', {}, 200, { expectMediaType: 'application/json' }),
+    transcribe('stream=true (json)', { stream: 'true' }, 200, { expectMediaType: 'text/event-stream' }),
+    transcribe('stream=true with text', { stream: 'true', response_format: 'text' }, 200, { expectMediaType: 'text/event-stream' }),
+    transcribe('stream=true with srt', { stream: 'true', response_format: 'srt' }, 400),
+    transcribe('no file', { model: 'sunjata-1' }, 400, { file: () => null }),
+    transcribe('no key', {}, 401, { headers: NO_KEY }),
+    transcribe('no balance', {}, 402, { headers: bearer(brokeKey) }),
+    transcribe('an unknown model', { model: 'gpt-9' }, 404),
+    transcribe('audio over the duration limit', {}, 413, { file: audio.tooLong }),
+    transcribe('a JSON body', {}, 415, raw('application/json', '{}')),
+    transcribe('no model loaded', {}, 503, { server: 'bare' }),
+
+    translate('json', { language: 'fra_Latn' }, 200),
+    translate('text', { response_format: 'text' }, 200),
+    translate('srt is not served for translations', { response_format: 'srt' }, 400),
+    translate('no key', {}, 401, { headers: NO_KEY }),
+    translate('no balance', {}, 402, { headers: bearer(brokeKey) }),
+    translate('an unknown model', { model: 'gpt-9' }, 404),
+    translate('audio over the duration limit', {}, 413, { file: audio.tooLong }),
+    translate('a urlencoded body', {}, 415, raw('application/x-www-form-urlencoded', 'model=sunjata-1')),
+    translate('no model loaded', {}, 503, { server: 'bare' }),
+
+    chat('the translation, model by default', chatBody, 200, { expectMediaType: 'application/json' }),
+    chat('stream=true', { ...chatBody, model: 'banjugu-1', stream: true }, 200, { expectMediaType: 'text/event-stream' }),
+    chat('no djelia object', { messages: chatBody.messages }, 400, { requestValid: false }),
+    chat('the same language twice', { ...chatBody, djelia: { source_language: 'bam_Latn', target_language: 'bam_Latn' } }, 400),
+    chat('a body that is not JSON', null, 400, raw('application/json', '{"messages": [')),
+    chat('no key', chatBody, 401, { headers: NO_KEY }),
+    chat('no balance', chatBody, 402, { headers: bearer(brokeKey) }),
+    chat('an unknown model', { ...chatBody, model: 'gpt-9' }, 404),
+    chat('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ ...chatBody, pad: 'x'.repeat(70 * 1024) }))),
+    chat('an XML body', null, 415, raw('application/xml', '<messages/>')),
+    chat('no model loaded', chatBody, 503, { server: 'bare' }),
+
+    ...JIFILI_FORMATS.map((f) => speak(`jifili-1 ${f}`, { model: 'jifili-1', input: 'i ni ce', response_format: f }, 200, { responseFormat: f })),
+    ...LEGACY_FORMATS.filter((f) => !JIFILI_FORMATS.includes(f)).map((f) =>
+      speak(`djelia-tts-v2 ${f}`, { model: 'djelia-tts-v2', input: 'i ni ce', voice: 'sekou', response_format: f }, 200, { responseFormat: f }),
+    ),
+    speak('only input: model, format and stream_format by default', { input: 'i ni ce' }, 200, { responseFormat: 'mp3' }),
+    speak('a djelia object without chunk_size', { input: 'i ni ce', djelia: { temperature: 0.5 } }, 200, { responseFormat: 'mp3' }),
+    speak('stream_format=sse', { input: 'i ni ce', response_format: 'wav', stream_format: 'sse' }, 200, { expectMediaType: 'text/event-stream' }),
+    speak('chunk_size out of bounds', { input: 'i ni ce', djelia: { chunk_size: 3 } }, 400, { requestValid: false }),
+    speak('no input', { model: 'jifili-1' }, 400, { requestValid: false }),
+    speak('a voice jifili-1 does not serve', { input: 'i ni ce', voice: 'echo' }, 400),
+    speak('no key', { input: 'i ni ce' }, 401, { headers: NO_KEY }),
+    speak('no balance', { input: 'i ni ce' }, 402, { headers: bearer(brokeKey) }),
+    speak('an unknown model', { model: 'gpt-9', input: 'i ni ce' }, 404),
+    speak('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ input: 'i'.repeat(70 * 1024) }))),
+    speak('a form body', null, 415, raw('multipart/form-data; boundary=x', '--x--')),
+    speak('a format jifili-1 does not serve', { input: 'i ni ce', response_format: 'flac' }, 422),
+    speak('no model loaded', { input: 'i ni ce' }, 503, { server: 'bare' }),
+
+    get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
+    get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
+    get('readyz', '/readyz', 'ready', 200, { absolute: true, headers: NO_KEY }),
+    get('metrics', '/metrics', 'the metrics', 200, { absolute: true, headers: NO_KEY }),
+  ];
+}
