@@ -10,6 +10,8 @@ export interface ServerProcess {
   port: number;
   apiKey: string;
   accountId: string;
+  /** A key of a second account. */
+  otherApiKey: string;
   pid: number;
   baseUrl: string;
 }
@@ -23,6 +25,6 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     readline.createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`server exited early (${code})`)));
   });
-  const info = JSON.parse(line) as { port: number; apiKey: string; accountId: string; pid: number };
+  const info = JSON.parse(line) as { port: number; apiKey: string; accountId: string; otherApiKey: string; pid: number };
   return { child, ...info, baseUrl: `http://127.0.0.1:${info.port}` };
 }
