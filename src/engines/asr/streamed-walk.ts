@@ -10,6 +10,9 @@
  * VAD tracker reports (StreamedAudio.settled); a step waits until the next region is known there, or until
  * no region can start soon enough to prevent the skip. During a long silence the skip is certain before its
  * end is known: the audio before the earliest place it can land is dropped meanwhile.
+ *
+ * The one inexact case, as in streamed-chunks.ts: probabilities between Silero's two thresholds right
+ * after speech leave a region's end open; after two windows of that the regions are taken as they stand.
  */
 import type { Word } from './ctc-decode.js';
 import { commitAtPause, skipSilence, SPEECH_MARGIN_SECONDS, type WindowOptions } from './ctc-windows.js';
@@ -48,14 +51,17 @@ export async function* streamedWalk(input: AsyncIterable<Float32Array>, walk: St
         from = skipSilence(start, now, regions, max);
       } else {
         const settled = audio.settled();
-        if (settled <= start) return 'wait';
-        const next = regions.find((r) => r.start < settled && r.end > start);
+        // Silero's rules can leave a region open for as long as probabilities stay between its two
+        // thresholds; after two windows of that the regions are taken as they stand (speech going on).
+        const forced = now >= start + 2 * max;
+        if (settled <= start && !forced) return 'wait';
+        const next = regions.find((r) => (forced || r.start < settled) && r.end > start);
         if (next) {
           from = skipSilence(start, now, [next], max);
         } else {
           // The next speech, if any, starts at or after `settled`: skipped to, if it starts far enough away.
-          if (settled - SPEECH_MARGIN_SECONDS - start < max) return 'wait';
-          audio.dropBefore(settled - SPEECH_MARGIN_SECONDS); // the skip lands no earlier than that
+          if (settled - SPEECH_MARGIN_SECONDS - start < max && !forced) return 'wait';
+          audio.dropBefore(Math.max(start, settled - SPEECH_MARGIN_SECONDS)); // the skip lands no earlier than that
           return 'wait';
         }
       }

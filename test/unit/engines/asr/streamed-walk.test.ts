@@ -118,6 +118,17 @@ describe('streamedWalk', () => {
     for (const sizes of [[1], [512], [7919, 133]]) expect(await streamWalk(audio, sizes)).toEqual(await wholeWalk(audio));
   });
 
+  it('probabilities between the thresholds for a long time after speech: walked anyway, within a few windows of audio', async () => {
+    // Words, a silent window (the region's end pending), then 60 s at 0.4 without words, then words again.
+    const audio = audioOf([{ p: 0.9, windows: 60, word: 6 }, { p: 0, windows: 1 }, { p: 0.4, windows: 1900 }, { p: 0.9, windows: 60, word: 6 }, { p: 0, windows: 40 }], 0);
+    const pulled = { count: 0 };
+    const atStep: number[] = [];
+    const streamed = await streamWalk(audio, [8000], pulled, () => atStep.push(pulled.count));
+    expect(streamed.steps.flat().length).toBeGreaterThan(10); // both stretches of words were decoded
+    // Every step came within a few windows of input after the previous one: nothing waited for the gray stretch to end.
+    atStep.forEach((count, i) => expect(count - (i ? atStep[i - 1]! : 0)).toBeLessThanOrEqual(Math.ceil((2 * MAX + 1) / 0.5) + 1));
+  });
+
   it('skips a long silence without holding it, and reads about a window ahead', async () => {
     // 2 s of words, 60 s of silence, 2 s of words, in 0.5 s input windows.
     const audio = audioOf([{ p: 0.9, windows: 62, word: 8 }, { p: 0, windows: 1875 }, { p: 0.9, windows: 62, word: 8 }, { p: 0, windows: 40 }], 0);
