@@ -46,8 +46,8 @@ export function manifestEntry(entry: NewEntry, manifestFile: string): RawEntry {
 
 /**
  * Writes `entry` into `manifestFile` (created when missing). An entry with the same id (`{vendor}` ids
- * match their expansion) is replaced: engine, dir and options are new; aliases, replicas and maxQueue
- * are kept. Returns whether an entry was replaced.
+ * match their expansion) is replaced: engine, dir and options are new; aliases, replicas, maxQueue and
+ * jobsPerReplica are kept. Returns whether an entry was replaced.
  */
 export function upsertManifestEntry(manifestFile: string, entry: NewEntry, vendor = 'djelia'): { replaced: boolean; text: string } {
   let models: RawEntry[] = [];
