@@ -207,9 +207,9 @@ export function planChunks(regions: Region[], total: number, maxSeconds: number,
 
 /**
  * The steps of planChunks one at a time, from `from` (a step's end) on, the dropped ones included
- * (`speech: false`). A step from `start` depends only on the regions up to `start + maxSeconds` and on
- * whether `total` lies beyond that, which is what lets audio that arrives in windows be planned as it
- * comes (asr/streamed-chunks.ts).
+ * (`speech: false`). A step from `start` depends on the regions up to `start + maxSeconds`, on whether
+ * `total` lies beyond that, and on whether any region follows the window's last one (the pause after it is
+ * a gap only then): what lets audio that arrives in windows be planned as it comes (asr/streamed-chunks.ts).
  */
 export function* chunkSteps(regions: Region[], total: number, maxSeconds: number, pickCut: (from: number, to: number) => number, from = 0): Generator<Region & { speech: boolean }> {
   const sorted = [...regions].sort((a, b) => a.start - b.start);
