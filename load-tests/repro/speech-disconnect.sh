@@ -1,5 +1,6 @@
 #!/bin/bash
 # P6 item 1 repro: curl | head -c N at 20 offsets, each followed by a normal speech request (10 s limit).
+# Usage: load-tests/repro/speech-disconnect.sh PORT API_KEY   (a server started with `npm start`)
 PORT=$1; KEY=$2
 BODY='{"model":"jifili-1","input":"i ni ce a b d e f g i ni ce a b d e f g","response_format":"wav"}'
 ok=0; bad=0
