@@ -16,7 +16,7 @@
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import { EncoderThreadError, type EncoderOptions, type SpeechFormat } from '../types.js';
-import { copyForTransfer, reviveError, type PoolRequest, type WorkerReply } from './protocol.js';
+import { copyForTransfer, reviveError, type PoolRequest, type WorkerData, type WorkerReply } from './protocol.js';
 import { StreamScheduler, type ScheduledStream } from './stream-scheduler.js';
 
 export interface EncoderPoolOptions {
@@ -26,6 +26,8 @@ export interface EncoderPoolOptions {
   inFlightPerWorker?: number;
   /** Requests one stream may have waiting; default 8. */
   maxPendingPerStream?: number;
+  /** Formats each worker loads (WASM compile, first instance) before it takes requests. */
+  warmFormats?: readonly SpeechFormat[];
   /** The worker module; tests substitute one that can be made to crash. */
   workerUrl?: URL;
 }
@@ -73,6 +75,7 @@ export class EncoderPool {
   private readonly inFlightPerWorker: number;
   private readonly maxPendingPerStream: number;
   private readonly workerUrl: URL;
+  private readonly warmFormats: readonly SpeechFormat[];
   private readonly slots = new Set<Slot>();
   private nextStream = 1;
   private nextSeq = 1;
@@ -83,6 +86,7 @@ export class EncoderPool {
     this.inFlightPerWorker = Math.max(1, Math.floor(options.inFlightPerWorker ?? 2));
     this.maxPendingPerStream = Math.max(1, Math.floor(options.maxPendingPerStream ?? 8));
     this.workerUrl = options.workerUrl ?? WORKER_URL;
+    this.warmFormats = options.warmFormats ?? [];
   }
 
   /** Starts every worker now (server start), so the first stream does not wait for a thread to boot. */
@@ -222,7 +226,7 @@ export class EncoderPool {
 
   private spawn(): void {
     const slot: Slot = {
-      worker: spawnWorker(this.workerUrl),
+      worker: spawnWorker(this.workerUrl, { workerData: { warmFormats: this.warmFormats } satisfies WorkerData }),
       ready: false,
       streams: new Set(),
       inFlight: new Map(),

@@ -7,10 +7,10 @@
  *
  * Output bytes are transferred back, not copied. Every request but `close` is answered exactly once.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { createInThreadEncoder } from '../encoders/in-thread.js';
 import type { StreamingEncoder } from '../types.js';
-import { errorData, transferable, type PoolRequest, type WorkerReply } from './protocol.js';
+import { errorData, transferable, type PoolRequest, type WorkerData, type WorkerReply } from './protocol.js';
 
 const port = parentPort;
 if (!port) throw new Error('encoder-worker.ts must run in a worker thread (see EncoderPool)');
@@ -79,4 +79,20 @@ port.on('message', (request: PoolRequest) => {
   current.chain = current.chain.then(() => handle(current, request));
 });
 
-post({ type: 'ready' });
+/**
+ * Loads the codecs before taking requests (WASM compile, the first instance's memory: ≈ 15–35 ms for LAME),
+ * so that this happens when the pool starts, not on a stream's path to its first bytes. A codec that fails
+ * to load here is not fatal: the stream that needs it gets the error.
+ */
+async function warmUp(): Promise<void> {
+  const { warmFormats } = (workerData ?? { warmFormats: [] }) as WorkerData;
+  for (const format of warmFormats) {
+    try {
+      (await createInThreadEncoder(format, { inputRate: 24000 })).close();
+    } catch {
+      // reported to the first stream of this format instead
+    }
+  }
+}
+
+void warmUp().then(() => post({ type: 'ready' }));

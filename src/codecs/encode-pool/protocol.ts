@@ -6,6 +6,11 @@
  */
 import type { SpeechFormat } from '../types.js';
 
+export interface WorkerData {
+  /** Formats to load before answering `ready`. */
+  warmFormats: readonly SpeechFormat[];
+}
+
 export type PoolRequest =
   | { type: 'open'; stream: number; seq: number; format: SpeechFormat; inputRate: number }
   | { type: 'push'; stream: number; seq: number; samples: Float32Array }

@@ -35,7 +35,7 @@ export function configureEncoderPool(size: number | undefined): void {
 export function sharedEncoderPool(): EncoderPool | null {
   const size = threads ?? defaultEncoderThreads();
   if (size <= 0) return null;
-  pool ??= new EncoderPool({ size });
+  pool ??= new EncoderPool({ size, warmFormats: [...POOLED_FORMATS] });
   return pool;
 }
 
