@@ -15,7 +15,7 @@ import { createInThreadEncoder } from '../../src/codecs/encoders/in-thread.js';
 import { createPooledEncoder } from '../../src/codecs/encode-pool/pooled-encoder.js';
 import { closeSharedEncoderPool, configureEncoderPool, POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 import { percentile, recordSection } from '../results.js';
-import { loopActiveMs, speechAt } from './slice-cost.js';
+import { loopActiveMs, speechAt } from './bench-helpers.js';
 
 const RATE = 16000;
 const SLICE = RATE / 10;

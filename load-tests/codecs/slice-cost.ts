@@ -18,8 +18,8 @@ import { createEncoder } from '../../src/codecs/encoders/index.js';
 import { createInThreadEncoder } from '../../src/codecs/encoders/in-thread.js';
 import { closeSharedEncoderPool, POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 import { closeSharedAacPool, sharedAacPool } from '../../src/codecs/encoders/ffmpeg-aac-pool.js';
-import { speakDemo } from '../../models/generator/demo-voice.js';
 import { recordSection } from '../results.js';
+import { loopActiveMs, speechAt } from './bench-helpers.js';
 
 const RATES = [16000, 22050] as const;
 const SLICE_SECONDS = 0.1;
@@ -27,25 +27,6 @@ const RUNS = 5;
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '20' }, 'no-write': { type: 'boolean', default: false } } });
 const seconds = Number(values.seconds);
-
-/** Demo-voice speech at `rate`, `seconds` long (the voice repeated). */
-export function speechAt(rate: number, totalSeconds: number): Float32Array {
-  const text = 'i ni ce a ka kɛnɛ wa n bɛ taa sugu la ɔ ɲɔ ŋa ';
-  const out = new Float32Array(Math.round(totalSeconds * rate));
-  for (let offset = 0; offset < out.length; ) {
-    const piece = speakDemo(text, rate).samples;
-    out.set(piece.subarray(0, Math.min(piece.length, out.length - offset)), offset);
-    offset += piece.length;
-  }
-  return out;
-}
-
-/** Event-loop active milliseconds while `work` runs (its idle waits on other threads or processes excluded). */
-export async function loopActiveMs(work: () => Promise<void>): Promise<number> {
-  const before = performance.eventLoopUtilization();
-  await work();
-  return performance.eventLoopUtilization(before).active;
-}
 
 /** One whole stream in 0.1 s slices; returns the main thread's µs per slice. */
 async function streamCost(format: SpeechFormat, rate: number, input: Float32Array, create = createInThreadEncoder): Promise<number> {
@@ -99,7 +80,7 @@ async function main(): Promise<void> {
     [
       `Input: ${seconds} s of the demo voice at 16 kHz and at 22.05 kHz, pushed in 0.1 s slices (1600 / 2205 samples) into createEncoder(); median of ${RUNS} whole streams (creation and flush included) after one untimed one.`,
       'µs per slice = event-loop active time (performance.eventLoopUtilization) / slices: the work the calling thread does, resampling included; for aac/fmp4 the ffmpeg process and the waits on it are not counted (the loop is idle then).',
-      `in-thread: the encoder on the calling thread (createInThreadEncoder); pooled: through createEncoder(), i.e. the encoder worker pool (${sharedEncoderPool()?.size ?? 0} worker threads), for the formats it takes (${[...POOLED_FORMATS].join(', ')}).`,
+      `in-thread: the encoder on the calling thread (createInThreadEncoder); pooled: through createEncoder(), i.e. the encoder worker pool (${sharedEncoderPool()?.size ?? 0} worker thread(s)), for the formats it takes (${[...POOLED_FORMATS].join(', ')}).`,
     ],
     rows,
     !values['no-write'],
