@@ -17,6 +17,7 @@ import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
+import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -71,6 +72,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     streamsPerWorker: config.decoderStreamsPerThread,
     maxQueue: config.decoderMaxQueue,
   });
+  configureEncoderPool(config.encoderThreads);
+  // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
+  sharedEncoderPool()?.warm();
   const { routes } = createApi({
     engines,
     decoder,
@@ -119,6 +123,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         await http.close(config.shutdownGraceMs);
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
+        await closeSharedEncoderPool();
         await decoder.close();
         if (ownsStore) await store.close();
         logger.info('stopped');

@@ -79,3 +79,14 @@ export class DecoderRestartedError extends Error {
     this.name = 'DecoderRestartedError';
   }
 }
+
+/**
+ * The encoder worker thread serving this stream stopped (it crashed, or the pool was shut down): the
+ * stream cannot go on. Only the streams pinned to that thread fail; the pool replaces the thread.
+ */
+export class EncoderThreadError extends Error {
+  constructor(detail: string) {
+    super(`The audio encoder thread serving this stream stopped (${detail}); the stream cannot continue.`);
+    this.name = 'EncoderThreadError';
+  }
+}

@@ -35,6 +35,11 @@ export const ConfigSchema = z.object({
   decoderStreamsPerThread: z.coerce.number().int().min(1).max(1024).default(16),
   /** Uploads that may wait for a decoder stream; more are refused with 503 and Retry-After. */
   decoderMaxQueue: int(64),
+  /**
+   * Worker threads encoding the costly speech formats (mp3, opus, flac) off the I/O thread; 0 = encode on
+   * the I/O thread. Default: half the cores, 1 to 4 (src/codecs/encode-pool/shared-pool.ts).
+   */
+  encoderThreads: z.coerce.number().int().min(0).max(64).optional(),
   /** Upload parts larger than this are written to a temp file instead of being held in memory. */
   uploadSpillBytes: int(1024 * 1024),
   tmpDir: z.string().default(os.tmpdir()),
@@ -72,6 +77,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DECODE_TIMEOUT_MS: 'decodeTimeoutMs',
   KUMA_DECODER_STREAMS_PER_THREAD: 'decoderStreamsPerThread',
   KUMA_DECODER_MAX_QUEUE: 'decoderMaxQueue',
+  KUMA_ENCODER_THREADS: 'encoderThreads',
   KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
   KUMA_TMP_DIR: 'tmpDir',
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',

@@ -1,40 +1,21 @@
 /**
- * The encoder registry: one createEncoder() for all 13 speech formats, and encodeStream(), which turns a
- * pull-based stream of PCM chunks into a stream of encoded bytes with flush at the end and the encoder
- * always closed — on success, error, consumer break, or abort.
+ * The encoder registry: one createEncoder() for all 13 speech formats (on this thread or in the encoder
+ * worker pool), and encodeStream(), which turns a pull-based stream of PCM chunks into a stream of encoded
+ * bytes with flush at the end and the encoder always closed — on success, error, consumer break, or abort.
  */
 
 import type { EncoderOptions, SpeechFormat, StreamingEncoder } from '../types.js';
-import { createAacEncoder } from './aac.js';
-import { createFlacEncoder } from './flac.js';
-import { createFmp4Encoder } from './fmp4.js';
-import { createG711Encoder } from './g711.js';
-import { createMp3Encoder } from './mp3.js';
-import { createOpusEncoder } from './opus.js';
-import { createPcmEncoder } from './pcm.js';
-import { createWavEncoder } from './wav.js';
+import { createPooledEncoder } from '../encode-pool/pooled-encoder.js';
+import { POOLED_FORMATS, sharedEncoderPool } from '../encode-pool/shared-pool.js';
+import { createInThreadEncoder } from './in-thread.js';
 
-const FACTORIES: Readonly<Record<SpeechFormat, (options: EncoderOptions) => Promise<StreamingEncoder>>> = {
-  pcm: (options) => createPcmEncoder('pcm', options),
-  l16_8000: (options) => createPcmEncoder('l16_8000', options),
-  l16_16000: (options) => createPcmEncoder('l16_16000', options),
-  wav: (options) => createWavEncoder('wav', options),
-  wav_8k: (options) => createWavEncoder('wav_8k', options),
-  ulaw: (options) => createG711Encoder('ulaw', options),
-  ulaw_8k: (options) => createG711Encoder('ulaw_8k', options),
-  alaw: (options) => createG711Encoder('alaw', options),
-  mp3: createMp3Encoder,
-  opus: createOpusEncoder,
-  aac: createAacEncoder,
-  fmp4: createFmp4Encoder,
-  flac: createFlacEncoder,
-};
-
+/**
+ * An encoder for `format`. The formats that cost the I/O thread more than a few hundred µs per 0.1 s
+ * slice run in the encoder worker pool (same interface, same bytes); the rest on this thread.
+ */
 export async function createEncoder(format: SpeechFormat, options: EncoderOptions): Promise<StreamingEncoder> {
-  const factory = FACTORIES[format];
-  // The format usually comes from a validated request, but a bad value must not surface as "not a function".
-  if (!factory) throw new Error(`no encoder for format ${JSON.stringify(format)}`);
-  return factory(options);
+  const pool = POOLED_FORMATS.has(format) ? sharedEncoderPool() : null;
+  return pool ? createPooledEncoder(pool, format, options) : createInThreadEncoder(format, options);
 }
 
 const ABORTED = Symbol('aborted');

@@ -1,0 +1,64 @@
+/**
+ * Speech in the pooled formats (mp3, opus, flac) through HTTP: a client that leaves mid-stream leaves no
+ * encoder behind in the pool's workers, and the next request is served whole. The TTS runner is the
+ * scripted demo voice, slowed between phrases so that the client leaves while the stream is under way.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { EngineRegistry } from '../../src/engines/engine-registry.js';
+import { POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-encoder-pool-'));
+const LONG = 'n bɛ taa sugu la sini, an bɛ malo san. '.repeat(8).trim();
+
+let t: TestServer;
+let engines: EngineRegistry;
+beforeAll(async () => {
+  const manifest = path.join(dir, 'manifest.json');
+  const fixtures = path.resolve('test/fixtures/engines');
+  fs.writeFileSync(manifest, JSON.stringify({ models: [
+    { id: 'jifili-1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log'), phraseDelayMs: 100 } },
+    // A legacy model: the only kind that offers flac.
+    { id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress-v2.log'), phraseDelayMs: 100 } },
+  ] }));
+  engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
+  t = await startTestServer({ engines, clock: () => new Date('2026-09-01T00:00:00Z') });
+  await t.server.enginesReady;
+}, 120_000);
+afterAll(async () => {
+  await t.close();
+  await engines.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const speech = (format: string, signal?: AbortSignal) =>
+  fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: format === 'flac' ? 'djelia-tts-v2' : 'jifili-1', input: LONG, response_format: format }),
+    signal,
+  });
+
+describe('speech through the encoder pool', () => {
+  it.each([...POOLED_FORMATS])('%s: a client leaving mid-stream frees its encoder; the next request is served', async (format) => {
+    const pool = sharedEncoderPool()!;
+    const controller = new AbortController();
+    const res = await speech(format, controller.signal);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    expect((await reader.read()).value!.length).toBeGreaterThan(0);
+    expect(pool.stats().streams).toBe(1); // under way, in the pool
+    controller.abort();
+    await expect.poll(() => pool.stats().streams, { timeout: 10_000 }).toBe(0);
+    expect(await pool.workerEncoders()).toBe(0);
+
+    const full = await speech(format);
+    expect(full.status).toBe(200);
+    expect((await full.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+    expect(pool.stats().streams).toBe(0);
+    expect(await pool.workerEncoders()).toBe(0);
+  }, 60_000);
+});
