@@ -102,7 +102,8 @@ const server = http.createServer((req, res) => {
   res.on('close', () => {
     if (!res.writableFinished) controller.abort(new Error('client disconnected'));
   });
-  const baseHeaders = { 'x-request-id': requestId, ...corsHeaders(config.corsOrigin) };
+  const baseHeaders: Record<string, string> = { 'x-request-id': requestId, ...corsHeaders(config.corsOrigin) };
+  let onFinished = null as (() => void)[] | null; // `as`: assigned in a closure TS cannot follow
   const headOnly = method === 'HEAD';
   let routeLabel = 'unmatched';
   metrics.inFlight.inc();
@@ -126,6 +127,8 @@ const server = http.createServer((req, res) => {
         requestId,
         signal: controller.signal,
         body: noBody,
+        responseHeaders: baseHeaders,
+        onFinished: (callback) => void (onFinished ??= []).push(callback),
       };
       const result = await match.route.handle(apiRequest);
       if (controller.signal.aborted) return;
@@ -142,6 +145,7 @@ const server = http.createServer((req, res) => {
       const ms = performance.now() - started;
       metrics.observe(method, routeLabel, status, ms / 1000);
       metrics.inFlight.dec();
+      if (onFinished) for (const callback of onFinished) callback();
       logger.info({ requestId, method, route: routeLabel, path, status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   })();

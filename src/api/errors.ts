@@ -6,6 +6,7 @@
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError } from '../billing/errors.js';
+import { RateLimitedError } from '../limits/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -86,6 +87,9 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
+  if (err instanceof RateLimitedError) {
+    return new ApiError('rate_limit_exceeded', err.message, { headers: { ...err.headers, 'retry-after': String(err.retryAfterSeconds) } });
+  }
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

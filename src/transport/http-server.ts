@@ -113,7 +113,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (hasBody && !framingError) res.onData((chunk, isLast) => guarded(options.logger, 'onData', () => body.push(chunk, isLast)));
     else body.end();
 
-    const baseHeaders = { 'x-request-id': requestId, ...corsHeaders(options.corsOrigin) };
+    const baseHeaders: Record<string, string> = { 'x-request-id': requestId, ...corsHeaders(options.corsOrigin) };
     const ctx: WriteContext = {
       sink,
       baseHeaders,
@@ -135,8 +135,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const settleBody = async () => {
       if (!body.complete && !sink.isAborted) await body.drainRest(drainLimitBytes, drainTimeoutMs);
     };
+    // Callbacks of whoever must know that this response is over (a rate-limit place to give back).
+    let onFinished: (() => void)[] | null = null;
     const finish = () => {
       inFlight.delete(controller);
+      if (onFinished) for (const callback of onFinished) guarded(options.logger, 'onFinished', callback);
       if (!body.complete) body.discard();
       const status = sink.isAborted && !sink.hasStarted ? 499 : sink.statusCode;
       const ms = performance.now() - started;
@@ -183,6 +186,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
           headers,
           requestId,
           signal: controller.signal,
+          // The same object the writers spread into every response: headers set here reach any answer.
+          responseHeaders: baseHeaders,
+          onFinished: (callback) => void (onFinished ??= []).push(callback),
           body: {
             chunks: () => body,
             json: () => readJsonBody(headers['content-type'], body, options.maxJsonBodyBytes),

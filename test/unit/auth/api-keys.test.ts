@@ -126,10 +126,12 @@ describe('authenticateApiKey', () => {
 
   it('rejects a store match whose hash differs (constant-time re-check)', async () => {
     const { account, key, apiKey } = await issueKey();
-    const looseStore: Store = { ...store, findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account }) };
+    const looseStore: Store = { ...store, findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account, limits: { account: NO_OVERRIDES, key: NO_OVERRIDES } }) };
     await expect(authenticateApiKey(looseStore, apiKey)).rejects.toMatchObject({ code: 'invalid_api_key' });
   });
 });
+
+const NO_OVERRIDES = { requestsPerMinute: null, tokensPerMinute: null, concurrent: null };
 
 describe('storage', () => {
   it('stores the hash, never the key: neither the table nor the raw file bytes contain it', async () => {
