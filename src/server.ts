@@ -18,6 +18,9 @@ import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
 import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
+import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
+import { RateLimiter } from './limits/rate-limiter.js';
+import { limitDefaultsOf } from './limits/limits.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -29,6 +32,8 @@ export interface StartOptions {
   store?: Store;
   /** Use these engines instead of the config's manifest (the caller closes them); null = no models. */
   engines?: EngineRegistry | null;
+  /** Clock of the rate limiter (ms since the epoch); tests inject one to refill buckets without waiting. */
+  rateLimitClock?: () => number;
   extraRoutes?: (deps: { store: Store; ledger: Ledger; catalog: ModelCatalog; engines: EngineRegistry | null }) => RouteDef[];
 }
 
@@ -43,6 +48,8 @@ export interface KumaServer {
   routes: readonly HttpRoute[];
   /** Resolves when every model is loaded and warmed (rejects if one fails to load). */
   enginesReady: Promise<void>;
+  /** The per-key and per-account limiter; null when KUMA_RATE_LIMITS=off. */
+  limiter: RateLimiter | null;
   /** Graceful: stop accepting, finish in-flight work within the config's grace period, close the store. */
   close(): Promise<void>;
 }
@@ -52,11 +59,19 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const logger = createLogger(config.logLevel, options.logDestination);
   const metrics = new Metrics();
   const ownsStore = !options.store;
-  const store = options.store ?? (await openSqliteStore(config.dbPath));
-  // kuma_usage_units_total counts exactly what each settlement wrote to the ledger.
+  const rawStore = options.store ?? (await openSqliteStore(config.dbPath));
+  const keys = new KeyCache(rawStore, { ttlMs: config.authCacheTtlMs });
+  // This process's own changes to keys and limits drop the cache at once; other processes' within its TTL.
+  const store = withKeyCacheInvalidation(rawStore, keys);
+  const limiter = config.rateLimits ? new RateLimiter(options.rateLimitClock) : null;
+  // kuma_usage_units_total counts exactly what each settlement wrote to the ledger; the per-minute amount
+  // limit counts the same quantities (seconds, characters, tokens), charged when the work settles.
   const ledger = new Ledger(store, config.prices, {
     onUsage: (records) => {
-      for (const r of records) metrics.usage.inc({ model: r.model, unit: r.unit }, r.quantity);
+      for (const r of records) {
+        metrics.usage.inc({ model: r.model, unit: r.unit }, r.quantity);
+        limiter?.charge([r.accountId, r.keyId], r.quantity);
+      }
     },
   });
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
@@ -80,6 +95,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     decoder,
     maxAudioSeconds: config.maxAudioSeconds,
     store,
+    keys,
+    limiter,
+    limitDefaults: limitDefaultsOf(config),
     ledger,
     catalog,
     metrics,
@@ -118,6 +136,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     engines,
     routes,
     enginesReady,
+    limiter,
     close: () =>
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);

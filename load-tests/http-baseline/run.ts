@@ -82,6 +82,9 @@ async function prepareStore(dbPath: string): Promise<string> {
   const account = await store.createAccount('bench', 10_000_000);
   const apiKey = generateApiKey();
   await store.createKey(account.id, hashApiKey(apiKey), 'bench');
+  // Limits stay on (the limiter runs on every request, as in production) but cannot refuse the load:
+  // far above what the run sends, and no cap on concurrent requests.
+  await store.setRateLimits(account.id, { requestsPerMinute: 1_000_000_000, tokensPerMinute: 0, concurrent: 0 });
   await store.close();
   return apiKey;
 }
@@ -179,7 +182,13 @@ async function load(child: Child, apiKey: string, seconds: number): Promise<Samp
 async function checkEquivalent(kuma: Child, node: Child, apiKey: string): Promise<void> {
   const get = async (c: Child, auth: boolean) => {
     const res = await fetch(`http://127.0.0.1:${c.port}${ENDPOINT}`, { headers: auth ? { authorization: `Bearer ${apiKey}` } : {} });
-    return { status: res.status, type: res.headers.get('content-type'), id: res.headers.get('x-request-id'), body: await res.text() };
+    return {
+      status: res.status,
+      type: res.headers.get('content-type'),
+      id: res.headers.get('x-request-id'),
+      limit: res.headers.get('x-ratelimit-limit-requests'),
+      body: await res.text(),
+    };
   };
   const [k, n, kNoKey, nNoKey] = await Promise.all([get(kuma, true), get(node, true), get(kuma, false), get(node, false)]);
   const problems = [
@@ -187,6 +196,8 @@ async function checkEquivalent(kuma: Child, node: Child, apiKey: string): Promis
     n.status !== 200 && `node answered ${n.status}: ${n.body}`,
     k.body !== n.body && 'response bodies differ',
     (k.type !== n.type || !k.id || !n.id) && 'content-type / x-request-id differ',
+    // Both run the limiter on every request (the same code path): both must send its headers.
+    (k.limit === null || k.limit !== n.limit) && `x-ratelimit-limit-requests: kuma ${k.limit}, node ${n.limit}`,
     (kNoKey.status !== 401 || nNoKey.status !== 401) && `without a key: kuma ${kNoKey.status}, node ${nNoKey.status} (want 401)`,
   ].filter(Boolean);
   if (problems.length) throw new Error(`servers are not equivalent: ${problems.join('; ')}`);

@@ -8,7 +8,6 @@
  *
  * Usage (from run.ts): node --import tsx serve-node-http.ts <dbPath> <tmpDir>
  */
-import { randomBytes } from 'node:crypto';
 import { fstatSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -25,6 +24,11 @@ import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { corsHeaders } from '../../src/transport/cors.js';
 import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { Router } from '../../src/transport/router.js';
+import { LazyAbort } from '../../src/transport/lazy-abort.js';
+import { newRequestId } from '../../src/transport/request-id.js';
+import { KeyCache, withKeyCacheInvalidation } from '../../src/auth/key-cache.js';
+import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { limitDefaultsOf } from '../../src/limits/limits.js';
 
 const [dbPath, tmpDir] = process.argv.slice(2);
 if (!dbPath || !tmpDir) {
@@ -36,11 +40,18 @@ if (!dbPath || !tmpDir) {
 const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: 'warn' });
 const logger = createLogger(config.logLevel);
 const metrics = new Metrics();
-const store = await openSqliteStore(config.dbPath);
+const rawStore = await openSqliteStore(config.dbPath);
+// The same key cache and limiter as startKuma: the authenticated path is the same code on both servers.
+const keys = new KeyCache(rawStore, { ttlMs: config.authCacheTtlMs });
+const store = withKeyCacheInvalidation(rawStore, keys);
+const limiter = config.rateLimits ? new RateLimiter() : null;
 const ledger = new Ledger(store, config.prices);
 const catalog = new ModelCatalog(config.vendor, config.retirementDate);
 const { routes } = createApi({
   store,
+  keys,
+  limiter,
+  limitDefaults: limitDefaultsOf(config),
   ledger,
   catalog,
   metrics,
@@ -88,21 +99,24 @@ function writeResult(res: http.ServerResponse, result: ApiResult, baseHeaders: R
   else throw new Error(`the node:http baseline does not stream (${result.kind})`);
 }
 
+const cors = corsHeaders(config.corsOrigin);
 const server = http.createServer((req, res) => {
   const started = performance.now();
   const method = (req.method ?? 'GET').toUpperCase();
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const rawQuery = q === -1 ? '' : url.slice(q + 1);
   const headers = flatHeaders(req.headers);
-  const requestId = `req_${randomBytes(12).toString('hex')}`;
-  const controller = new AbortController();
+  // The same request-id pool, lazy abort signal and lazy query as the uWS transport (src/transport/).
+  const requestId = newRequestId();
+  const controller = new LazyAbort();
   // Like uWS's onAborted: the signal fires only when the client leaves before the response is done.
   res.on('close', () => {
     if (!res.writableFinished) controller.abort(new Error('client disconnected'));
   });
-  const baseHeaders = { 'x-request-id': requestId, ...corsHeaders(config.corsOrigin) };
+  const baseHeaders: Record<string, string> = { 'x-request-id': requestId, ...cors };
+  let onFinished = null as (() => void)[] | null; // `as`: assigned in a closure TS cannot follow
   const headOnly = method === 'HEAD';
   let routeLabel = 'unmatched';
   metrics.inFlight.inc();
@@ -117,31 +131,39 @@ const server = http.createServer((req, res) => {
         });
       }
       routeLabel = match.route.pattern;
+      let query: URLSearchParams | undefined;
       const apiRequest: ApiRequest = {
         method: (headOnly ? 'GET' : method) as HttpMethod,
         path,
         params: match.params,
-        query,
+        get query() {
+          return (query ??= new URLSearchParams(rawQuery));
+        },
         headers,
         requestId,
-        signal: controller.signal,
+        get signal() {
+          return controller.signal;
+        },
         body: noBody,
+        responseHeaders: baseHeaders,
+        onFinished: (callback) => void (onFinished ??= []).push(callback),
       };
       const result = await match.route.handle(apiRequest);
-      if (controller.signal.aborted) return;
+      if (controller.aborted) return;
       writeResult(res, result, baseHeaders, headOnly);
     } catch (err) {
-      if (controller.signal.aborted) return;
+      if (controller.aborted) return;
       if (!(err instanceof ApiError)) logger.error({ requestId, err }, 'request failed');
       const apiError = toApiError(err);
       if (res.headersSent) res.destroy();
       else send(res, apiError.status, { ...baseHeaders, ...apiError.headers, 'content-type': 'application/json' }, JSON.stringify(apiError.toEnvelope()), headOnly);
     } finally {
       // Same bookkeeping as the uWS transport, so neither side skips work the other does.
-      const status = controller.signal.aborted && !res.headersSent ? 499 : res.statusCode;
+      const status = controller.aborted && !res.headersSent ? 499 : res.statusCode;
       const ms = performance.now() - started;
       metrics.observe(method, routeLabel, status, ms / 1000);
       metrics.inFlight.dec();
+      if (onFinished) for (const callback of onFinished) callback();
       logger.info({ requestId, method, route: routeLabel, path, status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   })();

@@ -6,7 +6,9 @@
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Store } from '../store/store.js';
-import { authenticateApiKey, extractApiKey } from '../auth/api-keys.js';
+import { authenticateApiKey, extractApiKey, type KeyLookup } from '../auth/api-keys.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
+import { limitSubjects, type LimitDefaults } from '../limits/limits.js';
 import type { Ledger } from '../billing/ledger.js';
 import { modelRoutes } from './compat/models.js';
 import { transcriptionRoute } from './compat/transcriptions.js';
@@ -35,6 +37,11 @@ export interface ApiDeps {
   engines: EngineRegistry | null;
   decoder: DecoderPool;
   maxAudioSeconds: number;
+  /** Where keys are looked up (the KeyCache in front of the store); the store itself when absent. */
+  keys?: KeyLookup;
+  /** Per-key and per-account limits; null or absent = no limits (KUMA_RATE_LIMITS=off). */
+  limiter?: RateLimiter | null;
+  limitDefaults?: LimitDefaults;
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];
 }
@@ -83,7 +90,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
 
 async function handle(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
   try {
-    return await def.handler(req, def.auth ? await authorize(deps, def, req.headers) : null);
+    return await def.handler(req, def.auth ? await authorize(deps, def, req) : null);
   } catch (err) {
     throw asClientError(deps, req, err);
   }
@@ -103,11 +110,19 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
   return mapped;
 }
 
-async function authorize(deps: ApiDeps, def: RouteDef, headers: Record<string, string>): Promise<Caller> {
+async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<Caller> {
+  const headers = req.headers;
   // The native surface takes x-api-key only (SPEC §5.3).
   const presented =
     def.surface === 'native' ? headers['x-api-key']?.trim() || undefined : extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] });
-  const caller = await authenticateApiKey(deps.store, presented);
+  const caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
+  // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
+  // admitted request holds its places until its response has ended, however it ends.
+  if (deps.limiter && deps.limitDefaults) {
+    const admission = deps.limiter.admit(limitSubjects(deps.limitDefaults, caller));
+    Object.assign(req.responseHeaders, admission.headers);
+    req.onFinished(admission.release);
+  }
   // Work that costs money is refused before the body is read when nothing is available: the balance less
   // what requests in flight hold. The exact check, and the hold, come when the handler reserves its cost.
   if (def.billable) await deps.ledger.assertCanStart(caller.account.id);

@@ -6,6 +6,7 @@
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError } from '../billing/errors.js';
+import { RateLimitedError } from '../limits/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -39,6 +40,8 @@ export interface ApiErrorOptions {
   param?: string | null;
   /** Extra response headers, e.g. Retry-After on 503. */
   headers?: Record<string, string>;
+  /** The envelope's `type` when it is not the code's usual one (OpenAI's 429s say `requests` or `tokens`). */
+  type?: string;
 }
 
 /** A failure meant for the client: its message is safe to show. */
@@ -54,7 +57,7 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
-    this.type = ERROR_CODES[code].type;
+    this.type = options.type ?? ERROR_CODES[code].type;
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
   }
@@ -86,6 +89,13 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
+  if (err instanceof RateLimitedError) {
+    // OpenAI's 429 envelope names the exhausted budget in `type`: `requests` or `tokens`.
+    return new ApiError('rate_limit_exceeded', err.message, {
+      type: err.kind === 'tokens' ? 'tokens' : 'requests',
+      headers: { ...err.headers, 'retry-after': String(err.retryAfterSeconds) },
+    });
+  }
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

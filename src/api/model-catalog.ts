@@ -31,6 +31,8 @@ export class ModelCatalog {
   private readonly canonical: CatalogModel[];
   private readonly legacy: CatalogModel[];
   private readonly aliases: Map<string, string>;
+  /** The retirement day's first instant (UTC), compared as a number: no date formatting per request. */
+  private readonly retiresAtMs: number;
 
   constructor(
     private readonly vendor: string,
@@ -38,6 +40,7 @@ export class ModelCatalog {
     private readonly retirementDate: string,
     private readonly clock: Clock = () => new Date(),
   ) {
+    this.retiresAtMs = Date.parse(`${retirementDate}T00:00:00Z`);
     this.canonical = [
       { id: 'sunjata-1', capability: 'transcription', legacy: false },
       { id: 'jifili-1', capability: 'speech', legacy: false },
@@ -65,7 +68,7 @@ export class ModelCatalog {
 
   /** True from the retirement date (UTC) on. */
   legacyRetired(): boolean {
-    return this.clock().toISOString().slice(0, 10) >= this.retirementDate;
+    return this.clock().getTime() >= this.retiresAtMs;
   }
 
   /** Canonical models, plus the legacy ones while they are still served. Aliases are not listed twice. */

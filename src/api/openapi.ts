@@ -10,6 +10,7 @@ import { ErrorEnvelopeSchema } from './schemas/common.js';
 import { errorDescription } from './schemas/responses.js';
 import { SchemaComponents } from './openapi-components.js';
 import { MEDIA_TYPES } from './media-types.js';
+import { rateLimitHeaderComponents, rateLimitResponseHeaders } from './openapi-rate-limits.js';
 import { SURFACE_PREFIXES, type OpenApiResponse, type RouteDef, type Surface } from './types.js';
 
 type JsonObject = Record<string, unknown>;
@@ -55,6 +56,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
     paths,
     components: {
       schemas: components.all(),
+      headers: rateLimitHeaderComponents(),
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key (a UUID)' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key' },
@@ -88,7 +90,7 @@ function operation(route: RouteDef, components: SchemaComponents): JsonObject {
 function responses(route: RouteDef, components: SchemaComponents): JsonObject {
   const op = route.openapi!;
   const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
-  const errorStatuses = new Set([...(route.auth ? [401] : []), ...(route.billable ? [402] : []), ...(op.request ? BODY_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? BODY_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
   for (const status of errorStatuses) {
     const envelope = { contentType: MEDIA_TYPES.json, schema: ErrorEnvelopeSchema };
     const own = all.get(status);
@@ -110,7 +112,12 @@ function responses(route: RouteDef, components: SchemaComponents): JsonObject {
         ...(formats.length ? { 'x-response-formats': formats } : {}),
       };
     }
-    out[String(status)] = { description: response.description, ...(Object.keys(content).length ? { content } : {}) };
+    out[String(status)] = {
+      description: response.description,
+      // Every answer to an authenticated request carries the rate-limit headers (README "Rate limits").
+      ...(route.auth ? { headers: rateLimitResponseHeaders(status) } : {}),
+      ...(Object.keys(content).length ? { content } : {}),
+    };
   }
   return out;
 }

@@ -5,7 +5,7 @@
  */
 import type { ZodType } from 'zod';
 import type { MultipartForm } from './uploads.js';
-import type { Account, ApiKeyRecord } from '../store/store.js';
+import type { Account, ApiKeyRecord, LimitOverrides } from '../store/store.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -31,6 +31,13 @@ export interface ApiRequest {
   /** Fired when the client goes away or the server shuts down past its grace period. */
   signal: AbortSignal;
   body: RequestBody;
+  /**
+   * Headers the transport adds to whatever response this request gets — result, error, SSE or byte
+   * stream — when its status line goes out (the rate-limit headers are set here once the key is known).
+   */
+  responseHeaders: Record<string, string>;
+  /** Runs `callback` once when the response has ended, however it ended (sent, client gone, stream error). */
+  onFinished(callback: () => void): void;
 }
 
 export interface SseMessage {
@@ -105,6 +112,8 @@ export interface RouteDef {
 export interface Caller {
   account: Account;
   key: ApiKeyRecord;
+  /** The rate-limit overrides stored for the account and the key (absent: the defaults apply). */
+  limits?: { account: LimitOverrides; key: LimitOverrides };
 }
 
 /** What the transport serves: a full path pattern and a handler that already did auth. */

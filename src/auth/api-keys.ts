@@ -4,7 +4,7 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../api/errors.js';
-import type { Account, ApiKeyRecord, Store } from '../store/store.js';
+import type { Account, ApiKeyRecord, LimitOverrides, Store } from '../store/store.js';
 
 /** Any RFC 4122-shaped UUID, either case: clients validate the key's shape and refuse anything else. */
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -53,7 +53,11 @@ export function extractApiKey(headers: { authorization?: string; 'x-api-key'?: s
 export interface AuthenticatedKey {
   account: Account;
   key: ApiKeyRecord;
+  limits: { account: LimitOverrides; key: LimitOverrides };
 }
+
+/** Where keys are looked up: the store itself, or the in-memory KeyCache in front of it. */
+export type KeyLookup = Pick<Store, 'findKeyByHash'>;
 
 /** Compares two hex digests in constant time (equal lengths are guaranteed by both being SHA-256). */
 function digestsEqual(aHex: string, bHex: string): boolean {
@@ -66,7 +70,7 @@ function digestsEqual(aHex: string, bHex: string): boolean {
  * Resolves a presented key to its account and active key record, or throws `invalid_api_key`.
  * Revoked keys are not found by the store, so they fail exactly like unknown ones.
  */
-export async function authenticateApiKey(store: Store, presented: string | undefined): Promise<AuthenticatedKey> {
+export async function authenticateApiKey(store: KeyLookup, presented: string | undefined): Promise<AuthenticatedKey> {
   const candidate = presented?.trim();
   if (!candidate) throw new ApiError('invalid_api_key', MISSING_KEY_MESSAGE);
 
@@ -81,5 +85,5 @@ export async function authenticateApiKey(store: Store, presented: string | undef
   if (!found || !digestsEqual(found.keyHash, computedHash) || found.key.revokedAt !== null) {
     throw new ApiError('invalid_api_key', INCORRECT_KEY_MESSAGE);
   }
-  return { account: found.account, key: found.key };
+  return { account: found.account, key: found.key, limits: found.limits };
 }

@@ -10,6 +10,9 @@ import { loadConfig } from '../config/config.js';
 import { openSqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { isEntryPoint } from './entry-point.js';
+import { UsageError } from './usage-error.js';
+import { LIMITS_HELP, limitsCommand } from './keys-limits.js';
+import { limitDefaultsOf, type LimitDefaults } from '../limits/limits.js';
 
 export type Output = (line: string) => void;
 
@@ -26,13 +29,12 @@ Commands:
   credit ACCOUNT_ID UNITS     Add UNITS to the balance (negative to remove, e.g. -2.5)
   revoke KEY_ID               Revoke a key; requests using it are refused from now on
   usage [ACCOUNT_ID]          The last ${USAGE_ROWS_SHOWN} usage records, for one account or all
+${LIMITS_HELP}
   help                        This text
 
 Amounts are in units (1 unit = ${MICROS_PER_UNIT.toLocaleString('en-US')} micros), with up to 6 decimals.
 The database is KUMA_DB_PATH (default data/kuma.sqlite).`;
 
-/** Bad input from the operator: printed as is, exit code 1. */
-class UsageError extends Error {}
 
 const AMOUNT_PATTERN = /^(-)?(\d+)(?:\.(\d{1,6}))?$/;
 const NEGATIVE_NUMBER = /^-\d+(\.\d+)?$/;
@@ -155,16 +157,22 @@ async function usageCommand(args: string[], store: Store, out: Output): Promise<
   }
 }
 
-const COMMANDS: Record<string, (args: string[], store: Store, out: Output) => Promise<void>> = {
+export interface KeysCommandOptions {
+  /** The configured default limits, shown beside the overrides by `limits show`. */
+  limitDefaults?: LimitDefaults;
+}
+
+const COMMANDS: Record<string, (args: string[], store: Store, out: Output, options: KeysCommandOptions) => Promise<void>> = {
   create: createCommand,
   list: listCommand,
   credit: creditCommand,
   revoke: revokeCommand,
   usage: usageCommand,
+  limits: (args, store, out, options) => limitsCommand(args, store, out, options.limitDefaults),
 };
 
 /** Runs one command; returns the process exit code. Bad input goes to `err` with a hint, exit code 1. */
-export async function runKeysCommand(argv: string[], store: Store, out: Output, err: Output = out): Promise<number> {
+export async function runKeysCommand(argv: string[], store: Store, out: Output, err: Output = out, options: KeysCommandOptions = {}): Promise<number> {
   const [command, ...args] = argv;
   if (command === 'help' || command === '--help' || command === '-h') {
     out(HELP_TEXT);
@@ -177,7 +185,7 @@ export async function runKeysCommand(argv: string[], store: Store, out: Output, 
     return 1;
   }
   try {
-    await run(args, store, out);
+    await run(args, store, out, options);
     return 0;
   } catch (error) {
     // parseArgs reports bad flags as TypeErrors with an ERR_PARSE_ARGS_* code; their messages are clear.
@@ -194,8 +202,10 @@ export async function runKeysCommand(argv: string[], store: Store, out: Output, 
 async function main(): Promise<void> {
   let store: Store | undefined;
   try {
-    store = await openSqliteStore(loadConfig().dbPath);
-    process.exitCode = await runKeysCommand(process.argv.slice(2), store, (l) => console.log(l), (l) => console.error(l));
+    const config = loadConfig();
+    store = await openSqliteStore(config.dbPath);
+    const options = { limitDefaults: limitDefaultsOf(config) };
+    process.exitCode = await runKeysCommand(process.argv.slice(2), store, (l) => console.log(l), (l) => console.error(l), options);
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exitCode = 1;

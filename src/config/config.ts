@@ -56,6 +56,21 @@ export const ConfigSchema = z.object({
   engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
+  /** Per-key and per-account rate limits (README "Rate limits"); false turns every limit off. */
+  rateLimits: z.union([z.boolean(), z.stringbool()]).default(true), // stringbool takes on/off, true/false, 1/0
+  /** Defaults for every account (0 = unlimited); `npm run keys -- limits set` overrides them per account. */
+  accountRequestsPerMinute: int(600),
+  accountTokensPerMinute: int(60_000),
+  accountConcurrent: int(16),
+  /** Defaults for every key; 0 = the key is bounded only by its account's limits. */
+  keyRequestsPerMinute: int(0),
+  keyTokensPerMinute: int(0),
+  keyConcurrent: int(0),
+  /**
+   * How long an authenticated key (account, key, limit overrides) is served from memory. Changes made by
+   * this process (revocation, limits) apply at once; changes by another process (the keys CLI) within this.
+   */
+  authCacheTtlMs: int(1000),
 });
 
 export type Config = Readonly<z.infer<typeof ConfigSchema>>;
@@ -87,6 +102,14 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DEMO_PACK: 'demoPack',
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
+  KUMA_RATE_LIMITS: 'rateLimits',
+  KUMA_RATE_LIMIT_REQUESTS_PER_MINUTE: 'accountRequestsPerMinute',
+  KUMA_RATE_LIMIT_TOKENS_PER_MINUTE: 'accountTokensPerMinute',
+  KUMA_RATE_LIMIT_CONCURRENT: 'accountConcurrent',
+  KUMA_KEY_RATE_LIMIT_REQUESTS_PER_MINUTE: 'keyRequestsPerMinute',
+  KUMA_KEY_RATE_LIMIT_TOKENS_PER_MINUTE: 'keyTokensPerMinute',
+  KUMA_KEY_RATE_LIMIT_CONCURRENT: 'keyConcurrent',
+  KUMA_AUTH_CACHE_TTL_MS: 'authCacheTtlMs',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {

@@ -31,14 +31,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /**
+   * The labelled children of the request counter and latency histogram, per method/route/status: looking a
+   * child up by its label object hashes the labels on every call (≈ 3 % of a small request's CPU).
+   * Bounded: methods, route patterns and statuses are finite sets.
+   */
+  private readonly requestSeries = new Map<string, { count: { inc(): void }; latency: { observe(v: number): void } }>();
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'kuma_' });
   }
 
   /** Route is the pattern (e.g. `/compat/v1/models/:model`), never the raw path, to bound label cardinality. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    this.requests.inc({ method, route, status: String(status) });
-    this.latency.observe({ method, route }, seconds);
+    const key = `${method} ${status} ${route}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      series = { count: this.requests.labels({ method, route, status: String(status) }), latency: this.latency.labels({ method, route }) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.latency.observe(seconds);
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from './store.js';
 import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
+import { RATE_LIMITS_MIGRATION, sqliteRateLimits, toOverrides } from './sqlite-rate-limits.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -51,10 +52,15 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX idx_usage_request ON usage_records(request_id);
   `,
   HOLDS_MIGRATION,
+  RATE_LIMITS_MIGRATION,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
 interface KeyRow { id: string; account_id: string; label: string; created_at: string; revoked_at: string | null }
+interface FoundKeyRow extends KeyRow {
+  key_hash: string; a_name: string; a_balance: number; a_created: string;
+  a_rpm: number | null; a_tpm: number | null; a_conc: number | null; k_rpm: number | null; k_tpm: number | null; k_conc: number | null;
+}
 interface UsageRow {
   id: number; request_id: string; account_id: string; key_id: string; model: string; unit: string;
   quantity: number; unit_price_micros: number; cost_micros: number; created_at: string;
@@ -117,11 +123,17 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
       'UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ? RETURNING *',
     ),
     insertKey: db.prepare('INSERT INTO api_keys (id, account_id, key_hash, label, created_at) VALUES (?, ?, ?, ?, ?)'),
-    findKeyByHash: db.prepare<[string], KeyRow & { key_hash: string; a_name: string; a_balance: number; a_created: string }>(
-      `SELECT k.*, a.name AS a_name, a.balance_micros AS a_balance, a.created_at AS a_created
+    // One indexed read per (uncached) authentication: the key, its account and both limit overrides.
+    findKeyByHash: db.prepare<[string], FoundKeyRow>(
+      `SELECT k.*, a.name AS a_name, a.balance_micros AS a_balance, a.created_at AS a_created,
+              al.requests_per_minute AS a_rpm, al.tokens_per_minute AS a_tpm, al.concurrent AS a_conc,
+              kl.requests_per_minute AS k_rpm, kl.tokens_per_minute AS k_tpm, kl.concurrent AS k_conc
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         LEFT JOIN rate_limits al ON al.subject = a.id
+         LEFT JOIN rate_limits kl ON kl.subject = k.id
         WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
     ),
+    getKey: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
     listAllKeys: db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY rowid'),
     listAccountKeys: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE account_id = ? ORDER BY rowid'),
     revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
@@ -141,6 +153,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
   // BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits (busy_timeout) at the
   // start rather than failing mid-transaction when a read lock cannot be upgraded.
   const holds = sqliteHolds(db);
+  const rateLimits = sqliteRateLimits(db);
   const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined) => {
     // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
     // counted twice (held and debited) nor for a moment neither.
@@ -187,7 +200,15 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
         key: toKey(row),
         keyHash: row.key_hash,
         account: { id: row.account_id, name: row.a_name, balanceMicros: row.a_balance, createdAt: row.a_created },
+        limits: {
+          account: toOverrides({ requests_per_minute: row.a_rpm, tokens_per_minute: row.a_tpm, concurrent: row.a_conc }),
+          key: toOverrides({ requests_per_minute: row.k_rpm, tokens_per_minute: row.k_tpm, concurrent: row.k_conc }),
+        },
       };
+    },
+    async getKey(keyId) {
+      const row = stmt.getKey.get(keyId);
+      return row && toKey(row);
     },
     async listKeys(accountId) {
       const rows = accountId === undefined ? stmt.listAllKeys.all() : stmt.listAccountKeys.all(accountId);
@@ -227,6 +248,16 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     },
     async availableMicros(accountId, now) {
       return holds.available(accountId, now);
+    },
+
+    async getRateLimits(subject) {
+      return rateLimits.get(subject);
+    },
+    async setRateLimits(subject, changes) {
+      return rateLimits.set(subject, changes);
+    },
+    async clearRateLimits(subject) {
+      return rateLimits.clear(subject);
     },
 
     async countAccounts() {

@@ -58,6 +58,24 @@ export interface HoldOutcome {
   availableMicros: number;
 }
 
+/**
+ * Rate limits stored for one account or key, overriding the configured defaults field by field: null =
+ * not overridden (the default applies), 0 = unlimited.
+ */
+export interface LimitOverrides {
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  concurrent: number | null;
+}
+
+/** What the key lookup finds: the key, its account, and both their stored limit overrides. */
+export interface FoundKey {
+  key: ApiKeyRecord;
+  keyHash: string;
+  account: Account;
+  limits: { account: LimitOverrides; key: LimitOverrides };
+}
+
 export interface Store {
   createAccount(name: string, balanceMicros: number): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -68,7 +86,8 @@ export interface Store {
   /** Stores a key by its hash; `id` is the public key id. */
   createKey(accountId: string, keyHash: string, label: string): Promise<ApiKeyRecord>;
   /** Active (not revoked) key with this hash, with its hash for a constant-time comparison. */
-  findKeyByHash(keyHash: string): Promise<{ key: ApiKeyRecord; keyHash: string; account: Account } | undefined>;
+  findKeyByHash(keyHash: string): Promise<FoundKey | undefined>;
+  getKey(keyId: string): Promise<ApiKeyRecord | undefined>;
   listKeys(accountId?: string): Promise<ApiKeyRecord[]>;
   /** Returns false when no active key has this id. */
   revokeKey(keyId: string): Promise<boolean>;
@@ -95,6 +114,13 @@ export interface Store {
   releaseHold(holdId: string): Promise<void>;
   /** Balance minus the holds that have not expired at `now`. */
   availableMicros(accountId: string, now: number): Promise<number>;
+
+  /** Stored rate-limit overrides of an account or key id (all null when none are stored). */
+  getRateLimits(subject: string): Promise<LimitOverrides>;
+  /** Changes the given fields (undefined = unchanged, null = back to the default); returns the result. */
+  setRateLimits(subject: string, changes: Partial<LimitOverrides>): Promise<LimitOverrides>;
+  /** Drops every override of the subject; false when it had none. */
+  clearRateLimits(subject: string): Promise<boolean>;
 
   countAccounts(): Promise<number>;
   close(): Promise<void>;

@@ -4,7 +4,6 @@
  * x-request-id, CORS, access logs, request metrics and graceful shutdown. This folder is the only code
  * that imports uWebSockets.js.
  */
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { Logger } from '../observability/logger.js';
@@ -18,6 +17,8 @@ import { parseMultipart } from './multipart.js';
 import { ResponseSink } from './response-sink.js';
 import { writeError, writeResult, type WriteContext } from './result-writer.js';
 import { Router } from './router.js';
+import { LazyAbort } from './lazy-abort.js';
+import { newRequestId } from './request-id.js';
 
 export interface HttpServerOptions {
   host: string;
@@ -78,7 +79,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const drainLimitBytes = options.drainLimitBytes ?? Math.max(MIN_DRAIN_LIMIT_BYTES, 4 * options.maxUploadBytes);
   const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   const app = uWS.App();
-  const inFlight = new Set<AbortController>();
+  const inFlight = new Set<LazyAbort>();
+  // The same for every response: built once, copied into each response's headers.
+  const cors = corsHeaders(options.corsOrigin);
   let draining = false;
   let idleWaiter: (() => void) | null = null;
 
@@ -88,17 +91,17 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     // Methods are case-sensitive (RFC 9110 §9.1): `get` is not GET.
     const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
-    const query = new URLSearchParams(req.getQuery() ?? '');
+    const rawQuery = req.getQuery() ?? '';
     const headers: Record<string, string> = {};
     const contentLengths: string[] = [];
     req.forEach((name, value) => {
       if (name === 'content-length') contentLengths.push(value);
       headers[name] = value;
     });
-    const requestId = `req_${randomBytes(12).toString('hex')}`;
+    const requestId = newRequestId();
 
     const sink = new ResponseSink(res, options.streamStallTimeoutMs);
-    const controller = new AbortController();
+    const controller = new LazyAbort();
     // Pausing and resuming go through the sink: after the response ended they must not touch `res`.
     const body = new BodyQueue(() => sink.pauseSocket(), () => sink.resumeSocket());
     res.onAborted(() =>
@@ -113,7 +116,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     if (hasBody && !framingError) res.onData((chunk, isLast) => guarded(options.logger, 'onData', () => body.push(chunk, isLast)));
     else body.end();
 
-    const baseHeaders = { 'x-request-id': requestId, ...corsHeaders(options.corsOrigin) };
+    const baseHeaders: Record<string, string> = { 'x-request-id': requestId, ...cors };
     const ctx: WriteContext = {
       sink,
       baseHeaders,
@@ -122,7 +125,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       onStreamError: (err) => logFailure(err, 'error after the response started'),
     };
     const logFailure = (err: unknown, what: string) => {
-      if (controller.signal.aborted) return; // a client that left is expected, not an error
+      if (controller.aborted) return; // a client that left is expected, not an error
       // What the client caused (a 4xx, e.g. audio that fails to decode midway) is not a server error.
       const mapped = toApiError(err);
       if (mapped.status < 500) options.logger.info({ requestId, code: mapped.code, err: mapped.message }, what);
@@ -135,8 +138,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const settleBody = async () => {
       if (!body.complete && !sink.isAborted) await body.drainRest(drainLimitBytes, drainTimeoutMs);
     };
+    // Callbacks of whoever must know that this response is over (a rate-limit place to give back).
+    let onFinished: (() => void)[] | null = null;
     const finish = () => {
       inFlight.delete(controller);
+      if (onFinished) for (const callback of onFinished) guarded(options.logger, 'onFinished', callback);
       if (!body.complete) body.discard();
       const status = sink.isAborted && !sink.hasStarted ? 499 : sink.statusCode;
       const ms = performance.now() - started;
@@ -175,14 +181,23 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         }
         routeLabel = match.route.pattern;
         surface = match.route.surface;
+        let query: URLSearchParams | undefined;
         const apiRequest: ApiRequest = {
           method: (method === 'HEAD' ? 'GET' : method) as HttpMethod,
           path,
           params: match.params,
-          query,
+          // Parsed when a handler asks: most never do.
+          get query() {
+            return (query ??= new URLSearchParams(rawQuery));
+          },
           headers,
           requestId,
-          signal: controller.signal,
+          get signal() {
+            return controller.signal;
+          },
+          // The same object the writers spread into every response: headers set here reach any answer.
+          responseHeaders: baseHeaders,
+          onFinished: (callback) => void (onFinished ??= []).push(callback),
           body: {
             chunks: () => body,
             json: () => readJsonBody(headers['content-type'], body, options.maxJsonBodyBytes),

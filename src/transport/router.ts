@@ -21,6 +21,11 @@ function splitPath(path: string): string[] {
 
 export class Router {
   private readonly routes: CompiledRoute[] = [];
+  /**
+   * `METHOD /exact/path` → route, for routes without parameters that no earlier route also matches: the
+   * common request then costs one map lookup instead of splitting its path and scanning every pattern.
+   */
+  private readonly exact = new Map<string, HttpRoute>();
 
   constructor(routes: Iterable<HttpRoute> = []) {
     for (const route of routes) this.add(route);
@@ -29,7 +34,10 @@ export class Router {
   add(route: HttpRoute): void {
     const duplicate = this.routes.find((r) => r.route.method === route.method && r.route.pattern === route.pattern);
     if (duplicate) throw new Error(`Route ${route.method} ${route.pattern} is registered twice`);
-    this.routes.push({ route, segments: splitPath(route.pattern) });
+    const segments = splitPath(route.pattern);
+    const shadowed = this.routes.some((r) => r.route.method === route.method && matchSegments(r.segments, segments));
+    if (!route.pattern.includes(':') && !shadowed) this.exact.set(`${route.method} ${route.pattern}`, route);
+    this.routes.push({ route, segments });
   }
 
   list(): HttpRoute[] {
@@ -37,6 +45,8 @@ export class Router {
   }
 
   match(method: string, path: string): RouteMatch {
+    const exact = this.exact.get(`${method === 'HEAD' ? 'GET' : method} ${path}`);
+    if (exact) return { kind: 'found', route: exact, params: {} };
     const parts = splitPath(path);
     const allowed: HttpMethod[] = [];
     for (const compiled of this.routes) {

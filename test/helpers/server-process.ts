@@ -18,7 +18,8 @@ export interface ServerProcess {
 
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-with-models.ts'], {
-    env: { ...process.env, ...env },
+    // Limits off unless the test turns them on: several tests send hundreds of requests from one key.
+    env: { ...process.env, KUMA_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const line = await new Promise<string>((resolve, reject) => {

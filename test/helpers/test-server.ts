@@ -31,16 +31,19 @@ export async function startTestServer(
     extraRoutes?: StartOptions['extraRoutes'];
     engines?: StartOptions['engines'];
     balanceMicros?: number;
+    /** Clock of the rate limiter (ms); limits are off unless `config.rateLimits` turns them on. */
+    rateLimitClock?: () => number;
   } = {},
 ): Promise<TestServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-test-'));
-  const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(dir, 'kuma.sqlite'), logLevel: 'info', tmpDir: dir, modelsManifest: '', ...options.config });
+  const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(dir, 'kuma.sqlite'), logLevel: 'info', tmpDir: dir, modelsManifest: '', rateLimits: false, ...options.config });
   const logs: string[] = [];
   const server = await startKuma({
     config,
     clock: options.clock,
     extraRoutes: options.extraRoutes,
     engines: options.engines,
+    rateLimitClock: options.rateLimitClock,
     logDestination: { write: (line: string) => void logs.push(line) },
   });
   const newAccount = async (balanceMicros: number) => {

@@ -1,6 +1,6 @@
 /**
  * The exchanges of the OpenAPI contract test: for every operation, its successes in every response format
- * and streaming variant, and each error it can answer (401, 402, 404, 400, 413, 415, 422, and 503 from a
+ * and streaming variant, and each error it can answer (401, 402, 404, 400, 413, 415, 422, 429, and 503 from a
  * server without models). Paths are relative to a prefix, except for the operational endpoints.
  */
 import { JIFILI_FORMATS, LEGACY_FORMATS } from '../../src/api/compat/speech-rules.js';
@@ -30,6 +30,8 @@ interface Inputs {
   audio: { speech: () => Blob; tooLong: () => Blob };
   key: () => string;
   brokeKey: () => string;
+  /** A key whose account is over its requests-per-minute limit (429). */
+  limitedKey: () => string;
   /** A funded key of the server without models. */
   bareKey: () => string;
 }
@@ -37,7 +39,7 @@ interface Inputs {
 const NO_KEY = () => ({});
 const LANGS = { source_language: 'bam_Latn', target_language: 'fra_Latn' };
 
-export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCase[] {
+export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs): ContractCase[] {
   const bearer = (k: () => string) => () => ({ authorization: `Bearer ${k()}` });
   const authedOn = (extra: Partial<ContractCase>) => bearer(extra.server === 'bare' ? bareKey : key);
   const authed = bearer(key);
@@ -84,9 +86,11 @@ export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCas
   return [
     get('models', '/models', 'the model list', 200),
     get('models', '/models', 'no key', 401, { headers: NO_KEY }),
+    get('models', '/models', 'over a rate limit', 429, { headers: bearer(limitedKey) }),
     get('model', '/models/whisper-1', 'an alias', 200),
     get('model', '/models/gpt-9', 'an unknown model', 404),
     get('model', '/models/sunjata-1', 'no key', 401, { headers: NO_KEY }),
+    get('model', '/models/sunjata-1', 'over a rate limit', 429, { headers: bearer(limitedKey) }),
 
     ...['json', 'verbose_json', 'text', 'srt', 'vtt'].map((f) => transcribe(`response_format ${f}`, { model: 'sunjata-1', response_format: f }, 200)),
     transcribe('no fields but the file: every default applies', {}, 200, { expectMediaType: 'application/json' }),
@@ -96,6 +100,7 @@ export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCas
     transcribe('no file', { model: 'sunjata-1' }, 400, { file: () => null }),
     transcribe('no key', {}, 401, { headers: NO_KEY }),
     transcribe('no balance', {}, 402, { headers: bearer(brokeKey) }),
+    transcribe('over a rate limit', {}, 429, { headers: bearer(limitedKey) }),
     transcribe('an unknown model', { model: 'gpt-9' }, 404),
     transcribe('audio over the duration limit', {}, 413, { file: audio.tooLong }),
     transcribe('a JSON body', {}, 415, raw('application/json', '{}')),
@@ -106,6 +111,7 @@ export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCas
     translate('srt is not served for translations', { response_format: 'srt' }, 400),
     translate('no key', {}, 401, { headers: NO_KEY }),
     translate('no balance', {}, 402, { headers: bearer(brokeKey) }),
+    translate('over a rate limit', {}, 429, { headers: bearer(limitedKey) }),
     translate('an unknown model', { model: 'gpt-9' }, 404),
     translate('audio over the duration limit', {}, 413, { file: audio.tooLong }),
     translate('a urlencoded body', {}, 415, raw('application/x-www-form-urlencoded', 'model=sunjata-1')),
@@ -118,6 +124,7 @@ export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCas
     chat('a body that is not JSON', null, 400, raw('application/json', '{"messages": [')),
     chat('no key', chatBody, 401, { headers: NO_KEY }),
     chat('no balance', chatBody, 402, { headers: bearer(brokeKey) }),
+    chat('over a rate limit', chatBody, 429, { headers: bearer(limitedKey) }),
     chat('an unknown model', { ...chatBody, model: 'gpt-9' }, 404),
     chat('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ ...chatBody, pad: 'x'.repeat(70 * 1024) }))),
     chat('an XML body', null, 415, raw('application/xml', '<messages/>')),
@@ -135,6 +142,7 @@ export function casesFor({ audio, key, brokeKey, bareKey }: Inputs): ContractCas
     speak('a voice jifili-1 does not serve', { input: 'i ni ce', voice: 'echo' }, 400),
     speak('no key', { input: 'i ni ce' }, 401, { headers: NO_KEY }),
     speak('no balance', { input: 'i ni ce' }, 402, { headers: bearer(brokeKey) }),
+    speak('over a rate limit', { input: 'i ni ce' }, 429, { headers: bearer(limitedKey) }),
     speak('an unknown model', { model: 'gpt-9', input: 'i ni ce' }, 404),
     speak('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ input: 'i'.repeat(70 * 1024) }))),
     speak('a form body', null, 415, raw('multipart/form-data; boundary=x', '--x--')),

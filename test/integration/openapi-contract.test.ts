@@ -18,6 +18,7 @@ let t: TestServer;
 let bare: TestServer;
 let contract: OpenApiContract;
 let brokeKey: string;
+let limitedKey: string;
 let readinessWhileLoading: Response;
 
 const PROBE: RouteDef = { method: 'GET', path: '/probe/undocumented', surface: 'compat', auth: false, handler: async () => ({ kind: 'json', body: {} }) };
@@ -25,10 +26,19 @@ const PROBE: RouteDef = { method: 'GET', path: '/probe/undocumented', surface: '
 beforeAll(async () => {
   t = await startTestServer({
     clock: () => new Date('2026-09-01T00:00:00Z'), // the legacy voices (aac, flac, wav_8k, ulaw_8k) still serve
-    config: { modelsManifest: 'models/kuma-models.json', demoPack: false, maxAudioSeconds: 3, maxJsonBodyBytes: 64 * 1024 },
+    config: {
+      modelsManifest: 'models/kuma-models.json', demoPack: false, maxAudioSeconds: 3, maxJsonBodyBytes: 64 * 1024,
+      // Limits on, unlimited by default: only the account of `limitedKey` is limited.
+      rateLimits: true, accountRequestsPerMinute: 0, accountTokensPerMinute: 0, accountConcurrent: 0,
+    },
+    rateLimitClock: () => 0, // frozen: a used-up bucket stays empty for the whole test
   });
   bare = await startTestServer({ config: { maxAudioSeconds: 3, maxJsonBodyBytes: 64 * 1024 }, extraRoutes: () => [PROBE] });
   brokeKey = (await t.newAccount(0)).apiKey;
+  const limited = await t.newAccount(1_000_000);
+  await t.server.store.setRateLimits(limited.accountId, { requestsPerMinute: 1 });
+  limitedKey = limited.apiKey;
+  await (await fetch(`${t.baseUrl}/openai/v1/models`, { headers: { authorization: `Bearer ${limitedKey}` } })).text();
   contract = new OpenApiContract((await (await fetch(`${t.baseUrl}/compat/v1/openapi.json`)).json()) as Record<string, unknown>);
   // Readiness while the models load (503 not_ready, or 200 if they were quick): checked below.
   readinessWhileLoading = await fetch(`${t.baseUrl}/readyz`);
@@ -85,7 +95,7 @@ async function run(c: ContractCase, prefix: string): Promise<void> {
   }
 }
 
-const cases = casesFor({ audio, key: () => t.apiKey, brokeKey: () => brokeKey, bareKey: () => bare.apiKey });
+const cases = casesFor({ audio, key: () => t.apiKey, brokeKey: () => brokeKey, limitedKey: () => limitedKey, bareKey: () => bare.apiKey });
 const PREFIXED = cases.filter((c) => !c.absolute);
 
 for (const prefix of ['/compat/v1', '/openai/v1']) {

@@ -17,7 +17,7 @@ const MEANING: Record<number, string> = {
   413: 'Request body, upload or audio too large',
   415: 'Unsupported request content type',
   422: 'Format not served by this model',
-  429: 'Rate limited',
+  429: 'Over a rate limit of the key or its account; retry after the Retry-After delay',
   500: 'Internal error (details are logged under the request id, never sent)',
   503: 'Overloaded, model not loaded, or shutting down; retry after the Retry-After delay',
 };

@@ -42,6 +42,8 @@ async function expectInvalidKey(presented: string | undefined, message: string) 
   if (presented?.trim()) expect((error as ApiError).message).not.toContain(presented.trim());
 }
 
+const NO_OVERRIDES = { requestsPerMinute: null, tokensPerMinute: null, concurrent: null };
+
 describe('generateApiKey / isWellFormedApiKey / hashApiKey', () => {
   it('generates distinct UUID keys', () => {
     const keys = new Set(Array.from({ length: 100 }, generateApiKey));
@@ -94,8 +96,9 @@ describe('extractApiKey', () => {
 describe('authenticateApiKey', () => {
   it('resolves a valid key to its account and key record, in either case', async () => {
     const { account, key, apiKey } = await issueKey();
-    expect(await authenticateApiKey(store, apiKey)).toEqual({ account, key });
-    expect(await authenticateApiKey(store, apiKey.toUpperCase())).toEqual({ account, key });
+    const limits = { account: NO_OVERRIDES, key: NO_OVERRIDES };
+    expect(await authenticateApiKey(store, apiKey)).toEqual({ account, key, limits });
+    expect(await authenticateApiKey(store, apiKey.toUpperCase())).toEqual({ account, key, limits });
   });
 
   it('refuses a revoked key like an unknown one', async () => {
@@ -126,7 +129,7 @@ describe('authenticateApiKey', () => {
 
   it('rejects a store match whose hash differs (constant-time re-check)', async () => {
     const { account, key, apiKey } = await issueKey();
-    const looseStore: Store = { ...store, findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account }) };
+    const looseStore: Store = { ...store, findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account, limits: { account: NO_OVERRIDES, key: NO_OVERRIDES } }) };
     await expect(authenticateApiKey(looseStore, apiKey)).rejects.toMatchObject({ code: 'invalid_api_key' });
   });
 });

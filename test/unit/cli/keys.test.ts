@@ -176,3 +176,45 @@ describe('commands', () => {
     }
   });
 });
+
+describe('limits', () => {
+  it('set, show and clear an account\'s and a key\'s overrides', async () => {
+    const { accountId, keyId } = await create('--name', 'lim');
+    let r = await run('limits', 'set', accountId, '--requests-per-minute', '5', '--concurrent', '0');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`Limits of account ${accountId}: requests 5 /min (set), tokens unlimited (default), concurrent unlimited (set)`);
+    expect(await store.getRateLimits(accountId)).toEqual({ requestsPerMinute: 5, tokensPerMinute: null, concurrent: 0 });
+    r = await run('limits', 'set', keyId, '--tokens-per-minute', '100');
+    expect(r.out).toContain(`Limits of key ${keyId}`);
+    expect(await store.getRateLimits(keyId)).toEqual({ requestsPerMinute: null, tokensPerMinute: 100, concurrent: null });
+
+    const defaults = { account: { requestsPerMinute: 600, tokensPerMinute: 60000, concurrent: 16 }, key: { requestsPerMinute: 0, tokensPerMinute: 0, concurrent: 0 } };
+    const out: string[] = [];
+    expect(await runKeysCommand(['limits', 'show', accountId], store, (l) => out.push(l), (l) => out.push(l), { limitDefaults: defaults })).toBe(0);
+    expect(out[0]).toContain('requests 5 /min (set), tokens 60000 /min (default), concurrent unlimited (set)');
+    expect(out[1]).toContain(`${keyId}  requests unlimited (default), tokens 100 /min (set)`);
+
+    r = await run('limits', 'set', accountId, '--requests-per-minute', 'default');
+    expect(await store.getRateLimits(accountId)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: 0 });
+    r = await run('limits', 'clear', accountId);
+    expect(r.out).toContain('Cleared');
+    expect(await store.getRateLimits(accountId)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
+  });
+
+  it('refuses bad input with a clear message and exit code 1', async () => {
+    const { accountId } = await create('--name', 'lim');
+    for (const [argv, message] of [
+      [['limits', 'set', accountId], /at least one of/],
+      [['limits', 'set', accountId, '--concurrent', '-1'], /--concurrent|argument/],
+      [['limits', 'set', accountId, '--requests-per-minute', '1.5'], /whole number/],
+      [['limits', 'set', 'acct_000000000000', '--concurrent', '1'], /No account or key/],
+      [['limits', 'show', 'key_000000000000'], /No account/],
+      [['limits', 'frob', accountId], /Unknown limits action/],
+      [['limits', 'set', accountId, '--bogus', '1'], /Unknown option/],
+    ] as const) {
+      const r = await run(...argv);
+      expect(r.code, argv.join(' ')).toBe(1);
+      expect(r.err, argv.join(' ')).toMatch(message);
+    }
+  });
+});

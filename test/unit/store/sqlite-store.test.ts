@@ -42,9 +42,9 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(2);
+      expect(raw.pragma('user_version', { simple: true })).toBe(3);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds']));
+      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
       expect(indexes).toEqual(expect.arrayContaining(['idx_api_keys_key_hash', 'idx_usage_account', 'idx_usage_request']));
     } finally {
@@ -63,13 +63,27 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE holds');
+    raw.exec('DROP TABLE holds; DROP TABLE rate_limits');
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
     expect(await store.getAccount(account.id)).toEqual(account);
     expect((await store.placeHold({ id: 'hold_1', accountId: account.id, requestId: 'req_1', amountMicros: 700, expiresAt: Date.now() + 60_000 }, Date.now())).placed).toBe(true);
     expect(await store.availableMicros(account.id, Date.now())).toBe(0);
+  });
+
+  it('upgrades a version-2 file (before rate limits) in place, keeping its accounts and keys', async () => {
+    const account = await store.createAccount('old', 700);
+    const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.exec('DROP TABLE rate_limits');
+    raw.pragma('user_version = 2');
+    raw.close();
+    store = await openSqliteStore(dbPath);
+    expect((await store.findKeyByHash('b'.repeat(64)))?.key).toEqual(key);
+    expect(await store.setRateLimits(account.id, { requestsPerMinute: 5 })).toEqual({ requestsPerMinute: 5, tokensPerMinute: null, concurrent: null });
+    expect((await store.findKeyByHash('b'.repeat(64)))?.limits.account.requestsPerMinute).toBe(5);
   });
 
   it('refuses a database written by a newer schema', async () => {
@@ -115,7 +129,8 @@ describe('keys', () => {
     const key = await store.createKey(account.id, 'a'.repeat(64), 'ci');
     expect(key).toMatchObject({ accountId: account.id, label: 'ci', revokedAt: null });
     expect(key.id).toMatch(/^key_[0-9a-f]{12}$/);
-    expect(await store.findKeyByHash('a'.repeat(64))).toEqual({ key, keyHash: 'a'.repeat(64), account });
+    const none = { requestsPerMinute: null, tokensPerMinute: null, concurrent: null };
+    expect(await store.findKeyByHash('a'.repeat(64))).toEqual({ key, keyHash: 'a'.repeat(64), account, limits: { account: none, key: none } });
     expect(await store.revokeKey(key.id)).toBe(true);
     expect(await store.revokeKey(key.id)).toBe(false);
     expect(await store.revokeKey('key_unknown')).toBe(false);
@@ -203,5 +218,25 @@ describe('recordUsage', () => {
     store = await openSqliteStore(dbPath);
     expect((await store.listUsage({ requestId: 'req_crash' })).map((r) => r.costMicros)).toEqual([200]);
     expect((await store.getAccount(a.id))!.balanceMicros).toBe(800);
+  });
+});
+
+describe('rate-limit overrides', () => {
+  it('sets fields one by one, keeps the others, goes back to defaults with null, and clears', async () => {
+    const account = await store.createAccount('l', 1);
+    const key = await store.createKey(account.id, 'c'.repeat(64), 'l');
+    expect(await store.getRateLimits(account.id)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
+    await store.setRateLimits(account.id, { requestsPerMinute: 10 });
+    expect(await store.setRateLimits(account.id, { concurrent: 0 })).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, concurrent: 0 });
+    await store.setRateLimits(key.id, { tokensPerMinute: 7 });
+    expect((await store.findKeyByHash('c'.repeat(64)))?.limits).toEqual({
+      account: { requestsPerMinute: 10, tokensPerMinute: null, concurrent: 0 },
+      key: { requestsPerMinute: null, tokensPerMinute: 7, concurrent: null },
+    });
+    expect(await store.setRateLimits(account.id, { requestsPerMinute: null })).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: 0 });
+    await expect(store.setRateLimits(account.id, { concurrent: -1 })).rejects.toThrow(RangeError);
+    expect(await store.clearRateLimits(account.id)).toBe(true);
+    expect(await store.clearRateLimits(account.id)).toBe(false);
+    expect(await store.getRateLimits(account.id)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
   });
 });

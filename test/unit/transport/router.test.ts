@@ -36,6 +36,17 @@ describe('Router', () => {
     expect(router.match('GET', '/compat/v1/models/%E0%A4%A')).toEqual({ kind: 'not_found' });
   });
 
+  it('keeps registration order when a static route is shadowed by an earlier parameter route', () => {
+    const param = route('GET', '/x/:id');
+    const fixed = route('GET', '/x/list');
+    const shadowing = new Router([param, fixed]);
+    expect(shadowing.match('GET', '/x/list')).toEqual({ kind: 'found', route: param, params: { id: 'list' } });
+    const ordered = new Router([fixed, param]);
+    expect(ordered.match('GET', '/x/list')).toEqual({ kind: 'found', route: fixed, params: {} });
+    expect(ordered.match('HEAD', '/x/list')).toEqual({ kind: 'found', route: fixed, params: {} });
+    expect(ordered.match('POST', '/x/list')).toEqual({ kind: 'wrong_method', allowed: ['GET', 'GET'] });
+  });
+
   it('refuses to register the same route twice', () => {
     expect(() => router.add(route('GET', '/compat/v1/models'))).toThrow(/twice/);
   });
