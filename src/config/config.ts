@@ -50,6 +50,8 @@ export const ConfigSchema = z.object({
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
   engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
+  engineReplicasMax: z.coerce.number().int().min(1).max(64).default(16),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
 });
 
@@ -81,6 +83,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DEMO_PACK: 'demoPack',
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
+  KUMA_ENGINE_REPLICAS_MAX: 'engineReplicasMax',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {
