@@ -11,15 +11,19 @@ import readline from 'node:readline';
 export interface ModelServer {
   port: number;
   apiKey: string;
+  /** A key of a second account (serve-with-models.ts). */
+  otherApiKey: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
-export async function startModelServer(models: Array<Record<string, unknown>>): Promise<ModelServer> {
+/** `cwd`: another checkout of Kuma to run instead of this one (a baseline, compared in the same run). */
+export async function startModelServer(models: Array<Record<string, unknown>>, cwd?: string): Promise<ModelServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-load-'));
   const manifest = path.join(dir, 'manifest.json');
   fs.writeFileSync(manifest, JSON.stringify({ models }));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const hello = await new Promise<{ port: number; apiKey: string }>((resolve, reject) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
     child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
   });

@@ -162,5 +162,6 @@ async function enginesFromConfig(config: Config): Promise<EngineRegistry | null>
   return EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
     intraOpThreads: config.engineIntraOpThreads,
     interOpThreads: config.engineInterOpThreads,
+    maxAutoReplicas: config.engineReplicasMax,
   });
 }

@@ -55,6 +55,8 @@ export const ConfigSchema = z.object({
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
   engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
+  engineReplicasMax: z.coerce.number().int().min(1).max(64).default(16),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
   /** Per-key and per-account rate limits (README "Rate limits"); false turns every limit off. */
   rateLimits: z.union([z.boolean(), z.stringbool()]).default(true), // stringbool takes on/off, true/false, 1/0
@@ -110,6 +112,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_KEY_RATE_LIMIT_TOKENS_PER_MINUTE: 'keyTokensPerMinute',
   KUMA_KEY_RATE_LIMIT_CONCURRENT: 'keyConcurrent',
   KUMA_AUTH_CACHE_TTL_MS: 'authCacheTtlMs',
+  KUMA_ENGINE_REPLICAS_MAX: 'engineReplicasMax',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {

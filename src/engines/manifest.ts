@@ -4,6 +4,7 @@
  * the manifest's folder. Validated at start with clear errors.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -18,8 +19,8 @@ export const ModelEntrySchema = z.object({
   engine: z.enum(ENGINE_TYPES),
   /** Model directory (relative to the manifest file, or absolute). */
   dir: z.string().min(1),
-  /** Worker threads holding their own copy of the model. */
-  replicas: z.number().int().min(1).max(16).default(1),
+  /** Worker threads holding their own copy of the model; when absent, chosen by cores (defaultReplicas). */
+  replicas: z.number().int().min(1).max(64).optional(),
   /** Jobs allowed to wait when every replica is busy; more answer 503 at once. */
   maxQueue: z.number().int().min(0).max(10_000).default(16),
   /**
@@ -35,6 +36,23 @@ export const ModelEntrySchema = z.object({
   options: z.record(z.string(), z.unknown()).default({}),
 });
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+
+const TTS_ENGINES: ReadonlySet<EngineType> = new Set(['vits-hf', 'vits-sherpa', 'vits-piper']);
+const SHARED_ENGINES: ReadonlySet<EngineType> = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper', 'nllb']);
+
+/**
+ * Replicas of a model whose entry does not set `replicas`, on a machine with `cores` cores:
+ *   - TTS: one per core. A speech request runs one short job per phrase, so replicas are what lets many
+ *     first phrases run at once, and VITS models are small (tens of MB per copy).
+ *   - speech recognition and translation: a quarter of the cores, at least one. An ASR replica already runs
+ *     4 jobs at once (jobsPerReplica), and these are the big models (hundreds of MB to GB per copy).
+ *   - anything else (the VAD, custom runners, whose cost Kuma cannot know): one.
+ * Never more than `max` (KUMA_ENGINE_REPLICAS_MAX; tests and small hosts lower it).
+ */
+export function defaultReplicas(engine: EngineType, cores = os.availableParallelism(), max = 16): number {
+  const wanted = TTS_ENGINES.has(engine) ? cores : SHARED_ENGINES.has(engine) ? Math.ceil(cores / 4) : 1;
+  return Math.max(1, Math.min(max, wanted));
+}
 
 export const ManifestSchema = z.object({
   models: z.array(ModelEntrySchema).min(1),

@@ -83,6 +83,7 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
       'translate',
       { texts: [text], source: options.source_language, target: options.target_language },
       req.signal,
+      { account: caller.account.id },
     );
     translation = result.translations[0] ?? '';
     usage = byToken

@@ -3,11 +3,17 @@
  * (`stream_format=audio`) or as `speech.audio.delta` SSE events ending with `speech.audio.done` and its
  * usage (`stream_format=sse`). The whole input's price is held before synthesis starts; the request then
  * settles to the characters whose audio was delivered (speech-stream.ts decides which), however it ends.
+ *
+ * A model whose runner synthesizes single phrases (`info.phraseSynthesis`, the VITS runner) is run one
+ * short job per phrase, planned here (phrase-synthesis.ts): no request holds a replica for its whole text,
+ * and a slow reader holds none at all. Other runners get the whole text as one streamed job.
  */
 import type { z } from 'zod';
 import { FORMAT_INFO, formatInfo } from '../../codecs/formats.js';
 import { billableCharacters } from '../../billing/metering.js';
 import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
+import { synthesizePhrases } from '../../pipeline/phrase-synthesis.js';
+import { planPhrases } from '../../engines/tts/phrase-plan.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, OpenApiContent, RouteDef, SseMessage } from '../types.js';
@@ -70,6 +76,8 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   const engine = engineFor(deps.engines, model);
   // Text the voice cannot say is refused before anything is held or synthesized.
   checkSpeakable(model.id, engine.info.alphabet, body.input);
+  const alphabet = engine.info.alphabet;
+  const phrases = engine.info.phraseSynthesis === true ? planPhrases(body.input, typeof alphabet === 'string' ? new Set(alphabet) : null) : null;
   // The hold is exact: a speech request is charged at most its whole input.
   const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
   const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(characters, deps.ledger.priceOf('character', 'speech')));
@@ -80,7 +88,10 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
     const tally: SpeechTally = { charactersDelivered: 0, bytesDelivered: 0 };
     const timing = { engineFirstMs: NaN, firstBytesMs: NaN };
     const started = performance.now();
-    const pcm = timed(engine.stream<PcmChunk>('synthesize', input, req.signal), (ms) => (timing.engineFirstMs = ms), started);
+    const synthesis = phrases
+      ? synthesizePhrases(engine, phrases, input.speaker !== undefined ? { speaker: input.speaker } : {}, req.signal, caller.account.id)
+      : engine.stream<PcmChunk>('synthesize', input, req.signal, undefined, { account: caller.account.id });
+    const pcm = timed(synthesis, (ms) => (timing.engineFirstMs = ms), started);
     // Settles to the characters delivered (releasing the hold when none were), however the stream ends.
     const settle = () =>
       reservation

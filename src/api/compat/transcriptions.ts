@@ -95,17 +95,19 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const input = TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {};
     // Known once the last window is decoded, which is before the engine's last segment.
     const usage = (): DurationUsage => ({ type: 'duration', seconds: billableSeconds(decodedSeconds(audio)) });
+    // The engine's wait queue serves accounts in turn (fair-queue.ts).
+    const job = { account: caller.account.id };
     const charge = () => held.settle([{ model: model.id, kind: 'transcription', unit: 'second', quantity: usage().seconds }]);
 
     if (fields.stream) {
       streaming = true; // from here the stream owns the reservation: settled at its end, released if it stops early
-      const events = streamTranscript(engine.stream<Segment>('transcribe', input, req.signal, windows), usage, charge, () => audio.close());
+      const events = streamTranscript(engine.stream<Segment>('transcribe', input, req.signal, windows, job), usage, charge, () => audio.close());
       return { kind: 'sse', events: closeWhenDone(events, () => held.release(), req.signal) };
     }
     const segments: Segment[] = [];
     const t1 = performance.now();
     try {
-      for await (const segment of engine.stream<Segment>('transcribe', input, req.signal, windows)) segments.push(segment);
+      for await (const segment of engine.stream<Segment>('transcribe', input, req.signal, windows, job)) segments.push(segment);
     } finally {
       audio.close(); // a no-op once it was read to the end; else the decode stops here
     }

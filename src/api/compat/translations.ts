@@ -81,7 +81,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     try {
       reservation = await deps.ledger.reserve(ctx, heldFor(audio.header.declaredSeconds ?? 0));
       const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
-      for await (const segment of asr.stream<Segment>('transcribe', input, req.signal, heldWindows(audio, reservation, heldFor))) segments.push(segment);
+      for await (const segment of asr.stream<Segment>('transcribe', input, req.signal, heldWindows(audio, reservation, heldFor), { account: caller.account.id })) segments.push(segment);
     } finally {
       audio.close(); // a no-op once it was read to the end; else the decode stops here
     }
@@ -97,7 +97,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       // request with 402 here (the transcription, which was held, is charged), never below zero later.
       await reservation.growTo(secondsCost + deps.ledger.costOf(characters, characterPrice));
       const result = transcript
-        ? await mt.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target }, req.signal)
+        ? await mt.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target }, req.signal, { account: caller.account.id })
         : { translations: [''] };
       translated = result.translations[0] ?? '';
     } catch (err) {

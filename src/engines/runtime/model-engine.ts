@@ -1,7 +1,8 @@
 /**
  * The main thread's handle on one served model: jobs run on the replicas of a ReplicaPool (admission
- * control, FIFO queue, crash replacement), one-shot (`run`) or streamed (`stream`, credit-based flow
- * control), cancelled by AbortSignal. A streamed job may also take its input as a stream (a long upload
+ * control, a wait queue fair across accounts with first jobs ahead of continuations, crash replacement),
+ * one-shot (`run`) or streamed (`stream`, credit-based flow control), cancelled by AbortSignal. Each call
+ * says whose job it is and its priority (`JobOptions`). A streamed job may also take its input as a stream (a long upload
  * decoded window by window): the input is pulled from the caller's iterable only as fast as the worker's
  * runner takes it (input credit), and an input that fails fails the job with the input's error.
  *
@@ -13,9 +14,9 @@
 import type { ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, type EngineOverloadedError } from '../errors.js';
 import { INPUT_CREDIT, transferables, type WorkerToMain } from './protocol.js';
-import { ReplicaPool, type EngineThreads, type Replica } from './replica-pool.js';
+import { ReplicaPool, type EngineThreads, type JobOptions, type Replica } from './replica-pool.js';
 
-export type { EngineThreads } from './replica-pool.js';
+export type { EngineThreads, JobOptions } from './replica-pool.js';
 
 /** Chunks a streaming job may have in flight toward the main thread. */
 const STREAM_CREDIT = 4;
@@ -44,6 +45,11 @@ export class ModelEngine {
     return this.pool.info;
   }
 
+  /** Replicas this model runs (the manifest's, else a default by cores). */
+  get replicas(): number {
+    return this.pool.replicaCount;
+  }
+
   stats(): { replicas: number; busy: number; queued: number } {
     return this.pool.stats();
   }
@@ -62,8 +68,8 @@ export class ModelEngine {
     return this.pool.close();
   }
 
-  async run<T>(method: string, input: unknown, signal?: AbortSignal): Promise<T> {
-    const replica = await this.pool.acquire(signal);
+  async run<T>(method: string, input: unknown, signal?: AbortSignal, options?: JobOptions): Promise<T> {
+    const replica = await this.pool.acquire(signal, options);
     const job = this.open(replica);
     const started = Date.now();
     const onAbort = () => job.cancel();
@@ -86,10 +92,10 @@ export class ModelEngine {
    * pace and closed (`return()`) when the job ends, or at once when the job is refused; if it throws, the
    * job is cancelled and this throws that error.
    */
-  async *stream<T>(method: string, input: unknown, signal?: AbortSignal, streamedInput?: AsyncIterable<unknown>): AsyncGenerator<T> {
+  async *stream<T>(method: string, input: unknown, signal?: AbortSignal, streamedInput?: AsyncIterable<unknown>, options?: JobOptions): AsyncGenerator<T> {
     let replica: Replica;
     try {
-      replica = await this.pool.acquire(signal);
+      replica = await this.pool.acquire(signal, options);
     } catch (err) {
       if (streamedInput) closeQuietly(streamedInput[Symbol.asyncIterator]()); // refused: the input is not wanted
       throw err;

@@ -1,9 +1,14 @@
 /**
  * The worker replicas of one model and the bounded wait queue in front of them. A job acquires a place on
- * a replica (at once when one has room, else in FIFO order, else — queue full — an EngineOverloadedError
- * with a Retry-After estimate) and releases it when the worker has finished with the job. A replica whose
- * worker dies is replaced; its replacement takes over the queue, and if no replacement can be started the
- * queued jobs fail instead of waiting forever.
+ * a replica (at once when one has room, else in the wait queue's order — first jobs of requests before
+ * continuations, round-robin across accounts, see fair-queue.ts — else, when the queue is full, an
+ * EngineOverloadedError with a Retry-After estimate) and releases it when the worker has finished with the
+ * job. A replica whose worker dies is replaced; its replacement takes over the queue, and if no replacement
+ * can be started the queued jobs fail instead of waiting forever.
+ *
+ * Admission: `maxQueue` bounds the opening jobs waiting (new requests). A continuation (the next phrase of
+ * a speech request already answering) is never refused: its request was admitted and is paid for, and
+ * there is at most one per such request, so refusing it would only cut a response midway.
  *
  * A replica runs `jobsPerReplica` jobs at once (manifest; 1 by default, 4 for speech recognition): its
  * worker interleaves them between model steps. For ASR this is what keeps a two-hour upload, which holds
@@ -11,10 +16,11 @@
  * long: a short request gets turns between the long one's chunks.
  */
 import type { Worker } from 'node:worker_threads';
-import type { ModelEntry } from '../manifest.js';
+import { defaultReplicas, type ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
+import { FairQueue, type JobPriority } from './fair-queue.js';
 
 const WORKER_URL = new URL(`./model-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 /** Delay before retrying a replacement replica that failed to load, doubling up to the maximum. */
@@ -36,6 +42,14 @@ export interface Replica {
 /** Engines whose jobs interleave well (chunked work, checkpoints between chunks): speech recognition. */
 const INTERLEAVED_ENGINES = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper']);
 
+/** Who a job is for and how urgent it is; the wait queue orders by these (fair-queue.ts). */
+export interface JobOptions {
+  /** The account the job is for (jobs without one share one anonymous account). */
+  account?: string;
+  /** `opening` (default): the first job of a request; `continuation`: a later phrase of one under way. */
+  priority?: JobPriority;
+}
+
 /** Jobs a replica of this model runs at once. */
 export function jobsPerReplica(entry: ModelEntry): number {
   return entry.jobsPerReplica ?? (INTERLEAVED_ENGINES.has(entry.engine) ? 4 : 1);
@@ -46,6 +60,8 @@ export interface EngineThreads {
   interOpThreads: number;
   /** Niceness of model threads (default 10): below the main thread, which must stay responsive. */
   niceness?: number;
+  /** Cap on the replicas of a model whose manifest entry does not set them (manifest.ts defaultReplicas). */
+  maxAutoReplicas?: number;
 }
 
 interface Waiter {
@@ -55,7 +71,7 @@ interface Waiter {
 
 export class ReplicaPool {
   private readonly replicas: Replica[] = [];
-  private readonly waiters: Waiter[] = [];
+  private readonly waiters = new FairQueue<Waiter>();
   private isReady = false;
   private closed = false;
   /** Set while no replacement could be started and none is running: new jobs fail at once. */
@@ -65,6 +81,8 @@ export class ReplicaPool {
   /** Moving average of job duration, for Retry-After estimates. */
   private avgJobMs = 1000;
   private readonly perReplica: number;
+  /** Replicas this pool runs: the manifest's, else a default by cores. */
+  readonly replicaCount: number;
   info: Record<string, unknown> = {};
 
   constructor(
@@ -72,6 +90,7 @@ export class ReplicaPool {
     private readonly threads: EngineThreads,
   ) {
     this.perReplica = jobsPerReplica(entry);
+    this.replicaCount = entry.replicas ?? defaultReplicas(entry.engine, undefined, threads.maxAutoReplicas);
   }
 
   get ready(): boolean {
@@ -83,18 +102,18 @@ export class ReplicaPool {
   }
 
   async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.entry.replicas }, () => this.spawnReplica()));
+    await Promise.all(Array.from({ length: this.replicaCount }, () => this.spawnReplica()));
     this.isReady = true;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
-    for (const waiter of this.waiters.splice(0)) waiter.fail(new EngineNotReadyError(this.entry.id));
+    for (const waiter of this.waiters.drain()) waiter.fail(new EngineNotReadyError(this.entry.id));
     await Promise.all(this.replicas.map((r) => r.worker.terminate()));
   }
 
-  acquire(signal?: AbortSignal): Promise<Replica> {
+  acquire(signal?: AbortSignal, options: JobOptions = {}): Promise<Replica> {
     if (!this.isReady || this.closed) return Promise.reject(new EngineNotReadyError(this.entry.id));
     if (signal?.aborted) return Promise.reject(new EngineCancelledError());
     if (this.replacementFailed && this.replicas.length === 0) {
@@ -105,20 +124,20 @@ export class ReplicaPool {
       free.active++;
       return Promise.resolve(free);
     }
-    const refusal = this.refusal();
+    const priority = options.priority ?? 'opening';
+    const refusal = priority === 'opening' ? this.refusal() : null;
     if (refusal) return Promise.reject(refusal);
     return new Promise<Replica>((resolve, reject) => {
       // The abort listener is removed however the wait ends: sessions keep one signal for hours.
       const onAbort = () => {
-        const index = this.waiters.indexOf(waiter);
-        if (index >= 0) this.waiters.splice(index, 1);
+        this.waiters.remove(waiter);
         reject(new EngineCancelledError());
       };
       const waiter: Waiter = {
         grant: (replica) => (signal?.removeEventListener('abort', onAbort), resolve(replica)),
         fail: (err) => (signal?.removeEventListener('abort', onAbort), reject(err)),
       };
-      this.waiters.push(waiter);
+      this.waiters.push(waiter, { account: options.account ?? '', priority });
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -128,7 +147,7 @@ export class ReplicaPool {
    * is full, with a Retry-After estimate; null when it would be served or queued.
    */
   refusal(): EngineOverloadedError | null {
-    if (this.roomiest() || this.waiters.length < this.entry.maxQueue) return null;
+    if (this.roomiest() || this.waiters.openings < this.entry.maxQueue) return null;
     const places = Math.max(1, this.replicas.length * this.perReplica);
     const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / places / 1000));
     return new EngineOverloadedError(this.entry.id, seconds);
@@ -209,7 +228,7 @@ export class ReplicaPool {
         // Nothing can serve the queue: fail it rather than leave it waiting, and keep trying in the background.
         this.replacementFailed = true;
         const err = new EngineFailedError(this.entry.id, 'the model replica crashed and could not be restarted');
-        for (const waiter of this.waiters.splice(0)) waiter.fail(err);
+        for (const waiter of this.waiters.drain()) waiter.fail(err);
       }
       this.respawnTimer = setTimeout(() => {
         this.respawnTimer = null;

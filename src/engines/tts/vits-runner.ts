@@ -1,9 +1,13 @@
 /**
  * The VITS text-to-speech runner (engines `vits-hf`, `vits-sherpa`, `vits-piper`; see vits-layouts.ts for
  * the three export layouts). Method `synthesize` takes `{ text, speaker?, noiseScale?, lengthScale? }`
- * and streams one chunk per phrase (text-chunker.ts), each `{ samples, sampleRate, text, characters }`,
- * as soon as it is synthesized, so the first audio leaves before the rest of the text is done. Samples
- * are mono float32 at the model's own rate; resampling to the API's rates happens downstream.
+ * and streams one chunk per phrase (phrase-plan.ts), each `{ samples, sampleRate, text, characters }`,
+ * as soon as it is synthesized, so the first audio leaves before the rest of the text is done. Method
+ * `synthesizePhrase` takes one planned phrase `{ spoken, boundaryAfter, speaker?, noiseScale?, lengthScale? }`
+ * and returns its `{ samples, sampleRate }`, the same samples `synthesize` gives for that phrase: the speech
+ * route plans on the main thread and runs one short job per phrase, so no request holds a replica for a
+ * whole text (`info().phraseSynthesis`). Samples are mono float32 at the model's own rate; resampling to
+ * the API's rates happens downstream.
  *
  * Each phrase says its speech-text.ts form (digits as Bambara number words, punctuation as pauses) over the
  * voice's alphabet, which `info().alphabet` reports so the API can refuse unspeakable text up front; each
@@ -16,8 +20,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { createSession, ort, requireSignature } from '../onnx/session.js';
 import { UnknownMethodError, type Runner, type RunnerContext, type RunnerFactory } from '../runner.js';
+import { planPhrases, UnspeakableTextError } from './phrase-plan.js';
 import { speechText } from './speech-text.js';
-import { chunkText } from './text-chunker.js';
 import { loadVitsLayout, VitsLayoutError, type VitsBinding, type VitsLayout } from './vits-layouts.js';
 
 export interface SynthesizeInput {
@@ -36,12 +40,22 @@ export interface SpeechChunk {
   characters: number;
 }
 
-const InputSchema = z.object({
-  text: z.string(),
+const VoiceSchema = z.object({
   speaker: z.number().int().min(0).optional(),
   noiseScale: z.number().positive().max(10).optional(),
   lengthScale: z.number().positive().max(10).optional(),
 });
+const InputSchema = VoiceSchema.extend({ text: z.string() });
+/** One phrase of a plan (phrase-plan.ts); `text` and `index` may come along for logs and are not used. */
+const PhraseSchema = VoiceSchema.extend({ spoken: z.string().min(1), boundaryAfter: z.boolean() });
+
+export interface PhraseInput {
+  spoken: string;
+  boundaryAfter: boolean;
+  speaker?: number;
+  noiseScale?: number;
+  lengthScale?: number;
+}
 
 interface Params {
   speaker: number;
@@ -50,19 +64,19 @@ interface Params {
   noiseScaleW: number;
 }
 
-function parseInput(input: unknown, layout: VitsLayout): Params & { text: string } {
-  const parsed = InputSchema.safeParse(input);
+function parseInput<S extends typeof InputSchema | typeof PhraseSchema>(schema: S, method: string, input: unknown, layout: VitsLayout): Params & Omit<z.infer<S>, keyof Params> {
+  const parsed = schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new TypeError(`Invalid synthesize input: ${issue.path.join('.') || 'input'}: ${issue.message}`);
+    throw new TypeError(`Invalid ${method} input: ${issue.path.join('.') || 'input'}: ${issue.message}`);
   }
-  const { text, speaker = 0, noiseScale, lengthScale } = parsed.data;
+  const { speaker = 0, noiseScale, lengthScale, ...rest } = parsed.data;
   if (speaker >= layout.speakers) {
     throw new RangeError(`Speaker ${speaker} does not exist: this voice has ${layout.speakers} speaker${layout.speakers === 1 ? ' (0)' : `s (0–${layout.speakers - 1})`}`);
   }
   // The HF export freezes its scales into the graph: the knobs are accepted and have no effect there (see info().controls).
   return {
-    text,
+    ...(rest as unknown as Omit<z.infer<S>, keyof Params>),
     speaker,
     noiseScale: noiseScale ?? layout.defaults.noiseScale,
     lengthScale: lengthScale ?? layout.defaults.lengthScale,
@@ -83,17 +97,7 @@ function halfToFloat(bits: Uint16Array): Float32Array {
   return out;
 }
 
-/** A text with characters the voice cannot say, or nothing to say; the API answers 400 before it gets here. */
-export class UnspeakableTextError extends Error {
-  constructor(readonly characters: string[]) {
-    super(
-      characters.length
-        ? `The text has characters this voice cannot pronounce: ${characters.map((c) => JSON.stringify(c)).join(', ')}`
-        : 'The text has nothing this voice can pronounce',
-    );
-    this.name = 'UnspeakableTextError';
-  }
-}
+export { UnspeakableTextError };
 
 /**
  * The characters a voice speaks (spaces aside): the vocabulary's characters, and their capitals where the
@@ -152,31 +156,29 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
 
   async function* synthesize(input: unknown, ctx: RunnerContext): AsyncGenerator<SpeechChunk> {
     // Invalid input fails on the first pull, like every other error of a streaming job.
-    const { text, ...params } = parseInput(input, layout);
-    const { unspeakable } = speechText(text, speakable);
-    if (unspeakable.length) throw new UnspeakableTextError(unspeakable);
+    const { text, ...params } = parseInput(InputSchema, 'synthesize', input, layout);
     // Plan every chunk first (cheap) so characters of chunks with nothing to say are charged to a
     // neighbour that is spoken, and a text the voice cannot say at all fails before any audio.
-    const planned: Array<{ text: string; spoken: string; characters: number }> = [];
-    let carried = 0;
-    for (const chunk of chunkText(text)) {
-      const spoken = speechText(chunk.text, speakable).text;
-      if (!spoken) {
-        if (planned.length) planned[planned.length - 1]!.characters += chunk.characters;
-        else carried += chunk.characters;
-        continue;
-      }
-      planned.push({ text: chunk.text, spoken, characters: chunk.characters + carried });
-      carried = 0;
-    }
-    if (!planned.length) throw new UnspeakableTextError([]);
-    for (const [i, chunk] of planned.entries()) {
+    const planned = planPhrases(text, speakable);
+    for (const chunk of planned) {
       await ctx.checkpoint();
-      // The space between this chunk and the next is spoken at the end of this one.
-      const { ids } = layout.tokenize(chunk.spoken, { boundaryAfter: i < planned.length - 1 });
-      const samples = await synthesizeIds(ids, params);
+      const samples = await speakPhrase(chunk, params);
       yield { samples, sampleRate: layout.sampleRate, text: chunk.text, characters: chunk.characters };
     }
+  }
+
+  /** One phrase of a plan; the space between it and the next is spoken at its end (`boundaryAfter`). */
+  function speakPhrase(phrase: { spoken: string; boundaryAfter: boolean }, params: Params): Promise<Float32Array> {
+    const { ids } = layout.tokenize(phrase.spoken, { boundaryAfter: phrase.boundaryAfter });
+    return synthesizeIds(ids, params);
+  }
+
+  async function synthesizePhrase(input: unknown): Promise<{ samples: Float32Array; sampleRate: number }> {
+    const { spoken, boundaryAfter, ...params } = parseInput(PhraseSchema, 'synthesizePhrase', input, layout);
+    // The main thread planned with the alphabet info() reports; a phrase outside it is a caller's bug.
+    const { unspeakable } = speechText(spoken, speakable);
+    if (unspeakable.length) throw new UnspeakableTextError(unspeakable);
+    return { samples: await speakPhrase({ spoken, boundaryAfter }, params), sampleRate: layout.sampleRate };
   }
 
   const defaults: Params = { speaker: 0, noiseScale: layout.defaults.noiseScale, lengthScale: layout.defaults.lengthScale, noiseScaleW: layout.defaults.noiseScaleW };
@@ -191,12 +193,15 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       // What the API checks a speech request against (speech-text.ts), before synthesis and charge.
       alphabet: alphabet.join(''),
       controls: layout.controls,
+      // The speech route may run one job per phrase (synthesizePhrase) instead of one per text.
+      phraseSynthesis: true,
     }),
     async warmup() {
       const tokens = layout.tokenize('aw ni ce');
       if (tokens.symbols) await synthesizeIds(tokens.ids, defaults);
     },
     call(method, input, ctx) {
+      if (method === 'synthesizePhrase') return synthesizePhrase(input);
       if (method !== 'synthesize') return Promise.reject(new UnknownMethodError(entry.engine, method));
       return synthesize(input, ctx);
     },

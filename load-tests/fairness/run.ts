@@ -1,0 +1,98 @@
+/**
+ * load-tests/fairness (issue 16, Done means 1): account A floods the speech model with long requests from
+ * many concurrent clients while account B sends short requests one after another. B's latency (request
+ * sent → whole body read) is measured unloaded, then under A's flood; the bound is
+ *   B's loaded p99 ≤ 2 × B's unloaded p99 + one job time,
+ * where one job time is A's request served alone (p50), the most one of A's jobs can hold a replica.
+ * The run fails (exit 1) when the bound is missed. Server: its own process, demo models, default replicas.
+ *
+ * Run: `npm run bench:fairness [-- --flood-clients 32 --requests 40 --no-write]`.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { percentile, recordSection } from '../results.js';
+import { startModelServer } from '../model-server.js';
+
+const { values } = parseArgs({
+  options: {
+    'no-write': { type: 'boolean', default: false },
+    'flood-clients': { type: 'string', default: '32' },
+    requests: { type: 'string', default: '40' },
+  },
+});
+const FLOOD_CLIENTS = Number(values['flood-clients']);
+const REQUESTS = Number(values.requests);
+const A_TEXT = 'n bɛ taa sugu la sini, an bɛ malo ni ji san ka na n fa ni n ba ye. '.repeat(9).trim(); // ≈ 600 characters
+const B_TEXT = 'i ni ce, a ka kɛnɛ wa?';
+
+const server = await startModelServer([{ id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), maxQueue: 256 }]);
+const url = `http://127.0.0.1:${server.port}/openai/v1/audio/speech`;
+
+/** B's engine-first (Server-Timing): time from the request's engine job being asked for to its first PCM. */
+const engineFirst: { unloaded: number[]; loaded: number[]; current: number[] | null } = { unloaded: [], loaded: [], current: null };
+
+async function speak(key: string, input: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }) });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  if (key === server.otherApiKey) engineFirst.current?.push(Number(/engine-first;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN));
+  return performance.now() - t0;
+}
+
+async function sequential(key: string, input: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await speak(key, input));
+  return out;
+}
+
+try {
+  await sequential(server.apiKey, A_TEXT, 3); // warm-up
+  await sequential(server.otherApiKey, B_TEXT, 3);
+  const aAlone = await sequential(server.apiKey, A_TEXT, 10);
+  engineFirst.current = engineFirst.unloaded;
+  const bUnloaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
+  engineFirst.current = null;
+
+  let flooding = true;
+  let aServed = 0;
+  const flood = Array.from({ length: FLOOD_CLIENTS }, async () => {
+    while (flooding) {
+      await speak(server.apiKey, A_TEXT);
+      aServed++;
+    }
+  });
+  await new Promise((r) => setTimeout(r, 1000)); // A's backlog builds up
+  engineFirst.current = engineFirst.loaded;
+  const bLoaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
+  engineFirst.current = null;
+  flooding = false;
+  await Promise.all(flood);
+
+  const oneJob = percentile(aAlone, 50);
+  const bound = 2 * percentile(bUnloaded, 99) + oneJob;
+  const met = percentile(bLoaded, 99) <= bound;
+  const row = (name: string, v: number[]) => `| ${name} | ${v.length} | ${percentile(v, 50).toFixed(1)} | ${percentile(v, 99).toFixed(1)} |`;
+  recordSection(
+    'fairness',
+    [
+      `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
+      `Bound: B's loaded p99 ≤ 2 × B's unloaded p99 + one job time (A's request alone, p50) = ${bound.toFixed(1)} ms: ${met ? 'met' : 'MISSED'}.`,
+      'engine first PCM: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM (Server-Timing `engine-first`); the rest of B\'s latency is HTTP, auth, encoding and the event loop, which A\'s streams share.',
+      'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); clients in this one, on the same machine.',
+    ],
+    [
+      '| requests | n | p50 ms | p99 ms |',
+      '|---|---:|---:|---:|',
+      row('A alone (one job time)', aAlone),
+      row('B unloaded', bUnloaded),
+      row('B while A floods', bLoaded),
+      row('B unloaded: engine first PCM (server)', engineFirst.unloaded),
+      row('B while A floods: engine first PCM (server)', engineFirst.loaded),
+    ],
+    !values['no-write'],
+  );
+  if (!met) process.exitCode = 1;
+} finally {
+  await server.stop();
+}
