@@ -248,8 +248,8 @@ export class Exchange implements ApiRequest, WriteContext {
       const methodLabel = server.isKnownMethod(this.rawMethod) ? this.rawMethod : 'other';
       metrics.observe(methodLabel, this.routeLabel, status, ms / 1000);
       metrics.inFlight.dec();
-      if (logger.isLevelEnabled('info')) {
-        logger.info(
+      if (server.accessLog.isLevelEnabled('info')) {
+        server.accessLog.info(
           { requestId: this.requestId, method: this.rawMethod, route: this.routeLabel, path: this.path, status, ms: Math.round(ms * 10) / 10, aborted: sink.isAborted },
           'request',
         );

@@ -2,7 +2,7 @@
  * What every request of one server shares: its options, router and CORS headers (built once), the
  * requests in flight, and whether the server is draining for shutdown.
  */
-import type { Logger } from '../observability/logger.js';
+import { accessLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { HttpRoute } from '../api/types.js';
 import { corsHeaders } from './cors.js';
@@ -46,12 +46,15 @@ export class ServerState {
   readonly drainLimitBytes: number;
   readonly drainTimeoutMs: number;
   readonly inFlight = new Set<Cancellable>();
+  /** Writes the one line per request. */
+  readonly accessLog: Logger;
   draining = false;
   private idleWaiter: (() => void) | null = null;
 
   constructor(readonly options: HttpServerOptions) {
     this.router = new Router(options.routes);
     this.cors = corsHeaders(options.corsOrigin);
+    this.accessLog = accessLogger(options.logger);
     this.drainLimitBytes = options.drainLimitBytes ?? Math.max(MIN_DRAIN_LIMIT_BYTES, 4 * options.maxUploadBytes);
     this.drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   }
