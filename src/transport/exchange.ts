@@ -49,7 +49,7 @@ export class Exchange implements ApiRequest, WriteContext {
 
   constructor(
     private readonly server: ServerState,
-    private readonly res: uWS.HttpResponse,
+    res: uWS.HttpResponse,
     head: RequestHead,
   ) {
     this.rawMethod = head.method;
