@@ -4,23 +4,26 @@
  * served by `node:http` (serve-node-http.ts), in one run on this machine, prints the kuma/node ratios and
  * appends the result to load-tests/RESULTS.md.
  *
- * Both servers run as child processes over one prepared SQLite file, so autocannon (in this process)
- * never shares a thread with a server. Runs alternate kuma, node, kuma, node, ... so drift on the machine
- * (thermal, noisy neighbours) hits both; each server's figure is the median of its rounds.
+ * Both servers run as child processes over one prepared SQLite file, with the access log on (bench-log.ts),
+ * so the load generator never shares a thread with a server. The load generator is wrk when installed,
+ * else autocannon (load-generators.ts); which one ran is printed and recorded. Runs alternate kuma, node,
+ * kuma, node, ... so drift on the machine (thermal, noisy neighbours) hits both; each server's figure is
+ * the median of its rounds.
  *
- * Flags: --duration S (10)  --connections N (50)  --warmup S (2)  --rounds N (2)  --no-write
+ * Flags: --duration S (10)  --connections N (50)  --warmup S (2)  --rounds N (2)
+ *        --loadgen auto|wrk|autocannon (auto)  --threads N (wrk threads, 1)  --no-write
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { appendResults, gitCommit } from '../results.js';
+import { clockTicks, pickLoadGenerator } from './load-generators.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -37,6 +40,8 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '2' },
+    loadgen: { type: 'string', default: 'auto' },
+    threads: { type: 'string', default: '1' },
     write: { type: 'boolean', default: true }, // accepted for symmetry; writing is the default
     'no-write': { type: 'boolean', default: false },
   },
@@ -46,7 +51,7 @@ function positiveInt(name: string, raw: string | undefined): number {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`);
   return n;
 }
-const [duration, connections, warmup, rounds] = (['duration', 'connections', 'warmup', 'rounds'] as const).map((k) => positiveInt(k, flags[k]));
+const [duration, connections, warmup, rounds, threads] = (['duration', 'connections', 'warmup', 'rounds', 'threads'] as const).map((k) => positiveInt(k, flags[k]));
 const params = { duration: duration!, connections: connections!, warmup: warmup!, rounds: rounds!, write: flags.write && !flags['no-write'] };
 
 interface Child { name: ServerName; proc: ChildProcess; port: number; pid: number; logs: string[] }
@@ -56,6 +61,9 @@ interface Sample { rps: number; p50: number; p99: number; non2xx: number; cpuMsP
 // spawned, listening or not) and the temp dir.
 const procs: ChildProcess[] = [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-bench-'));
+const loadgen = pickLoadGenerator(flags.loadgen!, dir, threads!);
+// Both servers run the same way, as `npm start` runs Kuma: TypeScript through tsx's loader.
+const serverRuntime = 'node --import tsx, as npm start runs';
 process.on('exit', () => {
   for (const proc of procs) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   fs.rmSync(dir, { recursive: true, force: true });
@@ -111,13 +119,6 @@ function startChild(name: ServerName, script: string, dbPath: string): Promise<C
   });
 }
 
-function clockTicks(): number {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100; // the Linux default
-  }
-}
 const CLK_TCK = clockTicks();
 
 /** utime + stime of a process in ms, from /proc (Linux only; NaN elsewhere, shown as n/a). */
@@ -132,49 +133,31 @@ function processCpuMs(pid: number): number {
   }
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : Number.NaN;
-}
-
-/** One autocannon run; fails loudly unless every response was a 200 with no socket errors. */
+/** One load run; fails loudly unless every response was a 200 with no socket errors. */
 async function load(child: Child, apiKey: string, seconds: number): Promise<Sample> {
-  // Our own latency record: autocannon's histogram has 1 ms resolution, too coarse for sub-ms p50s.
-  const latencies: number[] = [];
   const cpuBefore = processCpuMs(child.pid);
-  const selfBefore = process.cpuUsage();
   const started = performance.now();
-  // The callback form: it returns the instance, whose 'response' events carry each latency.
-  const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `http://127.0.0.1:${child.port}${ENDPOINT}`,
-        headers: { authorization: `Bearer ${apiKey}` },
-        connections: params.connections,
-        pipelining: 1,
-        duration: seconds,
-      },
-      (err, res) => (err ? reject(err) : resolve(res)),
-    );
-    instance.on('response', (_client, _status, _bytes, ms) => void latencies.push(ms));
+  const result = await loadgen.run({
+    url: `http://127.0.0.1:${child.port}${ENDPOINT}`,
+    headers: { authorization: `Bearer ${apiKey}` },
+    connections: params.connections,
+    seconds,
   });
   const wallMs = performance.now() - started;
-  const self = process.cpuUsage(selfBefore);
   const cpuMs = processCpuMs(child.pid) - cpuBefore;
 
-  if (result.non2xx + result.errors + result.timeouts > 0 || child.proc.exitCode !== null) {
+  if (result.non2xx + result.errors > 0 || child.proc.exitCode !== null) {
     const alive = child.proc.exitCode === null;
-    const counts = `${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts, status counts ${JSON.stringify(result.statusCodeStats)}`;
-    throw new Error(`${child.name}: ${counts}; server alive: ${alive}\n${child.logs.slice(-20).join('\n')}`);
+    throw new Error(`${child.name}: ${result.non2xx} non-2xx, ${result.errors} socket errors/timeouts; server alive: ${alive}\n${child.logs.slice(-20).join('\n')}`);
   }
-  const sorted = Float64Array.from(latencies).sort();
   return {
-    rps: result.requests.total / result.duration,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
+    rps: result.requests / result.seconds,
+    p50: result.p50Ms,
+    p99: result.p99Ms,
     non2xx: result.non2xx,
-    cpuMsPer1k: (cpuMs / result.requests.total) * 1000,
+    cpuMsPer1k: (cpuMs / result.requests) * 1000,
     serverCpuPct: (cpuMs / wallMs) * 100,
-    loadgenCpuPct: ((self.user + self.system) / 1000 / wallMs) * 100,
+    loadgenCpuPct: (result.cpuMs / wallMs) * 100,
   };
 }
 
@@ -210,9 +193,8 @@ const median = (xs: number[]) => {
 };
 const fmt = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 const describe = (s: Sample) =>
-  `${fmt(s.rps, 0)} req/s, p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms, server CPU ${fmt(s.serverCpuPct, 0)}%, autocannon CPU ${fmt(s.loadgenCpuPct, 0)}%`;
+  `${fmt(s.rps, 0)} req/s, p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms, server CPU ${fmt(s.serverCpuPct, 0)}%, load generator CPU ${fmt(s.loadgenCpuPct, 0)}%`;
 
-/** Output of a command, or undefined when it fails (no git, no commits yet, no getconf). */
 async function main(): Promise<void> {
   const dbPath = path.join(dir, 'bench.sqlite');
   const apiKey = await prepareStore(dbPath);
@@ -222,7 +204,7 @@ async function main(): Promise<void> {
 
   const cpus = os.cpus();
   const cpuText = `${cpus[0]?.model ?? 'unknown CPU'} × ${cpus.length} cores (${os.platform()} ${os.arch()})`;
-  const paramText = `${params.connections} connections, pipelining 1, ${params.warmup} s warm-up + ${params.duration} s measured per run, ${params.rounds} round(s) alternating kuma/node, median of rounds`;
+  const paramText = `${loadgen.description}, ${params.connections} connections, pipelining 1, access log on (info, to /dev/null), ${params.warmup} s warm-up + ${params.duration} s measured per run, ${params.rounds} round(s) alternating kuma/node, median of rounds`;
   console.log(`GET ${ENDPOINT}: ${paramText}; ${cpuText}, Node ${process.version}`);
   const samples: Record<ServerName, Sample[]> = { kuma: [], node: [] };
   for (let round = 1; round <= params.rounds; round++) {
@@ -248,8 +230,8 @@ async function main(): Promise<void> {
     `(lower is better), CPU per request ${fmt(kuma.cpu / node.cpu)}× (lower is better)`;
   const maxLoadgen = Math.max(...Object.values(samples).flat().map((s) => s.loadgenCpuPct));
   const notes: string[] = [];
-  // autocannon is single-threaded here: near a full core, it (not the server) may set the req/s ceiling.
-  if (maxLoadgen >= 90) notes.push(`autocannon's process reached ${fmt(maxLoadgen, 0)}% of one core: the load generator may be the bottleneck, so the req/s ratio can understate the difference; server CPU ms per 1000 requests is the fairer efficiency figure.`);
+  // Near a full core per thread, the load generator (not the server) may set the req/s ceiling.
+  if (maxLoadgen >= 90) notes.push(`the load generator reached ${fmt(maxLoadgen, 0)}% of one core: it may be the bottleneck, so the req/s ratio can understate the difference; server CPU ms per 1000 requests is the fairer efficiency figure.`);
   if (cpus.length <= 2) notes.push(`only ${cpus.length} cores: server and load generator compete for them.`);
   const serverLogs = started.flatMap((c) => c.logs.map((l) => `${c.name}: ${l}`));
   if (serverLogs.length) notes.push(`servers logged ${serverLogs.length} warn/error line(s) during the run; first: ${serverLogs[0]}`);
@@ -265,7 +247,7 @@ async function main(): Promise<void> {
     `## http-baseline — ${new Date().toISOString()}`,
     '',
     `- Commit: \`${gitCommit()}\``,
-    `- Node: ${process.version}; autocannon in the orchestrator process, servers as child processes`,
+    `- Node: ${process.version}; servers as child processes (${serverRuntime}); load generator: ${loadgen.description}`,
     `- CPU: ${cpuText}`,
     `- Parameters: \`GET ${ENDPOINT}\` with a Bearer key, ${paramText}`,
     '',

@@ -2,13 +2,14 @@
  * Child-process entry for the http-baseline benchmark: the real Kuma server (startKuma, uWebSockets.js
  * transport) on an ephemeral port over the SQLite file the orchestrator prepared. Prints one JSON line
  * `{"port":N,"pid":N}` on stdout once listening; everything after that on stdout is pino output (warn and
- * above), which the orchestrator collects and reports as problems seen under load.
+ * above; the access log goes to /dev/null, see bench-log.ts), which the orchestrator collects and reports as problems seen under load.
  *
  * Usage (from run.ts): node --import tsx serve-kuma.ts <dbPath> <tmpDir>
  */
 import { fstatSync } from 'node:fs';
 import { loadConfig } from '../../src/config/config.js';
 import { startKuma } from '../../src/server.js';
+import { BENCH_LOG_LEVEL, benchLogDestination } from './bench-log.js';
 
 const [dbPath, tmpDir] = process.argv.slice(2);
 if (!dbPath || !tmpDir) {
@@ -17,10 +18,9 @@ if (!dbPath || !tmpDir) {
 }
 
 // An empty environment: a KUMA_* variable in the caller's shell must not change what is measured.
-// 'warn' skips the per-request access log (as it would be skipped in the node:http baseline) but still
-// shows transport errors, which is what we want to hear about under load.
-const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: 'warn', shutdownGraceMs: 1000, modelsManifest: '' });
-const server = await startKuma({ config });
+// The access log is on (bench-log.ts: written, to /dev/null), as it is on the node:http baseline.
+const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: BENCH_LOG_LEVEL, shutdownGraceMs: 1000, modelsManifest: '' });
+const server = await startKuma({ config, logDestination: benchLogDestination() });
 process.stdout.write(`${JSON.stringify({ port: server.port, pid: process.pid })}\n`);
 
 let stopping = false;

@@ -17,7 +17,7 @@ import { ApiError, toApiError } from '../../src/api/errors.js';
 import { ModelCatalog } from '../../src/api/model-catalog.js';
 import type { ApiRequest, ApiResult, HttpMethod, RequestBody } from '../../src/api/types.js';
 import { Ledger } from '../../src/billing/ledger.js';
-import { createLogger } from '../../src/observability/logger.js';
+import { accessLogger, createLogger } from '../../src/observability/logger.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { KUMA_VERSION } from '../../src/server.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
@@ -29,6 +29,7 @@ import { newRequestId } from '../../src/transport/request-id.js';
 import { KeyCache, withKeyCacheInvalidation } from '../../src/auth/key-cache.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { limitDefaultsOf } from '../../src/limits/limits.js';
+import { BENCH_LOG_LEVEL, benchLogDestination } from './bench-log.js';
 
 const [dbPath, tmpDir] = process.argv.slice(2);
 if (!dbPath || !tmpDir) {
@@ -37,8 +38,9 @@ if (!dbPath || !tmpDir) {
 }
 
 // Same config and dependency wiring as startKuma, so both servers answer from identical objects.
-const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: 'warn' });
-const logger = createLogger(config.logLevel);
+const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, tmpDir, logLevel: BENCH_LOG_LEVEL });
+const logger = createLogger(config.logLevel, benchLogDestination());
+const accessLog = accessLogger(logger); // as the uWS transport writes its access log
 const metrics = new Metrics();
 const rawStore = await openSqliteStore(config.dbPath);
 // The same key cache and limiter as startKuma: the authenticated path is the same code on both servers.
@@ -164,7 +166,7 @@ const server = http.createServer((req, res) => {
       metrics.observe(method, routeLabel, status, ms / 1000);
       metrics.inFlight.dec();
       if (onFinished) for (const callback of onFinished) callback();
-      logger.info({ requestId, method, route: routeLabel, path, status, ms: Math.round(ms * 10) / 10 }, 'request');
+      accessLog.info({ requestId, method, route: routeLabel, path, status, ms: Math.round(ms * 10) / 10, aborted: controller.aborted }, 'request');
     }
   })();
 });

@@ -121,7 +121,7 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise
   if (deps.limiter && deps.limitDefaults) {
     const admission = deps.limiter.admit(limitSubjects(deps.limitDefaults, caller));
     Object.assign(req.responseHeaders, admission.headers);
-    req.onFinished(admission.release);
+    req.onFinished(() => admission.release());
   }
   // Work that costs money is refused before the body is read when nothing is available: the balance less
   // what requests in flight hold. The exact check, and the hold, come when the handler reserves its cost.

@@ -32,7 +32,7 @@ export interface LimitSubject {
 export interface Admission {
   /** x-ratelimit-* headers for this response (empty when nothing is limited). */
   headers: Record<string, string>;
-  /** Gives the in-flight places back; later calls do nothing. */
+  /** Gives the in-flight places back; later calls do nothing. Call it as a method (`admission.release()`). */
   release(): void;
 }
 
@@ -51,45 +51,30 @@ export class RateLimiter {
 
   /** Admits a request of `subjects` (its account and its key) or throws RateLimitedError. */
   admit(subjects: readonly LimitSubject[]): Admission {
+    // Runs on every authenticated request: plain loops, no closure per call.
     const now = this.now();
     this.sweep(now);
-    const states = subjects.map((s) => this.stateOf(s, now));
-    if (states.every((st) => st === null)) return NOOP_ADMISSION;
+    const states: (SubjectState | null)[] = new Array(subjects.length);
+    let limited = false;
+    for (let i = 0; i < subjects.length; i++) {
+      const st = this.stateOf(subjects[i]!, now);
+      states[i] = st;
+      if (st) limited = true;
+    }
+    if (!limited) return NOOP_ADMISSION;
 
-    let refusal: RateLimitedError | null = null;
-    const refuse = (kind: LimitKind, scope: string, limit: number, waitMs: number) => {
-      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      if (!refusal || seconds > refusal.retryAfterSeconds) refusal = new RateLimitedError(kind, scope, limit, seconds);
-    };
-    subjects.forEach((subject, i) => {
-      const st = states[i];
-      if (!st) return;
-      const { concurrent } = subject.limits;
-      // A place frees when some response ends; there is no schedule to predict, so retry after a second.
-      if (concurrent > 0 && st.inFlight >= concurrent) refuse('concurrent', st.scope, concurrent, 1000);
-      if (st.requests && !st.requests.has(1)) refuse('requests', st.scope, st.requests.limit, st.requests.msUntil(1));
-      if (st.tokens && !st.tokens.has(0)) refuse('tokens', st.scope, st.tokens.limit, st.tokens.msUntil(0));
-    });
+    const refusal = refusalOf(subjects, states);
     if (refusal) {
-      (refusal as RateLimitedError).headers = headersOf(states);
+      refusal.headers = headersOf(states);
       throw refusal;
     }
-
     for (const st of states) {
       if (!st) continue;
       st.requests?.take(1);
       st.inFlight++;
       st.lastUsed = now;
     }
-    let released = false;
-    return {
-      headers: headersOf(states),
-      release: () => {
-        if (released) return;
-        released = true;
-        for (const st of states) if (st) st.inFlight--;
-      },
-    };
+    return new HeldPlaces(states, headersOf(states));
   }
 
   /** Counts an amount delivered (from the ledger's settlement) against the key's and account's buckets. */
@@ -144,26 +129,69 @@ function bucketFor(bucket: TokenBucket | null, perMinute: number, now: number): 
   return bucket;
 }
 
+/** The refusal with the longest wait among the limits `subjects` are over, or null when none is. */
+function refusalOf(subjects: readonly LimitSubject[], states: readonly (SubjectState | null)[]): RateLimitedError | null {
+  let refusal: RateLimitedError | null = null;
+  for (let i = 0; i < subjects.length; i++) {
+    const st = states[i];
+    if (!st) continue;
+    const { concurrent } = subjects[i]!.limits;
+    // A place frees when some response ends; there is no schedule to predict, so retry after a second.
+    if (concurrent > 0 && st.inFlight >= concurrent) refusal = longer(refusal, 'concurrent', st.scope, concurrent, 1000);
+    if (st.requests && !st.requests.has(1)) refusal = longer(refusal, 'requests', st.scope, st.requests.limit, st.requests.msUntil(1));
+    if (st.tokens && !st.tokens.has(0)) refusal = longer(refusal, 'tokens', st.scope, st.tokens.limit, st.tokens.msUntil(0));
+  }
+  return refusal;
+}
+
+function longer(current: RateLimitedError | null, kind: LimitKind, scope: string, limit: number, waitMs: number): RateLimitedError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return !current || seconds > current.retryAfterSeconds ? new RateLimitedError(kind, scope, limit, seconds) : current;
+}
+
+/** An admitted request's places on its subjects, given back once by `release`. */
+class HeldPlaces implements Admission {
+  private released = false;
+
+  constructor(
+    private readonly states: readonly (SubjectState | null)[],
+    readonly headers: Record<string, string>,
+  ) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const st of this.states) if (st) st.inFlight--;
+  }
+}
+
 /**
  * OpenAI's headers for the tighter of the limits in force (the one with fewer units left; on a tie, the
  * smaller limit), per dimension. A dimension unlimited for both key and account has no headers.
  */
 function headersOf(states: readonly (SubjectState | null)[]): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, pick] of [
-    ['requests', (st: SubjectState) => st.requests],
-    ['tokens', (st: SubjectState) => st.tokens],
-  ] as const) {
-    let tightest: TokenBucket | null = null;
-    for (const st of states) {
-      const bucket = st && pick(st);
-      if (!bucket) continue;
-      if (!tightest || bucket.remaining < tightest.remaining || (bucket.remaining === tightest.remaining && bucket.limit < tightest.limit)) tightest = bucket;
-    }
-    if (!tightest) continue;
-    headers[`x-ratelimit-limit-${name}`] = String(tightest.limit);
-    headers[`x-ratelimit-remaining-${name}`] = String(tightest.remaining);
-    headers[`x-ratelimit-reset-${name}`] = formatDuration(tightest.msUntilFull());
+  const requests = tightest(states, 'requests');
+  if (requests) {
+    headers['x-ratelimit-limit-requests'] = String(requests.limit);
+    headers['x-ratelimit-remaining-requests'] = String(requests.remaining);
+    headers['x-ratelimit-reset-requests'] = formatDuration(requests.msUntilFull());
+  }
+  const tokens = tightest(states, 'tokens');
+  if (tokens) {
+    headers['x-ratelimit-limit-tokens'] = String(tokens.limit);
+    headers['x-ratelimit-remaining-tokens'] = String(tokens.remaining);
+    headers['x-ratelimit-reset-tokens'] = formatDuration(tokens.msUntilFull());
   }
   return headers;
+}
+
+function tightest(states: readonly (SubjectState | null)[], dimension: 'requests' | 'tokens'): TokenBucket | null {
+  let found: TokenBucket | null = null;
+  for (const st of states) {
+    const bucket = st && st[dimension];
+    if (!bucket) continue;
+    if (!found || bucket.remaining < found.remaining || (bucket.remaining === found.remaining && bucket.limit < found.limit)) found = bucket;
+  }
+  return found;
 }

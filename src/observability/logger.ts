@@ -11,10 +11,32 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     {
       level,
       base: { service: 'kuma' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeOncePerMillisecond,
       // Belt and braces: should a header object ever be logged, the credentials are cut out.
       redact: { paths: ['*.authorization', '*["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' },
     },
     destination ?? pino.destination({ sync: false }),
   );
+}
+
+/**
+ * The logger for the one-line-per-request access log: the same destination, level and fields, without the
+ * redaction pass. Its lines are built from fixed fields (id, method, route, path, status, time), none of
+ * which can hold a credential, and redaction was half the cost of writing each line.
+ */
+export function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: [] } });
+}
+
+// pino's isoTime formats a Date for every line; under load many lines share a millisecond, so the
+// formatted field is kept for the millisecond it was made in. Same output as pino.stdTimeFunctions.isoTime.
+let cachedMs = -1;
+let cachedField = '';
+function isoTimeOncePerMillisecond(): string {
+  const now = Date.now();
+  if (now !== cachedMs) {
+    cachedMs = now;
+    cachedField = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return cachedField;
 }

@@ -108,7 +108,7 @@ export class ResponseSink {
 
   private writeHead(status: number, headers: Record<string, string>): void {
     this.res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`);
-    for (const [name, value] of Object.entries(headers)) this.res.writeHeader(name, value);
+    for (const name in headers) this.res.writeHeader(name, headers[name]!); // no [name, value] array per header
   }
 
   private waitWritable(): Promise<boolean> {

@@ -34,16 +34,25 @@ export function writeError(ctx: WriteContext, err: ApiError, body: unknown): voi
   );
 }
 
+/**
+ * Writes a whole (json or text) result at once and returns true; returns false, writing nothing, for a
+ * stream. Synchronous, so the common small response costs no promise.
+ */
+export function writeWhole(ctx: WriteContext, result: ApiResult): boolean {
+  if (result.kind !== 'json' && result.kind !== 'text') return false;
+  // One headers object per response: the base headers, the result's own, then the content type.
+  const headers = Object.assign({}, ctx.baseHeaders, result.headers);
+  const body = result.kind === 'json' ? JSON.stringify(result.body) : result.body;
+  headers['content-type'] = result.kind === 'json' ? 'application/json' : result.contentType;
+  ctx.sink.sendWhole(result.status ?? 200, headers, body, ctx.closeConnection(), ctx.headOnly);
+  return true;
+}
+
 export async function writeResult(ctx: WriteContext, result: ApiResult): Promise<void> {
+  if (writeWhole(ctx, result)) return;
   const status = result.status ?? 200;
   const headers = { ...ctx.baseHeaders, ...result.headers };
   switch (result.kind) {
-    case 'json':
-      ctx.sink.sendWhole(status, { ...headers, 'content-type': 'application/json' }, JSON.stringify(result.body), ctx.closeConnection(), ctx.headOnly);
-      return;
-    case 'text':
-      ctx.sink.sendWhole(status, { ...headers, 'content-type': result.contentType }, result.body, ctx.closeConnection(), ctx.headOnly);
-      return;
     case 'sse':
       await pump(
         ctx,

@@ -1,0 +1,86 @@
+/**
+ * What every request of one server shares: its options, router and CORS headers (built once), the
+ * requests in flight, and whether the server is draining for shutdown.
+ */
+import { accessLogger, type Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { HttpRoute } from '../api/types.js';
+import { corsHeaders } from './cors.js';
+import { Router } from './router.js';
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  routes: HttpRoute[];
+  logger: Logger;
+  metrics: Metrics;
+  corsOrigin: string;
+  maxJsonBodyBytes: number;
+  maxUploadBytes: number;
+  uploadSpillBytes: number;
+  tmpDir: string;
+  streamStallTimeoutMs: number;
+  /** How much of an unread request body is read and dropped before an early answer (see BodyQueue.drainRest). */
+  drainLimitBytes?: number;
+  drainTimeoutMs?: number;
+}
+
+/** Something in flight that shutdown can cancel once its grace period is over. */
+export interface Cancellable {
+  cancel(reason: Error): void;
+}
+
+const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/**
+ * Lingering, as nginx's lingering_close does: before an early answer the rest of the upload is read and
+ * dropped for up to this long (and up to `drainLimitBytes`), so the client has finished sending when the
+ * answer comes, and a close cannot turn into a reset that hides the answer from it.
+ */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+const MIN_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+export class ServerState {
+  readonly router: Router;
+  /** The same for every response: built once, copied into each response's headers. */
+  readonly cors: Record<string, string>;
+  readonly drainLimitBytes: number;
+  readonly drainTimeoutMs: number;
+  readonly inFlight = new Set<Cancellable>();
+  /** Writes the one line per request. */
+  readonly accessLog: Logger;
+  draining = false;
+  private idleWaiter: (() => void) | null = null;
+
+  constructor(readonly options: HttpServerOptions) {
+    this.router = new Router(options.routes);
+    this.cors = corsHeaders(options.corsOrigin);
+    this.accessLog = accessLogger(options.logger);
+    this.drainLimitBytes = options.drainLimitBytes ?? Math.max(MIN_DRAIN_LIMIT_BYTES, 4 * options.maxUploadBytes);
+    this.drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  }
+
+  isKnownMethod(method: string): boolean {
+    return METHODS.has(method);
+  }
+
+  /** Called as each request ends: wakes a shutdown waiting for the last one. */
+  afterFinish(): void {
+    if (this.draining && this.inFlight.size === 0) this.idleWaiter?.();
+  }
+
+  /** Stops taking new requests and waits up to `graceMs` for those in flight, then cancels what is left. */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    if (this.inFlight.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.idleWaiter = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    // Past the grace period, remaining work is cancelled before the sockets go.
+    for (const request of this.inFlight) request.cancel(new Error('server shutting down'));
+  }
+}
