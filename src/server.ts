@@ -70,6 +70,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     timeoutMs: config.decodeTimeoutMs,
     streamsPerWorker: config.decoderStreamsPerThread,
     maxQueue: config.decoderMaxQueue,
+    memoryMb: config.decoderMemoryMb,
   });
   const { routes } = createApi({
     engines,
