@@ -41,9 +41,10 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
     const lane = async () => {
       while (next < end) {
         const index = next++;
-        const input = runner.generate(caseRng(opts.seed, runner.name, index));
+        let input: I | undefined;
         let outcome: Outcome;
         try {
+          input = runner.generate(caseRng(opts.seed, runner.name, index));
           outcome = await runner.execute(input);
         } catch (error) {
           outcome = { kind: 'no-answer', detail: `the fuzz client failed: ${String(error).slice(0, 250)}` };
@@ -51,7 +52,7 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
         tally.cases++;
         tally.outcomes[outcome.kind] = (tally.outcomes[outcome.kind] ?? 0) + 1;
         if (FAILURES.has(outcome.kind) && tally.findings.length < MAX_FINDINGS) {
-          tally.findings.push({ index, kind: outcome.kind, status: outcome.status, detail: outcome.detail, input: runner.describe(input).slice(0, 600) });
+          tally.findings.push({ index, kind: outcome.kind, status: outcome.status, detail: outcome.detail, input: input === undefined ? '(not generated)' : runner.describe(input).slice(0, 600) });
         }
       }
     };
@@ -85,6 +86,7 @@ export async function startFuzzServer(): Promise<FuzzServer> {
   });
   let exited = false;
   server.child.once('exit', () => (exited = true));
+  process.once('exit', () => server.child.kill('SIGKILL')); // never leave a server behind, whatever ends this run
   return {
     process: server,
     dir,

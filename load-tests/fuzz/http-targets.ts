@@ -37,6 +37,10 @@ interface HttpInput {
 
 async function send(input: HttpInput, ctx: HttpContext): Promise<Outcome> {
   const signal = AbortSignal.timeout(ctx.caseTimeoutMs);
+  // fetch sends header values as bytes (latin1): non-latin1 text goes as its UTF-8 bytes, as a raw client would.
+  // Control characters cannot be sent in a header value at all (fetch refuses them; raw-http covers them).
+  const headers = Object.fromEntries(Object.entries(input.headers).map(([k, v]) => [k, Buffer.from(v.replace(/[\u0000-\u001f\u007f]/g, ''), 'utf8').toString('latin1').trim()]));
+  input = { ...input, headers };
   let res: Response;
   try {
     res = await fetch(`${ctx.baseUrl}${input.path}`, { method: input.method, headers: input.headers, body: input.body, signal });
@@ -128,6 +132,7 @@ export const jsonTarget: Target<HttpInput> = {
     const path = `${rng.pick(PREFIXES)}${route === 'speech' ? '/audio/speech' : route === 'chat' ? '/chat/completions' : rng.pick(['/audio/transcriptions', '/audio/translations'])}`;
     const value = mutateJson(rng, validJson(rng, route === 'chat' ? 'chat' : 'speech'));
     let text = JSON.stringify(value) ?? 'null';
+    if (rng.chance(0.02)) text = `${'['.repeat(rng.int(1000, 100_000))}1${']'.repeat(rng.int(0, 100_000))}`; // deeper than any stack
     if (rng.chance(0.05)) text = text.replace(/\}$/, `, "pad": "${'p'.repeat(rng.pick([1 << 20, 2 << 20]))}"}`); // over the JSON limit
     let body: Uint8Array = Buffer.from(text);
     if (rng.chance(0.15)) body = damage(rng, body);
@@ -305,7 +310,8 @@ function rawExchange(bytes: Buffer, ctx: HttpContext): Promise<Outcome> {
     };
     const timer = setTimeout(() => finish(verdict(true)), ctx.caseTimeoutMs);
     const verdict = (timedOut: boolean): Outcome => {
-      const text = Buffer.concat(chunks).toString('latin1');
+      // Interim answers (100 Continue to an Expect header) come before the real one: skip them.
+      const text = Buffer.concat(chunks).toString('latin1').replace(/^(HTTP\/1\.[01] 1\d\d[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n)+/, '');
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
       if (!m) return timedOut ? { kind: 'hang', detail: 'no answer and no close' } : { kind: 'closed' };
       const status = Number(m[1]);

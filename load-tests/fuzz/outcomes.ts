@@ -3,13 +3,14 @@
  * - pass: a 2xx; a 4xx whose body is the OpenAI error envelope {"error":{message,type,param,code}} (a 4xx
  *   the transport writes before any route — uWS refusing a request line — may have no body: raw target);
  *   a 503 with Retry-After (overload is the server protecting itself, not an application failure; counted
- *   apart); for raw HTTP, the connection closed without an answer (uWS drops requests it cannot parse —
- *   counted apart, never a hang).
+ *   apart); for raw HTTP, the connection closed without an answer, or uWS's own HTML refusal of a request
+ *   its parser rejects before any route runs (400 Bad Request, 431, 505 for a version other than
+ *   HTTP/1.1) — counted apart as `closed` and `refused`: the application never saw those requests.
  * - failure: any other 5xx (`5xx`), a 4xx without the envelope (`bad-envelope`), no answer and no close
  *   within the per-case timeout (`hang`), a JSON/multipart request that got no HTTP answer at all
  *   (`no-answer`), the server process gone (`death`).
  */
-export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death';
+export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death';
 
 export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death']);
 
@@ -22,6 +23,7 @@ export interface Outcome {
 
 /** Classifies an HTTP answer (status, headers, body text). */
 export function classifyHttp(status: number, headers: { get(name: string): string | null }, body: string, envelopeRequired = true): Outcome {
+  if (!envelopeRequired && /uWebSockets\/[\d.]+ Server/.test(body)) return { kind: 'refused', status };
   if (status >= 200 && status < 300) return { kind: '2xx', status };
   if (status === 503 && headers.get('retry-after')) return { kind: '503', status };
   if (status >= 500) return { kind: '5xx', status, detail: body.slice(0, 300) };

@@ -150,18 +150,18 @@ const rows = state.targets.map((name) => {
   failed += f;
   const over = t.peakServerMb > RSS_BOUND_MB || t.peakDecodersMb > DECODER_RSS_BOUND_MB;
   if (over) failed++;
-  return `| ${name} | ${t.tally.cases} | ${o['2xx'] ?? 0} | ${o['4xx'] ?? 0} | ${o['503'] ?? 0} | ${o.closed ?? 0} | ${o['5xx'] ?? 0} | ${(o['bad-envelope'] ?? 0) + (o['no-answer'] ?? 0)} | ${o.hang ?? 0} | ${o.death ?? 0} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
+  return `| ${name} | ${t.tally.cases} | ${o['2xx'] ?? 0} | ${o['4xx'] ?? 0} | ${o['503'] ?? 0} | ${(o.closed ?? 0) + (o.refused ?? 0)} | ${o['5xx'] ?? 0} | ${(o['bad-envelope'] ?? 0) + (o['no-answer'] ?? 0)} | ${o.hang ?? 0} | ${o.death ?? 0} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
 });
 for (const name of state.targets) for (const f of state.byTarget[name]!.tally.findings) console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
 recordSection(
   'fuzz',
   [
     `Seed ${state.seed}; ${state.cases} cases per target; replay one with \`npm run fuzz -- --seed ${state.seed} --replay <target>:<index>\``,
-    'Pass: 2xx, 4xx with the error envelope, 503 with Retry-After (overload), raw HTTP closed without an answer (unparseable request). Failure: other 5xx, a 4xx without the envelope or no answer (bad env.), a hang (30 s per case), a death',
+    'Pass: 2xx, 4xx with the error envelope, 503 with Retry-After (overload), raw HTTP closed without an answer or refused by the uWS parser (400/431/505 in its own HTML, before any route). Failure: other 5xx, a 4xx without the envelope or no answer (bad env.), a hang (30 s per case), a death',
     `Bounds: server resident memory ≤ ${RSS_BOUND_MB} MB, decoder processes together ≤ ${DECODER_RSS_BOUND_MB} MB. Decoder targets run through the DecoderPool (2 processes) in the fuzz process, errors classified with toApiError`,
   ],
   [
-    '| target | cases | 2xx | 4xx | 503 | closed | 5xx | bad env. | hangs | deaths | peak server MB | peak decoders MB | s |',
+    '| target | cases | 2xx | 4xx | 503 | closed / refused by uWS | 5xx | bad env. | hangs | deaths | peak server MB | peak decoders MB | s |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ],

@@ -1,6 +1,6 @@
 /**
  * Random values for the fuzz's structured targets: JSON values of every type (strings with control
- * characters, lone surrogates, emoji and scripts the voices lack; numbers at the edges; deep nesting),
+ * characters, lone surrogates, emoji and scripts the voices lack; numbers at the edges; nesting),
  * and the few kinds of text a speech or translation route treats specially.
  */
 import { EDGE_INTS, type Rng } from './rng.js';
@@ -27,7 +27,7 @@ export function randomString(rng: Rng): string {
     case 3:
       return String.fromCharCode(...Array.from({ length: rng.int(1, 40) }, () => rng.int(0, 0xffff)));
     case 4:
-      return 'x'.repeat(rng.pick([100, 1000, 5000, 20_000]));
+      return 'x'.repeat(rng.pick([100, 1000, 5000, 20_000])); // at most 4 of these per object, 3 deep: < 1.3 MB
     default:
       return rng.pick(['sunjata-1', 'jifili-1', 'banjugu-1', 'whisper-1', 'tts-1', 'moussa', 'json', 'text', 'pcm', 'mp3', 'sse', 'bam_Latn', 'fra_Latn', 'eng_Latn', 'user', 'system', 'true', '1', 'null']);
   }
@@ -51,8 +51,9 @@ export function randomJson(rng: Rng, depth = 3): unknown {
     case 4:
       return randomString(rng);
     case 5:
-      if (rng.chance(0.05)) return nested(rng.int(50, 5000));
-      return Array.from({ length: rng.chance(0.05) ? rng.int(100, 20_000) : rng.int(0, 4) }, () => randomJson(rng, depth - 1));
+      if (rng.chance(0.05)) return nested(rng.int(10, 60));
+      if (rng.chance(0.05)) return Array.from({ length: rng.int(100, 20_000) }, () => rng.int(0, 9)); // long, but of small items: bodies stay near the JSON limit
+      return Array.from({ length: rng.int(0, 4) }, () => randomJson(rng, depth - 1));
     default: {
       const o: Record<string, unknown> = {};
       for (let i = rng.int(0, 4); i > 0; i--) o[rng.chance(0.2) ? rng.pick(['__proto__', 'constructor', 'toString', '']) : randomString(rng).slice(0, 20)] = randomJson(rng, depth - 1);
