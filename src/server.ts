@@ -86,6 +86,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     timeoutMs: config.decodeTimeoutMs,
     streamsPerWorker: config.decoderStreamsPerThread,
     maxQueue: config.decoderMaxQueue,
+    memoryMb: config.decoderMemoryMb,
   });
   configureEncoderPool(config.encoderThreads);
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.

@@ -24,14 +24,14 @@ export const ConfigSchema = z.object({
   maxUploadBytes: int(25 * 1024 * 1024),
   /** Longest audio accepted for transcription (413 audio_too_large above), in seconds. */
   maxAudioSeconds: z.coerce.number().positive().default(7200),
-  /** Worker threads decoding uploads (WASM decoders block the thread they run on). */
+  /** Child processes decoding uploads (WASM decoders block what they run on; a runaway one dies alone). */
   decoderThreads: z.coerce.number().int().min(1).max(32).default(1),
   /**
    * A single upload's decoding is abandoned (400) once its own decoding work takes this long (time spent
-   * waiting for a busy model is not counted); a decoder thread silent this long while busy is replaced.
+   * waiting for a busy model is not counted); a decoder process silent this long while busy is replaced.
    */
   decodeTimeoutMs: int(60_000),
-  /** Uploads one decoder thread decodes at once, interleaved (a stream waiting for its model costs no CPU). */
+  /** Uploads one decoder process decodes at once, interleaved (a stream waiting for its model costs no CPU). */
   decoderStreamsPerThread: z.coerce.number().int().min(1).max(1024).default(16),
   /** Uploads that may wait for a decoder stream; more are refused with 503 and Retry-After. */
   decoderMaxQueue: int(64),
@@ -40,6 +40,11 @@ export const ConfigSchema = z.object({
    * the I/O thread. Default: half the cores, 1 to 4 (src/codecs/encode-pool/shared-pool.ts).
    */
   encoderThreads: z.coerce.number().int().min(0).max(64).optional(),
+  /**
+   * Memory (MB) one decoder process may use besides twice the uploads it holds; a file that makes it use
+   * more is stopped with 400 and only that process is replaced.
+   */
+  decoderMemoryMb: z.coerce.number().int().min(64).default(512),
   /** Upload parts larger than this are written to a temp file instead of being held in memory. */
   uploadSpillBytes: int(1024 * 1024),
   tmpDir: z.string().default(os.tmpdir()),
@@ -95,6 +100,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DECODER_STREAMS_PER_THREAD: 'decoderStreamsPerThread',
   KUMA_DECODER_MAX_QUEUE: 'decoderMaxQueue',
   KUMA_ENCODER_THREADS: 'encoderThreads',
+  KUMA_DECODER_MEMORY_MB: 'decoderMemoryMb',
   KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
   KUMA_TMP_DIR: 'tmpDir',
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',

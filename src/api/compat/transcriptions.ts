@@ -78,7 +78,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const refusal = engine.refusal();
     if (refusal) throw refusal; // before spending anything on decoding
     const t0 = performance.now();
-    const audio = await openUploadedAudio(form, deps, req.signal);
+    const audio = await openUploadedAudio(form, deps, req.signal, caller.account.id);
     const decodeMs = performance.now() - t0; // to the file's header: decoding then runs alongside the model
     const unitPrice = deps.ledger.priceOf('second', 'transcription');
     const costOf = (seconds: number) => deps.ledger.costOf(billableSeconds(seconds), unitPrice);

@@ -67,7 +67,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     const mt = engineFor(deps.engines, mtModel);
     const refusal = asr.refusal();
     if (refusal) throw refusal; // before spending anything on decoding
-    const audio = await openUploadedAudio(form, deps, req.signal);
+    const audio = await openUploadedAudio(form, deps, req.signal, caller.account.id);
 
     const secondPrice = deps.ledger.priceOf('second', 'transcription');
     const characterPrice = deps.ledger.priceOf('character', 'translation');

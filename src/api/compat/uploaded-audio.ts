@@ -1,5 +1,5 @@
 /**
- * The audio file of a multipart request, decoded (in the decoder worker pool) to 16 kHz mono for the
+ * The audio file of a multipart request, decoded (in the decoder process pool) to 16 kHz mono for the
  * speech models as a stream of bounded windows, so that a request holds its upload's bytes and a few
  * windows of samples, never the whole decoded audio (a 1 MB FLAC of two hours of silence is 460 MB of
  * samples). Empty, undecodable and over-long uploads become 400 / 413 envelopes naming `file`.
@@ -27,9 +27,11 @@ export interface AudioInputDeps {
 /**
  * Starts decoding the form's `file` and resolves once its header is read (format, declared duration):
  * the windows then come as the consumer reads them. The upload's bytes are handed to the decoder, so the
- * form can be disposed of at once. `signal` cancels the decode.
+ * form can be disposed of at once. `signal` cancels the decode. `accountId` is whose turn the upload
+ * takes when it has to wait for a decoder: accounts are served in turn, so one account's backlog does
+ * not hold up another's upload.
  */
-export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDeps, signal: AbortSignal): Promise<DecodedStream> {
+export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDeps, signal: AbortSignal, accountId: string): Promise<DecodedStream> {
   const file = form.files.file;
   if (!file) {
     const sentAsText = typeof form.fields.file === 'string';
@@ -37,7 +39,7 @@ export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDep
   }
   if (file.size === 0) throw new ApiError('invalid_value', 'file: the uploaded file is empty.', { param: 'file' });
   const bytes = await file.read();
-  return deps.decoder.open(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds }, signal);
+  return deps.decoder.open(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds }, signal, accountId);
 }
 
 /**

@@ -1,23 +1,27 @@
 /**
- * Worker-thread side of DecoderPool: runs several upload decodes (decode-stream.ts) at once, interleaved
- * one generator step at a time, and posts each one's header, windows (transferred, not copied) and summary
- * back. A job sends windows only while it has credit (the pool returns one per window its consumer
- * takes), so a consumer that is slow because the model is busy pauses its decode instead of piling
- * windows up; a paused job costs no CPU and lets the others run.
+ * Child-process side of DecoderPool: runs several upload decodes (decode-stream.ts) at once, interleaved
+ * one generator step at a time, and sends each one's header, windows and summary back over the IPC
+ * channel (structured clones: see spawn-child.ts). A job sends windows only while it has credit (the pool
+ * returns one per window its consumer takes), so a consumer that is slow because the model is busy pauses
+ * its decode instead of piling windows up; a paused job costs no CPU and lets the others run.
+ *
+ * Why a process and not a thread: a hostile upload can make a decoder allocate without bound (V8's
+ * out-of-memory is fatal to the whole process even inside a worker thread on Node 20; WASM heaps grow
+ * outside V8's limits). Here that kills this process only; the pool fails the job whose step was running,
+ * fails the others on this process as retryable, and starts a fresh one.
  *
  * Time limit: each job's own work (the time its steps take, not the time it waits for credit or for other
  * jobs' steps) is summed, and a job whose sum passes its budget fails with AudioDecodeError('timeout').
  * A step that never returns (a decoder spinning) cannot be stopped from here: the pool notices the
- * silence (each step starts with a `step` message) and terminates this thread.
+ * silence (each step starts with a `step` message) and kills this process.
  *
- * Errors cross the thread boundary as plain data (kind, name, message) because class identity does not
+ * Errors cross the process boundary as plain data (kind, name, message) because class identity does not
  * survive structured cloning; the pool rebuilds them.
  */
-import { parentPort } from 'node:worker_threads';
 import { AudioDecodeError } from '../types.js';
 import { decodeAudioStream, type DecodeOptions, type DecodeSummary, type StreamHeader } from './decode-stream.js';
 
-export type PoolToWorker =
+export type PoolToChild =
   | { type: 'start'; id: number; bytes: Uint8Array; options: DecodeOptions; credit: number; budgetMs: number }
   | { type: 'credit'; id: number; amount: number }
   | { type: 'cancel'; id: number };
@@ -28,7 +32,7 @@ export interface ErrorData {
   message: string;
 }
 
-export type WorkerReply =
+export type ChildReply =
   | { type: 'ready' }
   | { type: 'step'; id: number }
   | { type: 'header'; id: number; header: StreamHeader }
@@ -37,11 +41,13 @@ export type WorkerReply =
   | { type: 'failed'; id: number; error: ErrorData }
   | { type: 'cancelled'; id: number };
 
-const port = parentPort;
-if (!port) throw new Error('decoder-worker.ts must run in a worker thread (see DecoderPool)');
+const send = process.send?.bind(process);
+if (!send) throw new Error('decoder-child.ts must run in a child process with an IPC channel (see DecoderPool)');
+// The pool is gone (the server exited or killed the channel): nothing can use what this process decodes.
+process.on('disconnect', () => process.exit(0));
 
 // The WASM decoders print to the console on bad input (libFLAC prints a line per lost sync, with a stack
-// trace). Hostile uploads would flood the server's logs through this thread; what went wrong reaches the
+// trace). Hostile uploads would flood the server's logs through this process; what went wrong reaches the
 // caller in the AudioDecodeError's message instead.
 for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[method] = () => {};
 
@@ -52,7 +58,7 @@ interface JobState {
 }
 
 const jobs = new Map<number, JobState>();
-const post = (reply: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
+const post = (reply: ChildReply) => void send(reply);
 /** A macrotask turn: other jobs' steps and incoming credit/cancel messages get their chance. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -61,7 +67,7 @@ function errorData(error: unknown): ErrorData {
   return { kind: error instanceof AudioDecodeError ? error.kind : undefined, name: e.name, message: e.message };
 }
 
-async function run(job: Extract<PoolToWorker, { type: 'start' }>): Promise<void> {
+async function run(job: Extract<PoolToChild, { type: 'start' }>): Promise<void> {
   const state: JobState = { credit: job.credit, cancelled: false, wake: null };
   jobs.set(job.id, state);
   const stream = decodeAudioStream(job.bytes, job.options);
@@ -92,10 +98,9 @@ async function run(job: Extract<PoolToWorker, { type: 'start' }>): Promise<void>
         post({ type: 'header', id: job.id, header: event.header });
       } else {
         state.credit--;
-        // Transfer, not copy: the window's own buffer when it spans all of it, else a copy that does.
+        // A clone of a view carries its whole buffer: send one that spans only the window.
         const own = event.samples.byteOffset === 0 && event.samples.byteLength === event.samples.buffer.byteLength;
-        const samples = own ? event.samples : event.samples.slice();
-        post({ type: 'window', id: job.id, samples }, [samples.buffer as ArrayBuffer]);
+        post({ type: 'window', id: job.id, samples: own ? event.samples : event.samples.slice() });
       }
     }
   } catch (error) {
@@ -105,7 +110,7 @@ async function run(job: Extract<PoolToWorker, { type: 'start' }>): Promise<void>
   }
 }
 
-port.on('message', (message: PoolToWorker) => {
+process.on('message', (message: PoolToChild) => {
   if (message.type === 'start') {
     void run(message);
     return;

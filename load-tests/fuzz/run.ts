@@ -1,0 +1,170 @@
+/**
+ * `npm run fuzz`: the standing fuzz suite (issue 16). Targets: JSON bodies, multipart bodies, raw HTTP
+ * (against a Kuma process with the demo models, rate limits off) and each upload decoder (through the
+ * DecoderPool, see decoder-targets.ts). Per case: a 2xx, or a 4xx with the error envelope, or a 503 with
+ * Retry-After (overload, counted apart); never another 5xx, a hang (per-case timeout) or a dead server.
+ * Resident memory of the server and of the decoder processes is sampled and must stay under RSS_BOUND_MB.
+ *
+ *   npm run fuzz                          # every target, 100,000 cases each, a random seed (printed)
+ *   npm run fuzz -- --seed 7 --cases 2000 # seeded, shorter
+ *   npm run fuzz -- --resume              # continue the run saved in the state file
+ *   npm run fuzz -- --targets json,decode-mp4 --no-write
+ *   npm run fuzz -- --seed 7 --replay multipart:1234   # one case again, printed with its outcome
+ *
+ * State (--state, default load-tests/fuzz/state.json, git-ignored) is saved after every batch; --resume
+ * continues where it stopped with the same seed and counts. The full run writes a `## fuzz` section to
+ * load-tests/RESULTS.md. Exit code 1 when any case failed or the memory bound was passed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
+import { recordSection } from '../results.js';
+import { RssSampler, runCases, startFuzzServer, type CaseRunner, type FuzzServer } from './harness.js';
+import type { HttpContext } from './http-targets.js';
+import { emptyTally, failuresIn, type Tally } from './outcomes.js';
+import { caseRng } from './rng.js';
+import { ALL_TARGETS, decoderRunner, httpRunner, isHttpTarget, makeSeeds, uploadSamples } from './targets.js';
+
+/** The server's resident memory with the demo models is ≈ 0.5–0.9 GB; hostile input must not add more than this. */
+const RSS_BOUND_MB = 1536;
+/** Each decoder process may use 512 MB plus twice its uploads (decoder-pool.ts); two of them, with slack. */
+const DECODER_RSS_BOUND_MB = 2 * 700;
+const CASE_TIMEOUT_MS = 30_000;
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    cases: { type: 'string', default: '100000' },
+    targets: { type: 'string', default: ALL_TARGETS.join(',') },
+    resume: { type: 'boolean', default: false },
+    state: { type: 'string', default: path.resolve('load-tests/fuzz/state.json') },
+    concurrency: { type: 'string', default: '8' },
+    replay: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+
+interface TargetState {
+  next: number;
+  tally: Tally;
+  peakServerMb: number;
+  peakDecodersMb: number;
+  seconds: number;
+}
+interface State {
+  seed: number;
+  cases: number;
+  targets: string[];
+  byTarget: Record<string, TargetState>;
+}
+
+function loadState(): State {
+  if (values.resume) {
+    const state = JSON.parse(fs.readFileSync(values.state!, 'utf8')) as State;
+    console.log(`resuming ${values.state}: seed ${state.seed}, ${state.cases} cases per target`);
+    return state;
+  }
+  const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+  const targets = values.targets!.split(',').filter(Boolean);
+  for (const t of targets) if (!ALL_TARGETS.includes(t)) throw new Error(`unknown target ${t}; targets: ${ALL_TARGETS.join(', ')}`);
+  return { seed, cases: Number(values.cases), targets, byTarget: {} };
+}
+
+const state = loadState();
+const save = () => fs.writeFileSync(values.state!, JSON.stringify(state, null, 1));
+console.log(`fuzz: seed ${state.seed}, ${state.cases} cases per target, targets ${state.targets.join(', ')}`);
+
+const seeds = await makeSeeds();
+let server: FuzzServer | undefined;
+const ensureServer = async () => (server ??= await startFuzzServer());
+const ctx = (): HttpContext => ({ baseUrl: server!.process.baseUrl, port: server!.process.port, apiKey: server!.process.apiKey, audio: uploadSamples(seeds), caseTimeoutMs: CASE_TIMEOUT_MS });
+// A short decode timeout, so that a decoder that spins shows up as a (400) timeout quickly rather than stalling lanes.
+const pool = new DecoderPool({ size: 2, timeoutMs: 10_000, streamsPerWorker: 16 });
+
+function runnerFor(name: string): CaseRunner<unknown> {
+  return isHttpTarget(name) ? httpRunner(name, ctx) : (decoderRunner(name, pool, seeds, CASE_TIMEOUT_MS) as CaseRunner<unknown>);
+}
+
+if (values.replay) {
+  const [name, index] = values.replay.split(':');
+  if (isHttpTarget(name!)) await ensureServer();
+  const runner = runnerFor(name!);
+  const input = runner.generate(caseRng(state.seed, name!, Number(index)));
+  console.log(runner.describe(input));
+  console.log(await runner.execute(input));
+  await server?.stop();
+  await pool.close();
+  process.exit(0);
+}
+
+for (const name of state.targets) {
+  const t = (state.byTarget[name] ??= { next: 0, tally: emptyTally(), peakServerMb: 0, peakDecodersMb: 0, seconds: 0 });
+  if (t.next >= state.cases) continue;
+  const http = isHttpTarget(name);
+  if (http) await ensureServer();
+  const sampler = new RssSampler();
+  const serverPid = () => server?.process.pid;
+  if (http) sampler.start(serverPid);
+  else sampler.start(() => process.pid, () => (serverPid() ? [serverPid()!] : []));
+  const began = performance.now();
+  const secondsBefore = t.seconds; // a resumed run adds to what the earlier ones took
+  let lastPrint = 0;
+  const outcome = await runCases(runnerFor(name), t.tally, {
+    seed: state.seed,
+    from: t.next,
+    to: state.cases,
+    concurrency: Number(values.concurrency),
+    batch: 500,
+    alive: http ? () => server!.alive() : async () => true,
+    onBatch: (next) => {
+      t.next = next;
+      t.seconds = secondsBefore + (performance.now() - began) / 1000;
+      t.peakServerMb = Math.max(t.peakServerMb, http ? sampler.peakMb : 0);
+      t.peakDecodersMb = Math.max(t.peakDecodersMb, sampler.peakChildrenMb);
+      save();
+      if (performance.now() - lastPrint > 10_000 || next >= state.cases) {
+        lastPrint = performance.now();
+        console.log(`${name}: ${next}/${state.cases} ${JSON.stringify(t.tally.outcomes)} server ${t.peakServerMb.toFixed(0)} MB, decoders ${t.peakDecodersMb.toFixed(0)} MB`);
+      }
+    },
+  });
+  sampler.stop();
+  t.seconds = secondsBefore + (performance.now() - began) / 1000;
+  save();
+  if (outcome === 'death') {
+    console.log(`${name}: the server died; restarting it for the remaining targets`);
+    await server?.stop();
+    server = undefined;
+  }
+}
+await server?.stop();
+await pool.close();
+
+// ---------------------------------------------------------------- report
+let failed = 0;
+const rows = state.targets.map((name) => {
+  const t = state.byTarget[name]!;
+  const o = t.tally.outcomes;
+  const f = failuresIn(t.tally);
+  failed += f;
+  const over = t.peakServerMb > RSS_BOUND_MB || t.peakDecodersMb > DECODER_RSS_BOUND_MB;
+  if (over) failed++;
+  return `| ${name} | ${t.tally.cases} | ${o['2xx'] ?? 0} | ${o['4xx'] ?? 0} | ${o['503'] ?? 0} | ${(o.closed ?? 0) + (o.refused ?? 0)} | ${o['5xx'] ?? 0} | ${(o['bad-envelope'] ?? 0) + (o['no-answer'] ?? 0)} | ${o.hang ?? 0} | ${o.death ?? 0} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
+});
+for (const name of state.targets) for (const f of state.byTarget[name]!.tally.findings) console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
+recordSection(
+  'fuzz',
+  [
+    `Seed ${state.seed}; ${state.cases} cases per target; replay one with \`npm run fuzz -- --seed ${state.seed} --replay <target>:<index>\``,
+    'Pass: 2xx, 4xx with the error envelope, 503 with Retry-After (overload), raw HTTP closed without an answer or refused by the uWS parser (400/431/505 in its own HTML, before any route). Failure: other 5xx, a 4xx without the envelope or no answer (bad env.), a hang (30 s per case), a death',
+    `Bounds: server resident memory ≤ ${RSS_BOUND_MB} MB, decoder processes together ≤ ${DECODER_RSS_BOUND_MB} MB. Decoder targets run through the DecoderPool (2 processes) in the fuzz process, errors classified with toApiError`,
+  ],
+  [
+    '| target | cases | 2xx | 4xx | 503 | closed / refused by uWS | 5xx | bad env. | hangs | deaths | peak server MB | peak decoders MB | s |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ],
+  !values['no-write'],
+);
+process.exit(failed ? 1 : 0);
