@@ -22,7 +22,7 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-load-'));
   const manifest = path.join(dir, 'manifest.json');
   fs.writeFileSync(manifest, JSON.stringify({ models }));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  const child = spawn(process.execPath, [...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
   const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
     child.once('exit', (code) => reject(new Error(`server exited (${code})`)));

@@ -44,6 +44,9 @@ const MODEL = { id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/dem
 interface Sample {
   ttfb: number;
   engineFirst: number;
+  /** Server time from starting the engine job to the first encoded bytes (Server-Timing `first-bytes`). */
+  firstBytes: number;
+  round?: number;
 }
 
 interface Level {
@@ -66,16 +69,21 @@ async function bench(server: string, cwd: string | undefined): Promise<Level[]> 
     const ttfb = performance.now() - t0;
     for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.length;
     const engineFirst = Number(/engine-first;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN);
-    return { ttfb, engineFirst, bytes };
+    const firstBytes = Number(/first-bytes;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN);
+    return { ttfb, engineFirst, firstBytes, bytes };
   };
   try {
     for (const format of FORMATS) await Promise.all(Array.from({ length: 3 }, () => one(format))); // warm-up (wasm, AAC pool)
     const levels: Level[] = [];
     for (const format of FORMATS) {
       for (const { clients, perClient } of LEVELS) {
+        // Warm-up at this level's concurrency (connections, encoder instances), not measured; the measured
+        // rounds still start together, so round #0 is a burst of `clients` simultaneous requests.
+        await Promise.all(Array.from({ length: clients }, () => one(format)));
         const samples: Sample[] = [];
         const t0 = performance.now();
-        await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < perClient; i++) samples.push(await one(format)); }));
+        await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < perClient; i++) samples.push({ ...(await one(format)), round: i }); }));
+        if (clients > 1) process.stderr.write(`  by round: ${[...new Set(samples.map((s) => s.round))].map((r) => { const v = samples.filter((s) => s.round === r).map((s) => s.ttfb); return `#${r} p50 ${pct(v, 50).toFixed(0)} max ${Math.max(...v).toFixed(0)}`; }).join(', ')}\n`);
         levels.push({ server, format, clients, samples, seconds: (performance.now() - t0) / 1000 });
         process.stdout.write(`${server} ${format} ×${clients}: ${(samples.length / levels.at(-1)!.seconds).toFixed(1)} req/s, TTFB p99 ${pct(samples.map((s) => s.ttfb), 99).toFixed(1)} ms\n`);
       }
@@ -109,6 +117,8 @@ const rows = [
 for (const level of results) {
   const ttfb = level.samples.map((s) => s.ttfb);
   const overhead = level.samples.map((s) => s.ttfb - s.engineFirst);
+  const firstBytes = level.samples.map((s) => s.firstBytes);
+  process.stderr.write(`${level.server} ${level.format} ×${level.clients}: server first-bytes p50 ${pct(firstBytes, 50).toFixed(1)} p99 ${pct(firstBytes, 99).toFixed(1)} ms\n`);
   const rps = level.samples.length / level.seconds;
   let target = '';
   if (level.clients === 1) target = `overhead p50 ≤ ${OVERHEAD_TARGET[level.format]} ms (${pct(overhead, 50) <= OVERHEAD_TARGET[level.format]! ? 'met' : 'MISSED'})`;

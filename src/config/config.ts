@@ -36,8 +36,8 @@ export const ConfigSchema = z.object({
   /** Uploads that may wait for a decoder stream; more are refused with 503 and Retry-After. */
   decoderMaxQueue: int(64),
   /**
-   * Worker threads encoding the costly speech formats (mp3, opus, flac) off the I/O thread; 0 = encode on
-   * the I/O thread. Default: half the cores, 1 to 4 (src/codecs/encode-pool/shared-pool.ts).
+   * Worker threads encoding speech (all formats but aac/fmp4) off the I/O thread; 0 = encode on
+   * the I/O thread. Default: one per core, 1 to 4 (src/codecs/encode-pool/shared-pool.ts).
    */
   encoderThreads: z.coerce.number().int().min(0).max(64).optional(),
   /**

@@ -20,8 +20,15 @@ export interface PcmChunk {
   characters: number;
 }
 
-/** Encoder input slice: short enough for a fast first chunk, long enough to keep per-push costs small. */
-const SLICE_SECONDS = 0.1;
+/**
+ * Encoder input slices: the first is short (0.1 s), so the first bytes leave after a slice's worth of work;
+ * each later one doubles, up to SLICE_SECONDS_MAX, because every slice costs a push, a socket write and a
+ * client read whatever its length — under load (50 streams at once, load-tests/tts) those fixed costs on the
+ * I/O thread, not synthesis, decided the time to first byte of everyone else. A stream is far ahead of real
+ * time after its first slice, so larger later slices delay no one's playback.
+ */
+export const SLICE_SECONDS_FIRST = 0.1;
+export const SLICE_SECONDS_MAX = 0.8;
 /**
  * Codec frames an encoder may hold back behind what it has returned: measured 4.3 frames for LAME (0.10 s)
  * and 3 for ffmpeg's AAC (0.13 s, up to 6 with a foreign ffmpeg; see aac.ts); 8 leaves a margin.
@@ -85,6 +92,7 @@ class DeliveryMeter {
 export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: SpeechFormat, tally: SpeechTally): AsyncGenerator<Uint8Array> {
   let encoder: StreamingEncoder | null = null;
   let lag = 0;
+  let sliceSeconds = SLICE_SECONDS_FIRST;
   const meter = new DeliveryMeter();
   // Back from a yield means the consumer took the bytes and asked for more: they are delivered.
   const delivered = (bytes: number, covered: number) => {
@@ -102,9 +110,11 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
         meter.addPhrase(chunk.samples.length, chunk.characters);
         // A model hands over a whole phrase (seconds of audio). Encoding it in short slices lets the first
         // bytes leave after one slice's worth of work instead of the whole phrase's.
-        const slice = Math.max(1, Math.round(chunk.sampleRate * SLICE_SECONDS));
-        for (let offset = 0; offset < chunk.samples.length; offset += slice) {
+        for (let offset = 0; offset < chunk.samples.length; ) {
+          const slice = Math.max(1, Math.round(chunk.sampleRate * sliceSeconds));
+          sliceSeconds = Math.min(SLICE_SECONDS_MAX, sliceSeconds * 2);
           const samples = chunk.samples.subarray(offset, offset + slice);
+          offset += slice;
           const bytes = await encoder.push(samples);
           meter.pushedSamples(samples.length);
           if (bytes.length === 0) continue;

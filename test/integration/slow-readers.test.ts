@@ -13,6 +13,7 @@ import { openSlowReader } from '../helpers/slow-reader.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { planPhrases } from '../../src/engines/tts/phrase-plan.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
+import { SLICE_SECONDS_MAX } from '../../src/pipeline/speech-stream.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-slow-readers-'));
 const STALL_MS = 3000;
@@ -84,12 +85,12 @@ describe('slow speech readers', () => {
     const [row] = await t.server.store.listUsage({ accountId: slow.accountId });
     // pcm is 24 kHz s16le, resampled from the fixture's 16 kHz: received input samples = bytes / 2 × 2/3.
     const receivedIn = Math.floor(received / 3);
-    // Charged: at most what the bytes received carry; at least that less the last 0.1 s slice the server
-    // may have had in flight when it cut (and the resampler's 10 ms of delay).
+    // Charged: at most what the bytes received carry; at least that less the last slice (≤ SLICE_SECONDS_MAX)
+    // the server may have had in flight when it cut (and the resampler's 10 ms of delay).
     expect(row!.quantity).toBeGreaterThan(0);
     expect(row!.quantity).toBeLessThan([...LONG].length);
     expect(row!.quantity).toBeLessThanOrEqual(charactersAt(receivedIn + 2));
-    expect(row!.quantity).toBeGreaterThanOrEqual(charactersAt(receivedIn - 1600 - 160 - 2));
+    expect(row!.quantity).toBeGreaterThanOrEqual(charactersAt(receivedIn - Math.round(16_000 * SLICE_SECONDS_MAX) - 160 - 2));
     // The balance paid exactly that, and nothing stays held.
     expect((await t.server.store.getAccount(slow.accountId))!.balanceMicros).toBe(100_000_000 - row!.costMicros);
   }, 60_000);

@@ -1,5 +1,5 @@
 /**
- * Speech in the pooled formats (mp3, opus, flac) through HTTP: a client that leaves mid-stream leaves no
+ * Speech in the pooled formats (all but aac/fmp4) through HTTP: a client that leaves mid-stream leaves no
  * encoder behind in the pool's workers, and the next request is served whole. The TTS runner is the
  * scripted demo voice, slowed between phrases so that the client leaves while the stream is under way.
  */
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
+import { JIFILI_FORMATS } from '../../src/api/compat/speech-rules.js';
 import { POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-encoder-pool-'));
@@ -21,7 +22,7 @@ beforeAll(async () => {
   const fixtures = path.resolve('test/fixtures/engines');
   fs.writeFileSync(manifest, JSON.stringify({ models: [
     { id: 'jifili-1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log'), phraseDelayMs: 100 } },
-    // A legacy model: the only kind that offers flac.
+    // A legacy model: the only kind that offers flac, wav_8k and ulaw_8k.
     { id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress-v2.log'), phraseDelayMs: 100 } },
   ] }));
   engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
@@ -38,7 +39,7 @@ const speech = (format: string, signal?: AbortSignal) =>
   fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
     method: 'POST',
     headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: format === 'flac' ? 'djelia-tts-v2' : 'jifili-1', input: LONG, response_format: format }),
+    body: JSON.stringify({ model: (JIFILI_FORMATS as readonly string[]).includes(format) ? 'jifili-1' : 'djelia-tts-v2', input: LONG, response_format: format }),
     signal,
   });
 

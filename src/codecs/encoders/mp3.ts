@@ -43,7 +43,7 @@ async function instantiateLame(): Promise<WasmMediaEncoder<'audio/mpeg'>> {
  * one cleanly (checked: a reused instance encodes byte-identical streams).
  */
 const idle: Array<WasmMediaEncoder<'audio/mpeg'>> = [];
-const MAX_IDLE = 4;
+const MAX_IDLE = 32;
 
 export async function createMp3Encoder(options: EncoderOptions): Promise<StreamingEncoder> {
   const info = formatInfo('mp3');
