@@ -12,7 +12,7 @@ if (!dbPath || !manifest) {
   process.stderr.write('usage: serve.ts <dbPath> <manifest>\n');
   process.exit(2);
 }
-const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn', rateLimits: false, ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}) });
+const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn', rateLimits: false, ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}), ...(process.env.KUMA_ENGINE_NICENESS ? { engineNiceness: Number(process.env.KUMA_ENGINE_NICENESS) } : {}) });
 const server = await startKuma({ config });
 await server.enginesReady;
 const account = await server.store.createAccount('load', 1_000_000_000_000);

@@ -163,6 +163,7 @@ async function enginesFromConfig(config: Config): Promise<EngineRegistry | null>
   return EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
     intraOpThreads: config.engineIntraOpThreads,
     interOpThreads: config.engineInterOpThreads,
+    niceness: config.engineNiceness,
     maxAutoReplicas: config.engineReplicasMax,
   });
 }

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
+import { spawnWorker } from '../../src/threads/spawn-worker.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,20 +55,22 @@ try {
   const bUnloaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
   engineFirst.current = null;
 
-  let flooding = true;
-  let aServed = 0;
-  const flood = Array.from({ length: FLOOD_CLIENTS }, async () => {
-    while (flooding) {
-      await speak(server.apiKey, A_TEXT);
-      aServed++;
-    }
+  // A's clients run on their own event loop (flood-worker.ts), so B's measured latency is the server's.
+  const flood = spawnWorker(new URL(`./flood-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
+    workerData: { url, apiKey: server.apiKey, input: A_TEXT, clients: FLOOD_CLIENTS },
+  });
+  const floodDone = new Promise<{ served: number; error?: string }>((resolve, reject) => {
+    flood.once('message', resolve);
+    flood.once('error', reject);
   });
   await new Promise((r) => setTimeout(r, 1000)); // A's backlog builds up
   engineFirst.current = engineFirst.loaded;
   const bLoaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
   engineFirst.current = null;
-  flooding = false;
-  await Promise.all(flood);
+  flood.postMessage('stop');
+  const { served: aServed, error } = await floodDone;
+  await flood.terminate();
+  if (error) throw new Error(error);
 
   const oneJob = percentile(aAlone, 50);
   const bound = 2 * percentile(bUnloaded, 99) + oneJob;
@@ -79,7 +82,7 @@ try {
       `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
       `Bound: B's loaded p99 ≤ 2 × B's unloaded p99 + one job time (A's request alone, p50) = ${bound.toFixed(1)} ms: ${met ? 'met' : 'MISSED'}.`,
       'engine first PCM: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM (Server-Timing `engine-first`); the rest of B\'s latency is HTTP, auth, encoding and the event loop, which A\'s streams share.',
-      'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); clients in this one, on the same machine.',
+      'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); B\'s client in this process, A\'s clients in a worker thread of it (their own event loop: their reading of megabytes of PCM must not delay B\'s client), on the same machine.',
     ],
     [
       '| requests | n | p50 ms | p99 ms |',

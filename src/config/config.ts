@@ -60,6 +60,8 @@ export const ConfigSchema = z.object({
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
   engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /** Scheduling niceness of model replica threads (0 = like the I/O thread, 19 = lowest); see README "Scheduling". */
+  engineNiceness: z.coerce.number().int().min(0).max(19).default(10),
   /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
   engineReplicasMax: z.coerce.number().int().min(1).max(64).default(16),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
@@ -110,6 +112,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DEMO_PACK: 'demoPack',
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
+  KUMA_ENGINE_NICENESS: 'engineNiceness',
   KUMA_RATE_LIMITS: 'rateLimits',
   KUMA_RATE_LIMIT_REQUESTS_PER_MINUTE: 'accountRequestsPerMinute',
   KUMA_RATE_LIMIT_TOKENS_PER_MINUTE: 'accountTokensPerMinute',
