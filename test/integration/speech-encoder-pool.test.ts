@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { JIFILI_FORMATS } from '../../src/api/compat/speech-rules.js';
-import { POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
+import { sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-encoder-pool-'));
 const LONG = 'n bɛ taa sugu la sini, an bɛ malo san. '.repeat(8).trim();
