@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import type { TestServer } from '../helpers/test-server.js';
+import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { openSlowReader } from '../helpers/slow-reader.js';
-import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { planPhrases } from '../../src/engines/tts/phrase-plan.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 import { SLICE_SECONDS_MAX } from '../../src/pipeline/speech-stream.js';
@@ -23,20 +23,16 @@ const LONG = SENTENCE.repeat(190).trim();
 const MODEL = 'djelia-tts-v2'; // no input limit (jifili-1 takes 1000 characters)
 
 let t: TestServer;
-let engines: EngineRegistry;
 beforeAll(async () => {
-  const fixtures = path.resolve('test/fixtures/engines');
-  const manifest = path.join(dir, 'manifest.json');
-  // One replica: a reader that held it would make every other request wait for the stall timeout.
-  fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, replicas: 1, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log') } }] }));
-  engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
-  // A legacy id (no input limit) is served until its retirement date: pin the clock before it.
-  t = await startTestServer({ engines, config: { streamStallTimeoutMs: STALL_MS }, clock: () => new Date('2026-09-01T00:00:00Z') });
-  await t.server.enginesReady;
+  t = await startTestServerWithModels(
+    // One replica: a reader that held it would make every other request wait for the stall timeout.
+    [{ id: '{vendor}-tts-v2', engine: 'custom', replicas: 1, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log') } }],
+    // A legacy id (no input limit) is served until its retirement date: pin the clock before it.
+    { config: { streamStallTimeoutMs: STALL_MS }, clock: () => new Date('2026-09-01T00:00:00Z') },
+  );
 }, 120_000);
 afterAll(async () => {
   await t.close();
-  await engines.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

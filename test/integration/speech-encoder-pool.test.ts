@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { EngineRegistry } from '../../src/engines/engine-registry.js';
+import type { TestServer } from '../helpers/test-server.js';
+import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { JIFILI_FORMATS } from '../../src/api/compat/speech-rules.js';
 import { sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 
@@ -16,22 +16,18 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-encoder-pool-'));
 const LONG = 'n bɛ taa sugu la sini, an bɛ malo san. '.repeat(8).trim();
 
 let t: TestServer;
-let engines: EngineRegistry;
 beforeAll(async () => {
-  const manifest = path.join(dir, 'manifest.json');
-  const fixtures = path.resolve('test/fixtures/engines');
-  fs.writeFileSync(manifest, JSON.stringify({ models: [
-    { id: 'jifili-1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log'), phraseDelayMs: 100 } },
-    // A legacy model: the only kind that offers flac, wav_8k and ulaw_8k.
-    { id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress-v2.log'), phraseDelayMs: 100 } },
-  ] }));
-  engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
-  t = await startTestServer({ engines, clock: () => new Date('2026-09-01T00:00:00Z') });
-  await t.server.enginesReady;
+  t = await startTestServerWithModels(
+    [
+      { id: 'jifili-1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log'), phraseDelayMs: 100 } },
+      // A legacy model: the only kind that offers flac, wav_8k and ulaw_8k.
+      { id: '{vendor}-tts-v2', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress-v2.log'), phraseDelayMs: 100 } },
+    ],
+    { clock: () => new Date('2026-09-01T00:00:00Z') },
+  );
 }, 120_000);
 afterAll(async () => {
   await t.close();
-  await engines.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

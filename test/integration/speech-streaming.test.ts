@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { EngineRegistry } from '../../src/engines/engine-registry.js';
+import type { TestServer } from '../helpers/test-server.js';
+import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { chunkText } from '../../src/engines/tts/text-chunker.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-speech-stream-'));
@@ -21,27 +21,18 @@ const LONG = SENTENCE.repeat(20).trim(); // ~780 characters, many phrases
 const chunks = chunkText(LONG);
 
 let t: TestServer;
-let engines: EngineRegistry;
 beforeAll(async () => {
-  const fixtures = path.resolve('test/fixtures/engines');
-  const manifest = path.join(dir, 'manifest.json');
-  fs.writeFileSync(
-    manifest,
-    JSON.stringify({
-      models: [
-        { id: 'jifili-1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: slowLog, phraseDelayMs: 150 } },
-        { id: '{vendor}-tts-v2', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: failingLog, failAfterPhrases: 2 } },
-        { id: '{vendor}-tts-v1', engine: 'custom', dir: fixtures, options: { module: 'scripted-tts.ts', progressFile: onePhraseLog, onePhrase: true, holdOpenMs: 60_000 } },
-      ],
-    }),
+  t = await startTestServerWithModels(
+    [
+      { id: 'jifili-1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: slowLog, phraseDelayMs: 150 } },
+      { id: '{vendor}-tts-v2', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: failingLog, failAfterPhrases: 2 } },
+      { id: '{vendor}-tts-v1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: onePhraseLog, onePhrase: true, holdOpenMs: 60_000 } },
+    ],
+    { clock: () => new Date('2026-09-01T00:00:00Z') },
   );
-  engines = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
-  t = await startTestServer({ engines, clock: () => new Date('2026-09-01T00:00:00Z') });
-  await t.server.enginesReady;
 }, 120_000);
 afterAll(async () => {
   await t.close();
-  await engines.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
