@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   audio_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_content_type: { status: 415, type: 'invalid_request_error' },
   invalid_request: { status: 422, type: 'invalid_request_error' },
+  upgrade_required: { status: 426, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   server_error: { status: 500, type: 'api_error' },
   service_unavailable: { status: 503, type: 'api_error' },

@@ -55,7 +55,53 @@ export type ApiResult =
   | (ResultBase & { kind: 'json'; body: unknown })
   | (ResultBase & { kind: 'text'; body: string; contentType: string })
   | (ResultBase & StreamHeaders & { kind: 'sse'; events: AsyncIterable<SseMessage> })
-  | (ResultBase & StreamHeaders & { kind: 'bytes'; contentType: string; chunks: AsyncIterable<Uint8Array> });
+  | (ResultBase & StreamHeaders & { kind: 'bytes'; contentType: string; chunks: AsyncIterable<Uint8Array> })
+  | DuplexResult;
+
+/**
+ * A WebSocket session: what a route answers to an upgrade request once auth and validation passed. The
+ * transport completes the upgrade (answering `protocol` as Sec-WebSocket-Protocol when set) and then calls
+ * `open` once with the peer; the handler it returns receives the frames. A plain (non-upgrade) request to
+ * such a route is answered 426 by the transport.
+ */
+export interface DuplexResult extends ResultBase {
+  kind: 'duplex';
+  /** The subprotocol chosen among those the client offered (e.g. `realtime`), if any. */
+  protocol?: string;
+  open(peer: DuplexPeer): DuplexHandler;
+}
+
+/** How a send went: on its way, queued past the transport's high-water mark (await `drained()`), or the socket is gone. */
+export type SendOutcome = 'sent' | 'backpressure' | 'closed';
+
+/** The open WebSocket as a duplex handler sees it. Nothing here knows about uWebSockets.js. */
+export interface DuplexPeer {
+  readonly requestId: string;
+  /** Aborted once the socket has closed, for whatever reason (the client, `close()`, server shutdown). */
+  readonly signal: AbortSignal;
+  sendText(text: string): SendOutcome;
+  sendBinary(bytes: Uint8Array): SendOutcome;
+  /** Bytes queued toward the client and not yet written to the network. */
+  bufferedAmount(): number;
+  /** Resolves once `bufferedAmount()` is back under the transport's low-water mark, or the socket closed. */
+  drained(): Promise<void>;
+  /** Closes with a WebSocket close code (1000 normal, 1001 going away, 1008 policy, 1009 too big, 1011 internal, 1013 try again later); reason ≤ 123 bytes. */
+  close(code: number, reason: string): void;
+}
+
+/**
+ * Receives a session's frames, in order. A handler that throws costs its own socket (closed 1011), never
+ * the process. `onClose` is called exactly once, after which the peer's sends answer 'closed'.
+ */
+export interface DuplexHandler {
+  /** A text frame, UTF-8 decoded. */
+  onText(text: string): void;
+  /** A binary frame, already copied out of the transport's buffer. */
+  onBinary(bytes: Uint8Array): void;
+  onClose(code: number, reason: string): void;
+  /** The server is shutting down: finish the current item if you can; the transport closes with 1001 after its grace period. */
+  onShutdown?(): void;
+}
 
 interface StreamHeaders {
   /** Headers known only once the first item exists (e.g. Server-Timing of the first chunk); read just before the status line goes out. */

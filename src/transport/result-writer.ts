@@ -4,7 +4,7 @@
  * line has gone out ends the stream at the point reached; SSE streams get an error event first.
  */
 import type { ApiResult, SseMessage } from '../api/types.js';
-import { toApiError, type ApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
 import type { ResponseSink } from './response-sink.js';
 
 export interface WriteContext {
@@ -71,6 +71,13 @@ export async function writeResult(ctx: WriteContext, result: ApiResult): Promise
       return;
     case 'bytes':
       await pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, ...result.lateHeaders?.(), 'content-type': result.contentType }), (chunk) => chunk, () => null);
+      return;
+    case 'duplex':
+      // A WebSocket route asked for over plain HTTP (the upgrade path never comes here).
+      {
+        const err = new ApiError('upgrade_required', 'This endpoint is a WebSocket: connect with an Upgrade: websocket request.');
+        writeError(ctx, err, err.toEnvelope());
+      }
       return;
   }
 }
