@@ -54,7 +54,8 @@ const codePoints = (s: string) => {
   return n;
 };
 
-const isClosersOnly = (word: string) => word.replace(TRAILING_CLOSERS, '') === '';
+/** Whether a (normalised) word is closing quotes or brackets only, such as `»` or `")`. */
+export const isClosersOnly = (word: string) => word.replace(TRAILING_CLOSERS, '') === '';
 
 function boundaryOf(word: string): Word['boundary'] {
   const core = word.replace(TRAILING_CLOSERS, '');
@@ -62,6 +63,18 @@ function boundaryOf(word: string): Word['boundary'] {
   if (SENTENCE_END.test(last)) return 'sentence';
   if (PHRASE_END.test(last)) return 'phrase';
   return null;
+}
+
+/**
+ * Whether chunkText, having taken every word of `chunk` (a chunk's normalised text), would cut before the
+ * next word unless that word is closing quotes or brackets only: its last word that is not only closers
+ * ends a sentence. A streaming caller uses it to release a finished sentence before the next word is whole.
+ */
+export function endsSentence(chunk: string): boolean {
+  const words = chunk.split(' ');
+  while (words.length && isClosersOnly(words[words.length - 1]!)) words.pop();
+  // A chunk of closers alone: unknown without the words before it, so not released early.
+  return words.length > 0 && boundaryOf(words[words.length - 1]!) === 'sentence';
 }
 
 /** Splits at whitespace; leading whitespace is charged to the first word, trailing to each word. */
