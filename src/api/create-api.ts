@@ -15,6 +15,7 @@ import { transcriptionRoute } from './compat/transcriptions.js';
 import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
 import { speechRoute } from './compat/speech.js';
+import { speechSocketRoutes } from './realtime/speech-socket-route.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
@@ -54,6 +55,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     translationRoute(compat),
     chatRoute(compat),
     speechRoute(compat),
+    ...speechSocketRoutes(compat),
     ...(deps.extraRoutes ?? []),
   ];
   let openapi: unknown;
