@@ -115,11 +115,12 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
 async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<Caller> {
   const headers = req.headers;
   // The native surface takes x-api-key only (SPEC §5.3).
-  // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8).
+  // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8); ElevenLabs clients
+  // of the speech socket send theirs as `xi-api-key`.
   const presented =
     def.surface === 'native'
       ? headers['x-api-key']?.trim() || undefined
-      : (extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']));
+      : (extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] ?? headers['xi-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']));
   const caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
   // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
   // admitted request holds its places until its response has ended, however it ends.

@@ -19,6 +19,7 @@ import type { ApiRequest, ApiResult, Caller, DuplexPeer, OpenApiInfo, RouteDef }
 import type { CompatDeps } from '../compat/deps.js';
 import { engineFor, resolveModel } from '../compat/model-resolution.js';
 import { checkFormat, selectSpeaker } from '../compat/speech-rules.js';
+import { chooseSubprotocol } from '../subprotocols.js';
 import { errorMessage } from './speech-socket-messages.js';
 import { SpeechSocket, type SpeechSocketSetup } from './speech-socket.js';
 
@@ -90,6 +91,8 @@ async function socket(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: 
   const resolved = setup;
   return {
     kind: 'duplex',
+    // A browser sends its key as a subprotocol beside `realtime`, and needs one it offered answered.
+    protocol: chooseSubprotocol(req.headers),
     open(peer: DuplexPeer) {
       if (resolved instanceof ApiError) return refuse(peer, resolved);
       return new SpeechSocket(deps, resolved, peer);
