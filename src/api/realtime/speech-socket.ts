@@ -105,6 +105,8 @@ export class SpeechSocket implements DuplexHandler {
 
   private async handle(frame: string): Promise<void> {
     if (this.finished || this.stop.signal.aborted) return;
+    // After an insufficient_quota error (already sent, the socket closing) more text is ignored without more errors.
+    if (this.inputEnded && this.closeWith.code !== 1000) return;
     if (this.inputEnded) return this.sendError(new ApiError('invalid_request', 'The input has ended ({"text": ""} was received): no more text is taken on this socket.'));
     let message;
     try {
