@@ -149,6 +149,17 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     speak('a format jifili-1 does not serve', { input: 'i ni ce', response_format: 'flac' }, 422),
     speak('no model loaded', { input: 'i ni ce' }, 503, { server: 'bare' }),
 
+    // The streaming speech socket over plain HTTP: auth and balance as for any route, then 426.
+    ...['/audio/speech/stream', '/text-to-speech/moussa/stream-input'].flatMap((path) => {
+      const operation = path.includes('stream-input') ? 'streamSpeechElevenLabs' : 'streamSpeech';
+      return [
+        get(operation, path, 'plain HTTP, not an upgrade', 426),
+        get(operation, path, 'no key', 401, { headers: NO_KEY }),
+        get(operation, path, 'no balance', 402, { headers: bearer(brokeKey) }),
+        get(operation, path, 'over a rate limit', 429, { headers: bearer(limitedKey) }),
+      ];
+    }),
+
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
     get('readyz', '/readyz', 'ready', 200, { absolute: true, headers: NO_KEY }),
