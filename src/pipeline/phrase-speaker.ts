@@ -94,6 +94,8 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
 
   /** Queues a phrase. A phrase with nothing to say is not synthesized: its characters go with the next one. */
   say(chunk: TextChunk): void {
+    // Stopped (aborted, or a phrase failed): nothing more will be spoken, and the stream reports why.
+    if (this.controller.signal.aborted || this.failure) return;
     if (this.ended) throw new Error('PhraseSpeaker: say() after end()');
     const spoken = this.options.speakable ? speechText(chunk.text, this.options.speakable).text : chunk.text;
     if (!spoken) {

@@ -1,0 +1,143 @@
+/**
+ * load-tests/tts-socket: the streaming speech socket against POST /audio/speech (the baseline) for the same
+ * text, on the same server in the same run, at 1, 10 and 50 concurrent clients:
+ *
+ *   - rest:   POST /audio/speech with the whole text (stream_format audio), the client reads the whole body;
+ *   - socket: the whole text in one message, then {"text": ""};
+ *   - words:  the text word by word, one message every `--word-ms` (default 20 ms, an LLM's token pace),
+ *             then {"text": ""}.
+ *
+ * Time to first audio: from the request (rest) or the first text message (socket, words) to the first audio
+ * bytes. Completion: to the end of the body / to {"isFinal": true}. Throughput: seconds of audio delivered
+ * per second of the level. Recorded with the ratios socket / rest (first audio, throughput), which are what
+ * compares across machines.
+ *
+ * Run: `npm run bench:tts-socket [-- --format pcm] [--word-ms 20] [--no-write]`.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { percentile, recordSection } from '../results.js';
+import { startModelServer } from '../model-server.js';
+
+const { values } = parseArgs({
+  options: {
+    'no-write': { type: 'boolean', default: false },
+    format: { type: 'string', default: 'pcm' },
+    'word-ms': { type: 'string', default: '20' },
+  },
+});
+const FORMAT = values.format!;
+const WORD_MS = Number(values['word-ms']);
+const LEVELS = [
+  { clients: 1, perClient: 10 },
+  { clients: 10, perClient: 3 },
+  { clients: 50, perClient: 2 },
+];
+const INPUT = 'i ni ce, a ka kɛnɛ wa? n bɛ taa sugu la sini, an bɛ malo ni ji san ka na n fa ni n ba ye.';
+const MODEL = { id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), maxQueue: 256 };
+type Mode = 'rest' | 'socket' | 'words';
+
+interface Sample {
+  firstAudioMs: number;
+  doneMs: number;
+  bytes: number;
+}
+
+const hello = await startModelServer([MODEL]);
+const base = `127.0.0.1:${hello.port}/openai/v1`;
+
+async function rest(): Promise<Sample> {
+  const t0 = performance.now();
+  const res = await fetch(`http://${base}/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: INPUT, response_format: FORMAT }) });
+  if (res.status !== 200) throw new Error(`rest: HTTP ${res.status} ${await res.text()}`);
+  const reader = res.body!.getReader();
+  let bytes = (await reader.read()).value?.length ?? 0;
+  const firstAudioMs = performance.now() - t0;
+  for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.length;
+  return { firstAudioMs, doneMs: performance.now() - t0, bytes };
+}
+
+function socket(wordByWord: boolean): Promise<Sample> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://${base}/audio/speech/stream?output_format=${FORMAT}`, { headers: { authorization: `Bearer ${hello.apiKey}` } });
+    let t0 = 0;
+    let firstAudioMs = NaN;
+    let bytes = 0;
+    ws.on('message', (data) => {
+      const message = JSON.parse(data.toString());
+      if (message.audio) {
+        if (Number.isNaN(firstAudioMs)) firstAudioMs = performance.now() - t0;
+        bytes += Buffer.byteLength(message.audio, 'base64');
+      } else if (message.isFinal) {
+        resolve({ firstAudioMs, doneMs: performance.now() - t0, bytes });
+      } else if (message.error) {
+        reject(new Error(`socket: ${JSON.stringify(message)}`));
+      }
+    });
+    ws.on('error', reject);
+    ws.on('open', async () => {
+      t0 = performance.now();
+      if (!wordByWord) ws.send(JSON.stringify({ text: INPUT }));
+      else {
+        for (const word of INPUT.split(/(?<= )/)) {
+          ws.send(JSON.stringify({ text: word }));
+          await new Promise((r) => setTimeout(r, WORD_MS));
+        }
+      }
+      ws.send('{"text":""}');
+    });
+  });
+}
+
+const run = (mode: Mode) => (mode === 'rest' ? rest() : socket(mode === 'words'));
+
+interface Level {
+  mode: Mode;
+  clients: number;
+  samples: Sample[];
+  seconds: number;
+}
+
+const levels: Level[] = [];
+try {
+  for (const mode of ['rest', 'socket', 'words'] as const) await Promise.all(Array.from({ length: 3 }, () => run(mode))); // warm-up
+  for (const { clients, perClient } of LEVELS) {
+    // Modes alternate within a level, so that each meets the same machine state.
+    for (const mode of ['rest', 'socket', 'words'] as const) {
+      const samples: Sample[] = [];
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < perClient; i++) samples.push(await run(mode)); }));
+      levels.push({ mode, clients, samples, seconds: (performance.now() - t0) / 1000 });
+      process.stdout.write(`${mode} ×${clients}: first audio p50 ${percentile(samples.map((s) => s.firstAudioMs), 50).toFixed(1)} ms\n`);
+    }
+  }
+} finally {
+  await hello.stop();
+}
+
+const restLevel = (clients: number) => levels.find((l) => l.mode === 'rest' && l.clients === clients)!;
+const pcmBytesPerSecond: Record<string, number> = { pcm: 48000, l16_16000: 32000, l16_8000: 16000, ulaw: 8000, alaw: 8000 };
+const rows = [
+  '| mode | clients | runs | first audio p50 ms | first audio p99 ms | done p50 ms | first audio p50 / rest | throughput / rest |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|',
+];
+for (const level of levels) {
+  const first = level.samples.map((s) => s.firstAudioMs);
+  const baseline = restLevel(level.clients);
+  const throughput = (l: Level) => l.samples.reduce((n, s) => n + s.bytes, 0) / l.seconds;
+  rows.push(
+    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
+  );
+}
+const seconds = pcmBytesPerSecond[FORMAT] ? ` (${(levels[0]!.samples[0]!.bytes / pcmBytesPerSecond[FORMAT]!).toFixed(2)} s of audio)` : '';
+recordSection(
+  'tts-socket',
+  [
+    `Text: ${[...INPUT].length} characters${seconds}, jifili-1 on the demo VITS model, format ${FORMAT}; server in its own process, clients (fetch, ws) in this one, on the same machine.`,
+    `rest: POST /audio/speech with the whole text. socket: the whole text in one message, then {"text":""}. words: one word per message every ${WORD_MS} ms, then {"text":""}; its first audio waits for the first phrase to be certain (a sentence end and the next word), by design.`,
+    'first audio: from the request / the first text message to the first audio bytes; done: to the end of the body / isFinal. Ratios against rest at the same concurrency, in the same run.',
+  ],
+  rows,
+  !values['no-write'],
+);
