@@ -25,6 +25,8 @@ const { values } = parseArgs({
     shape: { type: 'string', default: 'ga' },
     'no-write': { type: 'boolean', default: false },
     'no-rest': { type: 'boolean', default: false },
+    /** Another checkout whose server to measure (its code; this checkout's demo model files). */
+    'server-dir': { type: 'string' },
   },
 });
 const LEVELS = values.levels.split(',').map(Number);
@@ -58,7 +60,7 @@ process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
   { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 4096 },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
-]);
+], values['server-dir']);
 const base = `127.0.0.1:${server.port}/openai/v1`;
 
 function cpuSeconds(pid: number): number {
