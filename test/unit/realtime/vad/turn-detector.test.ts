@@ -164,9 +164,9 @@ describe('TurnDetector', () => {
           expect(turns.filter((t) => t.start < firstEndMs && t.end > secondStartMs)).toEqual([]);
         },
       ),
-      { numRuns: Math.ceil(RUNS / 3), seed: 20260919 },
+      { numRuns: Math.ceil(RUNS / 5), seed: 20260919 },
     );
-  });
+  }, 120_000); // Silero on every case's audio, in this process
 });
 
 function probabilitiesAt(probabilities: number[], window: number): number {
