@@ -7,12 +7,17 @@ import { loadConfig } from '../src/config/config.js';
 import { startKuma } from '../src/server.js';
 import { generateApiKey, hashApiKey } from '../src/auth/api-keys.js';
 
+/** Only the realtime settings come from the environment (the load tests set them); everything else is fixed here. */
+function realtimeEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('KUMA_REALTIME_') || name.startsWith('KUMA_WS_')));
+}
+
 const [dbPath, manifest] = process.argv.slice(2);
 if (!dbPath || !manifest) {
   process.stderr.write('usage: serve.ts <dbPath> <manifest>\n');
   process.exit(2);
 }
-const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn', rateLimits: false, ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}), ...(process.env.KUMA_ENGINE_NICENESS ? { engineNiceness: Number(process.env.KUMA_ENGINE_NICENESS) } : {}) });
+const config = loadConfig(realtimeEnv(), { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn', rateLimits: false, ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}), ...(process.env.KUMA_ENGINE_NICENESS ? { engineNiceness: Number(process.env.KUMA_ENGINE_NICENESS) } : {}) });
 const server = await startKuma({ config });
 await server.enginesReady;
 const account = await server.store.createAccount('load', 1_000_000_000_000);

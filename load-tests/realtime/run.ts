@@ -1,0 +1,147 @@
+/**
+ * load-tests/realtime: N concurrent OpenAI-Realtime transcription sessions (N = 50, 100, 250, 500, 1000 by
+ * default) streaming paced demo speech in 20 ms frames against a Kuma process with the demo models: server
+ * CPU, event-loop lag, first-delta latency, end-of-speech (speech_stopped) → completed latency, transcript
+ * exactness, lost turns and generator lag. Beside each level, the REST transcription path gets the same
+ * audio at the same rate of turns (one upload per client per cycle), for comparison.
+ *
+ * Run: `npm run bench:realtime [-- --levels 50,500 --seconds 20 --workers 2 --shape ga|beta --no-write]`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { speakDemo } from '../../models/generator/demo-voice.js';
+import { spawnWorker } from '../../src/threads/spawn-worker.js';
+import { percentile, recordSection } from '../results.js';
+import { startModelServer } from '../model-server.js';
+import type { WorkerInput, WorkerReport } from './session-worker.js';
+import { restAtPace } from './rest-baseline.js';
+
+const { values } = parseArgs({
+  options: {
+    levels: { type: 'string', default: '50,100,250,500,1000' },
+    seconds: { type: 'string', default: '20' },
+    workers: { type: 'string', default: '1' },
+    shape: { type: 'string', default: 'ga' },
+    'no-write': { type: 'boolean', default: false },
+    'no-rest': { type: 'boolean', default: false },
+    /** Another checkout whose server to measure (its code; this checkout's demo model files). */
+    'server-dir': { type: 'string' },
+  },
+});
+const LEVELS = values.levels.split(',').map(Number);
+const SECONDS = Number(values.seconds);
+const WORKERS = Number(values.workers);
+const TEXT = 'i ni ce n fa ni n ba bɛ malo dun';
+const RATE = 24000;
+const FRAME = RATE / 50;
+const LEAD_SILENCE_S = 1.0;
+const TAIL_SILENCE_S = 1.2;
+
+// One cycle: silence, the phrase, silence — about 60 % speech, like one side of a conversation.
+const phrase = speakDemo(TEXT, RATE).samples;
+const cycle = new Float32Array(Math.ceil((LEAD_SILENCE_S * RATE + phrase.length + TAIL_SILENCE_S * RATE) / FRAME) * FRAME);
+cycle.set(phrase, LEAD_SILENCE_S * RATE);
+const pcm = Buffer.alloc(cycle.length * 2);
+cycle.forEach((v, i) => pcm.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
+const frames: string[] = [];
+for (let i = 0; i < cycle.length / FRAME; i++) {
+  frames.push(JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm.subarray(i * FRAME * 2, (i + 1) * FRAME * 2).toString('base64') }));
+}
+const cycleSeconds = cycle.length / RATE;
+const turnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 };
+const setup = JSON.stringify(
+  values.shape === 'beta'
+    ? { type: 'transcription_session.update', session: { input_audio_format: 'pcm16', input_audio_transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } }
+    : { type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: RATE }, transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } } } },
+);
+
+process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
+const server = await startModelServer([
+  { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 4096 },
+  { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
+], values['server-dir']);
+const base = `127.0.0.1:${server.port}/openai/v1`;
+
+function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 10 ms
+}
+
+/** The server's event-loop delay p99 and max since the previous scrape (prom-client resets it per collect). */
+async function loopLag(): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`http://${base.replace('/openai/v1', '')}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^kuma_nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+  return { p99: read('p99'), max: read('max') };
+}
+
+async function realtimeLevel(sessions: number): Promise<{ report: WorkerReport; cpu: number; lag: { p99: number; max: number }; seconds: number }> {
+  const shares = Array.from({ length: WORKERS }, (_, i) => Math.floor(sessions / WORKERS) + (i < sessions % WORKERS ? 1 : 0)).filter((n) => n > 0);
+  const workers = shares.map((n) => {
+    const data: WorkerInput = { url: `ws://${base}/realtime?intent=transcription`, apiKey: server.apiKey, sessions: n, setup, frames, speechStartFrame: Math.floor((LEAD_SILENCE_S * RATE) / FRAME), text: TEXT, staggerMs: cycleSeconds * 1000 };
+    return spawnWorker(new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), { workerData: data });
+  });
+  const ask = <T>(worker: (typeof workers)[number], message: string) =>
+    new Promise<T>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.postMessage(message);
+    });
+  await Promise.all(workers.map((w) => ask(w, 'ready?')));
+  await loopLag(); // resets the server's delay histogram: what follows is this level's
+  const cpu0 = cpuSeconds(server.pid);
+  const t0 = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  const cpu = cpuSeconds(server.pid) - cpu0;
+  const seconds = (performance.now() - t0) / 1000;
+  const lag = await loopLag();
+  const reports = await Promise.all(workers.map((w) => ask<WorkerReport>(w, 'stop')));
+  await Promise.all(workers.map((w) => w.terminate()));
+  const report = reports.reduce((a, b) => ({
+    connected: a.connected + b.connected,
+    failedToConnect: a.failedToConnect + b.failedToConnect,
+    framesSent: a.framesSent + b.framesSent,
+    framesLate: a.framesLate + b.framesLate,
+    turns: [...a.turns, ...b.turns],
+    phrasesSent: a.phrasesSent + b.phrasesSent,
+    speechStarted: a.speechStarted + b.speechStarted,
+    errors: [...a.errors, ...b.errors].slice(0, 20),
+    closedEarly: a.closedEarly + b.closedEarly,
+  }));
+  return { report, cpu, lag, seconds };
+}
+
+const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(v < 10 ? 1 : 0) : '—');
+const pcts = (list: number[]) => (list.length ? `${fmt(percentile(list, 50))} / ${fmt(percentile(list, 99))}` : '—');
+const rows = [
+  '| sessions | connected | phrases sent | turns completed | exact | first delta p50 / p99 ms | speech_stopped → completed p50 / p99 ms | frames sent | frames late (generator) | closed early | server CPU (cores) | event-loop lag p99 / max ms | REST p50 / p99 ms (same audio, same rate) |',
+  '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+];
+const problems: string[] = [];
+for (const sessions of LEVELS) {
+  const { report, cpu, lag, seconds } = await realtimeLevel(sessions);
+  const rest = values['no-rest'] ? null : await restAtPace({ url: `http://${base}/audio/transcriptions`, apiKey: server.apiKey, clients: sessions, pcm: pcm.subarray(0), rate: RATE, cycleSeconds, seconds: Math.min(SECONDS, 10), text: TEXT });
+  const firstDelta = report.turns.flatMap((t) => (t.firstDeltaMs === null ? [] : [t.firstDeltaMs]));
+  const stopToFinal = report.turns.flatMap((t) => (t.stopToFinalMs === null ? [] : [t.stopToFinalMs]));
+  const exact = report.turns.filter((t) => t.exact).length;
+  rows.push(
+    `| ${sessions} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${rest ? `${pcts(rest.latencies)}${rest.failures ? ` (${rest.failures} failed)` : ''}` : '—'} |`,
+  );
+  if (report.errors.length) problems.push(`${sessions} sessions: ${report.errors.slice(0, 5).join('; ')}`);
+  process.stderr.write(`${rows.at(-1)}\n`);
+}
+await server.stop();
+
+recordSection(
+  'realtime',
+  [
+    `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over \`ws\`, each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S} s silence) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
+    'Server: its own process, sunjata-1 (demo wav2vec2 CTC) and Silero VAD v5, replicas by cores, per-key session cap off.',
+    'first delta = first transcription delta − send time of the phrase\'s first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag).',
+    'REST: the same phrase cycle as one 24 kHz WAV upload per client per cycle (so the same rate of turns), json transcript, latency = upload start → response.',
+    ...problems,
+  ],
+  rows,
+  !values['no-write'],
+);
+process.exit(0);
