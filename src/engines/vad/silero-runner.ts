@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { RunnerFactory } from '../runner.js';
 import { UnknownMethodError } from '../runner.js';
 import { DEFAULT_VAD_OPTIONS, SileroVad, VAD_SAMPLE_RATE, defaultSileroFile } from './silero-vad.js';
+import { VAD_CONTEXT, VAD_STATE, type VadBatch } from './silero-batch.js';
 
 const OptionsSchema = z.object({ file: z.string().optional() }).passthrough();
 
@@ -18,6 +19,21 @@ const DetectInput = z.object({
   minSilenceMs: z.number().min(0).optional(),
   speechPadMs: z.number().min(0).optional(),
 });
+
+/** `scoreBatch`: the pending windows of many realtime streams, scored in one job (silero-batch.ts). */
+const BatchInput = z
+  .object({
+    counts: z.instanceof(Int32Array),
+    states: z.instanceof(Float32Array),
+    contexts: z.instanceof(Float32Array),
+    lastProbs: z.instanceof(Float32Array),
+    quiet: z.instanceof(Uint8Array),
+    samples: z.instanceof(Float32Array),
+    floorRms: z.number().min(0),
+    maxRows: z.number().int().min(1).optional(),
+  })
+  .refine((b) => b.states.length === b.counts.length * VAD_STATE && b.contexts.length === b.counts.length * VAD_CONTEXT, 'carry arrays do not match counts')
+  .refine((b) => b.lastProbs.length === b.counts.length && b.quiet.length === b.counts.length, 'carry arrays do not match counts');
 
 export const createSileroRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {
   const options = OptionsSchema.parse(entry.options);
@@ -33,6 +49,7 @@ export const createSileroRunner: RunnerFactory = async ({ entry, dir, intraOpThr
         const { samples, ...overrides } = DetectInput.parse(input);
         return vad.detect(samples, { ...DEFAULT_VAD_OPTIONS, ...overrides }, ctx.checkpoint);
       }
+      if (method === 'scoreBatch') return vad.scoreBatch(BatchInput.parse(input) as VadBatch, ctx.checkpoint);
       if (method === 'probabilities') return vad.probabilities(DetectInput.parse(input).samples, ctx.checkpoint);
       throw new UnknownMethodError('silero-vad', method);
     },

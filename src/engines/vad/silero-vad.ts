@@ -12,6 +12,7 @@
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
+import { scoreBatch, type VadBatch, type VadBatchResult } from './silero-batch.js';
 
 export const VAD_SAMPLE_RATE = 16000;
 export const VAD_WINDOW = 512;
@@ -54,6 +55,11 @@ export class SileroVad {
   /** Probabilities of audio that arrives in pieces: the same numbers as `probabilities` over the whole. */
   stream(checkpoint?: () => Promise<void>): VadStream {
     return new VadStream(this.loaded, checkpoint);
+  }
+
+  /** The pending windows of many streams in one job, batched per step (silero-batch.ts). */
+  scoreBatch(batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
+    return scoreBatch(this.loaded, batch, checkpoint);
   }
 
   async detect(samples: Float32Array, options: Partial<VadOptions> = {}, checkpoint?: () => Promise<void>): Promise<SpeechRegion[]> {

@@ -1,0 +1,157 @@
+/**
+ * Silero VAD over the pending windows of many independent streams (realtime sessions) in one job, with a
+ * batch dimension: the v5 export takes input [B, 576] and state [2, B, 128], and each row's output is the
+ * same number a batch-1 run of that row gives (measured: max difference 0 on demo speech). Step k runs
+ * window k of every stream that has one, so rows shrink as short streams run out.
+ *
+ * The worker stays stateless: each stream's carry (recurrent state, the previous window's last 64 samples,
+ * the previous window's probability and whether it was quiet) arrives with the job and goes back updated.
+ *
+ * Energy gate: a window whose RMS is below `floorRms`, when the stream's previous window was also below it
+ * AND the model scored that previous window under GATE_MAX_PREVIOUS (the model itself says "silence, not a
+ * speech tail"), scores 0 without a model run and resets the stream's carry to a fresh stream's (zero state,
+ * zero context). The probability condition matters: Silero's recurrent state keeps scoring digital silence
+ * as speech for up to ~10 windows after quiet speech ends (measured at −40 dB gain: 0.96 … 0.40 over 320 ms),
+ * and an energy-only gate would cut that tail short and end turns early.
+ */
+import { ort, type LoadedSession } from '../onnx/session.js';
+import { VAD_SAMPLE_RATE, VAD_WINDOW } from './silero-vad.js';
+
+/** Samples of the previous window that v5 expects in front of each window. */
+export const VAD_CONTEXT = 64;
+/** Floats of one stream's recurrent state: 2 layers × 128. */
+export const VAD_STATE = 256;
+const HIDDEN = 128;
+/** A quiet window is gated only when the model scored the previous (quiet) window below this. */
+export const GATE_MAX_PREVIOUS = 0.1;
+
+/** One job: the pending windows of C streams, stream after stream (all arrays are indexed by stream). */
+export interface VadBatch {
+  /** Windows of each stream in this job. */
+  counts: Int32Array;
+  /** C × 256: each stream's recurrent state (layer 0's 128 floats, then layer 1's). */
+  states: Float32Array;
+  /** C × 64: the last 64 samples of each stream's previous window (zeros for a fresh stream). */
+  contexts: Float32Array;
+  /** Probability of each stream's previous window (0 for a fresh stream). */
+  lastProbs: Float32Array;
+  /** 1 where the stream's previous window was below the energy floor. */
+  quiet: Uint8Array;
+  /** Σcounts × 512 samples, stream-major: stream 0's windows in order, then stream 1's, … */
+  samples: Float32Array;
+  /** Linear RMS under which a window is quiet; 0 turns the energy gate off. */
+  floorRms: number;
+  /** Largest batch per model run (1 = one run per window: the unbatched baseline the benchmark compares). */
+  maxRows?: number;
+}
+
+/** The job's answer: the updated carry (same arrays) and one probability per window, in `samples` order. */
+export interface VadBatchResult {
+  states: Float32Array;
+  contexts: Float32Array;
+  lastProbs: Float32Array;
+  quiet: Uint8Array;
+  probabilities: Float32Array;
+  /** Windows the model ran, and windows the energy gate scored 0 without it. */
+  modelWindows: number;
+  gatedWindows: number;
+}
+
+/** −60 dBFS → 0.001: the linear RMS a dBFS floor stands for. */
+export function dbfsToRms(dbfs: number): number {
+  return 10 ** (dbfs / 20);
+}
+
+export async function scoreBatch(loaded: LoadedSession, batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
+  const { counts, states, contexts, lastProbs, quiet, samples, floorRms } = batch;
+  const channels = counts.length;
+  const maxRows = Math.max(1, batch.maxRows ?? Number.MAX_SAFE_INTEGER);
+  const offsets = new Int32Array(channels); // first window of each stream within `samples`
+  let total = 0;
+  let steps = 0;
+  for (let c = 0; c < channels; c++) {
+    offsets[c] = total;
+    total += counts[c]!;
+    steps = Math.max(steps, counts[c]!);
+  }
+  if (samples.length !== total * VAD_WINDOW) throw new RangeError(`scoreBatch: ${samples.length} samples for ${total} windows`);
+  if (states.length !== channels * VAD_STATE || contexts.length !== channels * VAD_CONTEXT) throw new RangeError('scoreBatch: carry size mismatch');
+  const probabilities = new Float32Array(total);
+  const sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(VAD_SAMPLE_RATE)]), []);
+  let modelWindows = 0;
+  let gatedWindows = 0;
+  const rows: number[] = [];
+  for (let k = 0; k < steps; k++) {
+    rows.length = 0;
+    for (let c = 0; c < channels; c++) {
+      if (k >= counts[c]!) continue;
+      const at = (offsets[c]! + k) * VAD_WINDOW;
+      const isQuiet = floorRms > 0 && rms(samples, at) < floorRms;
+      if (isQuiet && quiet[c] && lastProbs[c]! < GATE_MAX_PREVIOUS) {
+        probabilities[offsets[c]! + k] = 0;
+        states.fill(0, c * VAD_STATE, (c + 1) * VAD_STATE);
+        contexts.fill(0, c * VAD_CONTEXT, (c + 1) * VAD_CONTEXT);
+        lastProbs[c] = 0;
+        gatedWindows++;
+      } else {
+        rows.push(c);
+      }
+      quiet[c] = isQuiet ? 1 : 0;
+    }
+    for (let from = 0; from < rows.length; from += maxRows) {
+      await runRows(loaded, sr, batch, offsets, k, rows.slice(from, from + maxRows), probabilities);
+      modelWindows += Math.min(maxRows, rows.length - from);
+    }
+    if (checkpoint && k % 8 === 7) await checkpoint();
+  }
+  return { states, contexts, lastProbs, quiet, probabilities, modelWindows, gatedWindows };
+}
+
+/** One model run over window k of the streams in `rows`; writes their probabilities and carries back. */
+async function runRows(
+  loaded: LoadedSession,
+  sr: InstanceType<typeof ort.Tensor>,
+  batch: VadBatch,
+  offsets: Int32Array,
+  k: number,
+  rows: number[],
+  probabilities: Float32Array,
+): Promise<void> {
+  const { states, contexts, lastProbs, samples } = batch;
+  const b = rows.length;
+  const input = new Float32Array(b * (VAD_CONTEXT + VAD_WINDOW));
+  const state = new Float32Array(2 * b * HIDDEN);
+  for (let r = 0; r < b; r++) {
+    const c = rows[r]!;
+    const at = (offsets[c]! + k) * VAD_WINDOW;
+    input.set(contexts.subarray(c * VAD_CONTEXT, (c + 1) * VAD_CONTEXT), r * (VAD_CONTEXT + VAD_WINDOW));
+    input.set(samples.subarray(at, at + VAD_WINDOW), r * (VAD_CONTEXT + VAD_WINDOW) + VAD_CONTEXT);
+    for (let layer = 0; layer < 2; layer++) {
+      state.set(states.subarray(c * VAD_STATE + layer * HIDDEN, c * VAD_STATE + (layer + 1) * HIDDEN), (layer * b + r) * HIDDEN);
+    }
+  }
+  const out = await loaded.session.run({
+    input: new ort.Tensor('float32', input, [b, VAD_CONTEXT + VAD_WINDOW]),
+    state: new ort.Tensor('float32', state, [2, b, HIDDEN]),
+    sr,
+  });
+  const probs = out.output!.data as Float32Array;
+  const next = out.stateN!.data as Float32Array;
+  for (let r = 0; r < b; r++) {
+    const c = rows[r]!;
+    const at = (offsets[c]! + k) * VAD_WINDOW;
+    probabilities[offsets[c]! + k] = probs[r]!;
+    lastProbs[c] = probs[r]!;
+    // This window's tail is the next window's context.
+    contexts.set(samples.subarray(at + VAD_WINDOW - VAD_CONTEXT, at + VAD_WINDOW), c * VAD_CONTEXT);
+    for (let layer = 0; layer < 2; layer++) {
+      states.set(next.subarray((layer * b + r) * HIDDEN, (layer * b + r + 1) * HIDDEN), c * VAD_STATE + layer * HIDDEN);
+    }
+  }
+}
+
+function rms(samples: Float32Array, at: number): number {
+  let sum = 0;
+  for (let i = at; i < at + VAD_WINDOW; i++) sum += samples[i]! * samples[i]!;
+  return Math.sqrt(sum / VAD_WINDOW);
+}

@@ -1,0 +1,251 @@
+/**
+ * The VadService of realtime sessions: every session's channel cuts its 16 kHz audio into 512-sample
+ * windows, and a tick sends the pending windows of ALL channels to the `vad` model engine as ONE job
+ * (silero-batch.ts runs them with a batch dimension), then hands each channel its probabilities in window
+ * order. Why: one Silero run per window per session costs ≈0.14 ms plus a worker round trip; one batched run
+ * per tick costs ≈0.055 ms per window and one round trip for everyone (measured, see load-tests/realtime/vad.ts).
+ *
+ * Rules:
+ *   - A tick runs at most every `tickMs` (default 32 ms, one window), only while windows are pending (the
+ *     timer is unref'd and not re-armed when idle). A window that completes after an idle spell is sent at
+ *     once; under load windows gather for up to one tick.
+ *   - One job in flight at a time: the next tick waits for it (windows pile up meanwhile and go together).
+ *   - A channel sends at most MAX_WINDOWS_PER_TICK windows per job, so a client that appends a minute of audio
+ *     at once does not hold everyone else's scores behind its 1,875 windows.
+ *   - The job's priority is `continuation` under one account of its own: the `vad` engine serves only this
+ *     scheduler, and a continuation is never refused by admission control (these sessions were admitted).
+ *   - A channel closed while its windows are in the job gets nothing back; an engine failure calls `onError`
+ *     once on every open channel of that job, and those channels are done (the contract: no scores follow).
+ *   - Energy gate (silero-batch.ts): the worker skips windows below the floor after a quiet window the model
+ *     already called silence. Default floor −60 dBFS (see DEFAULT_ENERGY_FLOOR_DBFS); `null` turns it off.
+ */
+import type { JobOptions } from '../../engines/runtime/model-engine.js';
+import { VAD_WINDOW } from '../../engines/vad/silero-vad.js';
+import { VAD_CONTEXT, VAD_STATE, dbfsToRms, type VadBatch, type VadBatchResult } from '../../engines/vad/silero-batch.js';
+import type { VadChannel, VadService } from './contract.js';
+
+/**
+ * −60 dBFS RMS: digital silence and quiet line noise (μ-law idle, a muted or noise-suppressed browser
+ * microphone) sit far below it; normal speech sits at −15 … −35 dBFS. Because a window is gated only after
+ * the model itself scored the previous quiet window below 0.1, a floor this high does not cut speech tails
+ * (measured on demo speech at gains 0 … −70 dB: the turns are unchanged, test/unit/realtime/vad).
+ */
+export const DEFAULT_ENERGY_FLOOR_DBFS = -60;
+export const DEFAULT_TICK_MS = 32;
+/** 0.5 s of audio per channel per job. */
+export const MAX_WINDOWS_PER_TICK = 16;
+
+/** What the scheduler needs from a ModelEngine (the `vad` model). */
+export interface VadEngine {
+  run<T>(method: string, input: unknown, signal?: AbortSignal, options?: JobOptions): Promise<T>;
+}
+
+export interface VadSchedulerOptions {
+  tickMs?: number;
+  /** Energy floor in dBFS, or null for no gate. */
+  energyFloorDbfs?: number | null;
+  /** Largest batch per model run; 1 = the unbatched baseline (benchmarks only). */
+  maxRows?: number;
+}
+
+export interface VadSchedulerStats {
+  channels: number;
+  ticks: number;
+  jobs: number;
+  modelWindows: number;
+  gatedWindows: number;
+}
+
+const JOB_OPTIONS: JobOptions = { account: 'realtime-vad', priority: 'continuation' };
+
+type OnScores = (firstWindow: number, probabilities: Float32Array) => void;
+type OnError = (err: Error) => void;
+
+class Channel implements VadChannel {
+  /** Full windows not yet sent, oldest first; `nextWindow` is the index of the first. */
+  pending: Float32Array[] = [];
+  nextWindow = 0;
+  closed = false;
+  state = new Float32Array(VAD_STATE);
+  context = new Float32Array(VAD_CONTEXT);
+  lastProb = 0;
+  quiet = 0;
+  private partial = new Float32Array(VAD_WINDOW);
+  private filled = 0;
+
+  constructor(
+    private readonly scheduler: VadScheduler,
+    readonly onScores: OnScores,
+    readonly onError: OnError,
+  ) {}
+
+  push(samples: Float32Array): void {
+    if (this.closed) return;
+    const before = this.pending.length;
+    for (let at = 0; at < samples.length; ) {
+      const n = Math.min(samples.length - at, VAD_WINDOW - this.filled);
+      this.partial.set(samples.subarray(at, at + n), this.filled);
+      this.filled += n;
+      at += n;
+      if (this.filled === VAD_WINDOW) {
+        this.pending.push(this.partial);
+        this.partial = new Float32Array(VAD_WINDOW);
+        this.filled = 0;
+      }
+    }
+    if (this.pending.length > before) this.scheduler.windowsPending();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending = [];
+    this.scheduler.forget(this);
+  }
+
+  /** Ends the channel with an error: onError once, nothing after. */
+  fail(err: Error): void {
+    if (this.closed) return;
+    this.close();
+    this.onError(err);
+  }
+}
+
+/** One channel's share of a job. */
+interface Share {
+  channel: Channel;
+  firstWindow: number;
+  count: number;
+}
+
+export class VadScheduler implements VadService {
+  private readonly channels = new Set<Channel>();
+  private readonly tickMs: number;
+  private readonly floorRms: number;
+  private readonly maxRows: number | undefined;
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  private lastTickAt = -Infinity;
+  private closed = false;
+  private readonly counters = { ticks: 0, jobs: 0, modelWindows: 0, gatedWindows: 0 };
+
+  constructor(
+    private readonly engine: VadEngine,
+    options: VadSchedulerOptions = {},
+  ) {
+    this.tickMs = options.tickMs ?? DEFAULT_TICK_MS;
+    const floor = options.energyFloorDbfs === undefined ? DEFAULT_ENERGY_FLOOR_DBFS : options.energyFloorDbfs;
+    this.floorRms = floor === null ? 0 : dbfsToRms(floor);
+    this.maxRows = options.maxRows;
+  }
+
+  open(onScores: OnScores, onError: OnError): VadChannel {
+    const channel = new Channel(this, onScores, onError);
+    if (this.closed) channel.closed = true;
+    else this.channels.add(channel);
+    return channel;
+  }
+
+  stats(): VadSchedulerStats {
+    return { channels: this.channels.size, ...this.counters };
+  }
+
+  /** Stops ticking and waits for the job in flight; no callback follows. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const channel of [...this.channels]) channel.close();
+    await this.inFlight;
+  }
+
+  /** @internal A channel has full windows: arm a tick unless one is armed or a job is running. */
+  windowsPending(): void {
+    if (this.timer || this.inFlight || this.closed) return;
+    const delay = Math.max(0, this.lastTickAt + this.tickMs - performance.now());
+    this.timer = setTimeout(() => this.tick(), delay);
+    this.timer.unref();
+  }
+
+  /** @internal */
+  forget(channel: Channel): void {
+    this.channels.delete(channel);
+  }
+
+  private tick(): void {
+    this.timer = null;
+    this.lastTickAt = performance.now();
+    this.counters.ticks++;
+    const shares: Share[] = [];
+    for (const channel of this.channels) {
+      if (channel.pending.length === 0) continue;
+      const count = Math.min(channel.pending.length, MAX_WINDOWS_PER_TICK);
+      shares.push({ channel, firstWindow: channel.nextWindow, count });
+    }
+    if (shares.length === 0) return;
+    const batch = this.build(shares);
+    this.counters.jobs++;
+    this.inFlight = this.engine
+      .run<VadBatchResult>('scoreBatch', batch, undefined, JOB_OPTIONS)
+      .then(
+        (result) => this.deliver(shares, result),
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          for (const { channel } of shares) channel.fail(error);
+        },
+      )
+      .finally(() => {
+        this.inFlight = null;
+        if (!this.closed && [...this.channels].some((c) => c.pending.length > 0)) this.windowsPending();
+      });
+  }
+
+  /** Moves each share's windows out of its channel into one job. */
+  private build(shares: Share[]): VadBatch {
+    const c = shares.length;
+    const counts = new Int32Array(c);
+    let total = 0;
+    for (let i = 0; i < c; i++) total += counts[i] = shares[i]!.count;
+    const batch: VadBatch = {
+      counts,
+      states: new Float32Array(c * VAD_STATE),
+      contexts: new Float32Array(c * VAD_CONTEXT),
+      lastProbs: new Float32Array(c),
+      quiet: new Uint8Array(c),
+      samples: new Float32Array(total * VAD_WINDOW),
+      floorRms: this.floorRms,
+      ...(this.maxRows ? { maxRows: this.maxRows } : {}),
+    };
+    let window = 0;
+    shares.forEach(({ channel, count }, i) => {
+      batch.states.set(channel.state, i * VAD_STATE);
+      batch.contexts.set(channel.context, i * VAD_CONTEXT);
+      batch.lastProbs[i] = channel.lastProb;
+      batch.quiet[i] = channel.quiet;
+      for (const samples of channel.pending.splice(0, count)) batch.samples.set(samples, window++ * VAD_WINDOW);
+      channel.nextWindow += count;
+    });
+    return batch;
+  }
+
+  private deliver(shares: Share[], result: VadBatchResult): void {
+    this.counters.modelWindows += result.modelWindows;
+    this.counters.gatedWindows += result.gatedWindows;
+    let offset = 0;
+    shares.forEach(({ channel, firstWindow, count }, i) => {
+      const probabilities = result.probabilities.slice(offset, offset + count);
+      offset += count;
+      if (channel.closed) return;
+      channel.state = result.states.slice(i * VAD_STATE, (i + 1) * VAD_STATE);
+      channel.context = result.contexts.slice(i * VAD_CONTEXT, (i + 1) * VAD_CONTEXT);
+      channel.lastProb = result.lastProbs[i]!;
+      channel.quiet = result.quiet[i]!;
+      try {
+        channel.onScores(firstWindow, probabilities);
+      } catch (err) {
+        // A session's callback bug ends that session's scoring, not everyone's.
+        channel.fail(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+}
