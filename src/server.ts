@@ -124,8 +124,10 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     uploadSpillBytes: config.uploadSpillBytes,
     tmpDir: config.tmpDir,
     streamStallTimeoutMs: config.streamStallTimeoutMs,
+    websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes },
+    tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
   });
-  logger.info({ port: http.port, host: config.host }, 'listening');
+  logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert) }, 'listening');
 
   let closing: Promise<void> | null = null;
   return {

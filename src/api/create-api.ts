@@ -6,7 +6,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Store } from '../store/store.js';
-import { authenticateApiKey, extractApiKey, type KeyLookup } from '../auth/api-keys.js';
+import { authenticateApiKey, extractApiKey, keyFromSubprotocols, type KeyLookup } from '../auth/api-keys.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { limitSubjects, type LimitDefaults } from '../limits/limits.js';
 import type { Ledger } from '../billing/ledger.js';
@@ -113,8 +113,11 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
 async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<Caller> {
   const headers = req.headers;
   // The native surface takes x-api-key only (SPEC §5.3).
+  // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8).
   const presented =
-    def.surface === 'native' ? headers['x-api-key']?.trim() || undefined : extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] });
+    def.surface === 'native'
+      ? headers['x-api-key']?.trim() || undefined
+      : (extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']));
   const caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
   // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
   // admitted request holds its places until its response has ended, however it ends.

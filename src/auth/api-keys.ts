@@ -87,3 +87,16 @@ export async function authenticateApiKey(store: KeyLookup, presented: string | u
   }
   return { account: found.account, key: found.key, limits: found.limits };
 }
+
+/** Browsers' way to send a key on a WebSocket (they cannot set headers): a subprotocol entry. */
+export const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
+
+/** The key carried in a Sec-WebSocket-Protocol header as `openai-insecure-api-key.<key>`, if any. */
+export function keyFromSubprotocols(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  for (const entry of header.split(',')) {
+    const candidate = entry.trim();
+    if (candidate.startsWith(KEY_SUBPROTOCOL_PREFIX)) return candidate.slice(KEY_SUBPROTOCOL_PREFIX.length) || undefined;
+  }
+  return undefined;
+}

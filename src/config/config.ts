@@ -80,7 +80,16 @@ export const ConfigSchema = z.object({
    * this process (revocation, limits) apply at once; changes by another process (the keys CLI) within this.
    */
   authCacheTtlMs: int(1000),
-});
+  /** WebSocket: seconds without any frame before the socket is closed (pings go out automatically; pongs count). */
+  wsIdleTimeoutS: z.coerce.number().int().min(0).max(960).default(120),
+  /** WebSocket: a client with more than this queued toward it is closed 1008 "client is not reading". */
+  wsMaxBufferedBytes: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  /** Realtime sessions one key may have open at once (0 = unlimited); more are refused 429 before the upgrade. */
+  realtimeMaxSessionsPerKey: int(50),
+  /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
+  tlsCert: z.string().default(''),
+  tlsKey: z.string().default(''),
+}).refine((c) => Boolean(c.tlsCert) === Boolean(c.tlsKey), { message: 'KUMA_TLS_CERT and KUMA_TLS_KEY must be set together', path: ['tlsCert'] });
 
 export type Config = Readonly<z.infer<typeof ConfigSchema>>;
 
@@ -122,6 +131,11 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_KEY_RATE_LIMIT_CONCURRENT: 'keyConcurrent',
   KUMA_AUTH_CACHE_TTL_MS: 'authCacheTtlMs',
   KUMA_ENGINE_REPLICAS_MAX: 'engineReplicasMax',
+  KUMA_WS_IDLE_TIMEOUT_S: 'wsIdleTimeoutS',
+  KUMA_WS_MAX_BUFFERED_BYTES: 'wsMaxBufferedBytes',
+  KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
+  KUMA_TLS_CERT: 'tlsCert',
+  KUMA_TLS_KEY: 'tlsKey',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {

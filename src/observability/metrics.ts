@@ -30,6 +30,18 @@ export class Metrics {
     labelNames: ['model', 'unit'] as const,
     registers: [this.registry],
   });
+  readonly websocketSessions = new Gauge({
+    name: 'kuma_websocket_sessions_active',
+    help: 'WebSocket sessions open now, by route pattern.',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  });
+  readonly websocketFrames = new Counter({
+    name: 'kuma_websocket_frames_total',
+    help: 'WebSocket messages received (in) and sent (out), by route pattern.',
+    labelNames: ['route', 'direction'] as const,
+    registers: [this.registry],
+  });
 
   /**
    * The labelled children of the request counter and latency histogram, per method/route/status: looking a

@@ -9,7 +9,8 @@
 import { performance } from 'node:perf_hooks';
 import type uWS from 'uWebSockets.js';
 import { ApiError, toApiError } from '../api/errors.js';
-import type { ApiRequest, HttpMethod, RequestBody, Surface } from '../api/types.js';
+import type { ApiRequest, DuplexResult, HttpMethod, RequestBody, Surface } from '../api/types.js';
+import type { UpgradeData } from './websocket-sessions.js';
 import type { MultipartForm } from '../api/uploads.js';
 import { BodyQueue } from './body-queue.js';
 import type { ServerState } from './server-state.js';
@@ -51,6 +52,8 @@ export class Exchange implements ApiRequest, WriteContext {
     private readonly server: ServerState,
     res: uWS.HttpResponse,
     head: RequestHead,
+    /** Set for a WebSocket upgrade request (websocket-sessions.ts): a 'duplex' result then upgrades. */
+    private readonly upgradeContext: uWS.us_socket_context_t | null = null,
   ) {
     this.rawMethod = head.method;
     this.method = (head.method === 'HEAD' ? 'GET' : head.method) as HttpMethod;
@@ -108,6 +111,22 @@ export class Exchange implements ApiRequest, WriteContext {
 
   onStreamError(err: unknown): void {
     this.logFailure(err, 'error after the response started');
+  }
+
+  /** Completes the upgrade for a 'duplex' result of an upgrade request (status 101 in the access log). */
+  upgrade(result: DuplexResult): boolean {
+    if (!this.upgradeContext) return false;
+    const data: UpgradeData = { requestId: this.requestId, route: this.routeLabel, result, peer: null };
+    const { headers } = this;
+    this.sink.upgrade(
+      { ...this.responseHeaders, ...result.headers },
+      data,
+      headers['sec-websocket-key'] ?? '',
+      result.protocol ?? '',
+      headers['sec-websocket-extensions'] ?? '',
+      this.upgradeContext,
+    );
+    return true;
   }
 
   /** Cancels the handler's work (client gone, or the server's grace period is over). */

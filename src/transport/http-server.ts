@@ -1,12 +1,15 @@
 /**
- * The uWebSockets.js HTTP server: one catch-all handler that reads the request head and hands the request
- * to an Exchange (exchange.ts), which routes it, runs the handler, writes its result and logs it. Also
- * owns listening and graceful shutdown. This folder is the only code that imports uWebSockets.js.
+ * The uWebSockets.js server: one catch-all HTTP handler that reads the request head and hands the request
+ * to an Exchange (exchange.ts), which routes it, runs the handler, writes its result and logs it; beside it
+ * the WebSocket behaviour (websocket-sessions.ts), whose upgrade requests go through the same Exchange.
+ * Also owns TLS, listening and graceful shutdown. This folder is the only code that imports uWebSockets.js.
  */
+import fs from 'node:fs';
 import uWS from 'uWebSockets.js';
 import { Exchange } from './exchange.js';
 import { readRequestHead } from './request-head.js';
 import { ServerState, type HttpServerOptions } from './server-state.js';
+import { WebSocketSessions } from './websocket-sessions.js';
 
 export type { HttpServerOptions };
 
@@ -14,13 +17,21 @@ export interface RunningHttpServer {
   port: number;
   /** Requests being handled now. */
   inFlight(): number;
-  /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes every socket. */
+  /** WebSocket sessions open now. */
+  openSessions(): number;
+  /**
+   * Stops accepting, lets in-flight requests and WebSocket sessions (told through `onShutdown`) finish for
+   * up to `graceMs`, closes the sessions left with 1001, then closes every socket.
+   */
   close(graceMs: number): Promise<void>;
 }
 
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const server = new ServerState(options);
-  const app = uWS.App();
+  const app = createApp(options.tls);
+  const sessions = new WebSocketSessions(server);
+  // Non-upgrade requests fall through the ws route (uWS yields them) to this handler.
+  app.ws('/*', sessions.behavior());
   app.any('/*', (res, req) => {
     try {
       // uWS's req lives only until this callback returns: the head is read from it now.
@@ -44,11 +55,22 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   return {
     port,
     inFlight: () => server.inFlight.size,
+    openSessions: () => sessions.open.size,
     async close(graceMs: number) {
       if (server.draining) return;
       uWS.us_listen_socket_close(listenSocket);
-      await server.drain(graceMs);
+      await Promise.all([server.drain(graceMs), sessions.shutdown(graceMs)]);
+      // One turn of the loop for the 1001 close frames to be written before the sockets go.
+      await new Promise((resolve) => setImmediate(resolve));
       app.close();
     },
   };
+}
+
+/** https:// and wss:// on the same port when a certificate is configured. */
+function createApp(tls: HttpServerOptions['tls']): uWS.TemplatedApp {
+  if (!tls) return uWS.App();
+  // uWS reports an unreadable certificate with a bare "construction failed": name the file instead.
+  for (const file of [tls.certFile, tls.keyFile]) fs.accessSync(file, fs.constants.R_OK);
+  return uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
 }

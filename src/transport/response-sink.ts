@@ -9,7 +9,7 @@
  * resuming the request body's socket.
  */
 import { STATUS_CODES } from 'node:http';
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse, us_socket_context_t } from 'uWebSockets.js';
 
 export class ResponseSink {
   private aborted = false;
@@ -96,6 +96,23 @@ export class ResponseSink {
     if (this.aborted || this.finished) return;
     this.finished = true;
     this.res.cork(() => this.res.end(undefined, closeConnection));
+  }
+
+  /**
+   * Completes a WebSocket upgrade (101) with these headers; uWS then calls the behaviour's `open`
+   * synchronously. False when the client left before (nothing is sent).
+   */
+  upgrade(headers: Record<string, string>, userData: unknown, key: string, protocol: string, extensions: string, context: us_socket_context_t): boolean {
+    if (this.aborted || this.finished) return false;
+    this.status = 101;
+    this.headSent = true;
+    this.finished = true;
+    this.res.cork(() => {
+      // uWS sends custom headers on an upgrade only after an explicit 101 status line.
+      this.writeHead(101, headers);
+      this.res.upgrade(userData, key, protocol, extensions, context);
+    });
+    return true;
   }
 
   /** Drops the connection without a proper end (used when the client stalls). */

@@ -3,7 +3,7 @@
  * raw byte streams, each streamed with backpressure through the ResponseSink. A failure after the status
  * line has gone out ends the stream at the point reached; SSE streams get an error event first.
  */
-import type { ApiResult, SseMessage } from '../api/types.js';
+import type { ApiResult, DuplexResult, SseMessage } from '../api/types.js';
 import { ApiError, toApiError } from '../api/errors.js';
 import type { ResponseSink } from './response-sink.js';
 
@@ -15,6 +15,8 @@ export interface WriteContext {
   headOnly: boolean;
   /** Errors raised mid-stream are reported here (for the log), since the client can no longer get a status. */
   onStreamError: (err: unknown) => void;
+  /** Completes a WebSocket upgrade with this result; false when the request was not an upgrade. */
+  upgrade?: (result: DuplexResult) => boolean;
 }
 
 export function formatSse(message: SseMessage): string {
@@ -73,7 +75,8 @@ export async function writeResult(ctx: WriteContext, result: ApiResult): Promise
       await pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, ...result.lateHeaders?.(), 'content-type': result.contentType }), (chunk) => chunk, () => null);
       return;
     case 'duplex':
-      // A WebSocket route asked for over plain HTTP (the upgrade path never comes here).
+      if (ctx.upgrade?.(result)) return;
+      // A WebSocket route asked for over plain HTTP.
       {
         const err = new ApiError('upgrade_required', 'This endpoint is a WebSocket: connect with an Upgrade: websocket request.');
         writeError(ctx, err, err.toEnvelope());

@@ -7,6 +7,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { HttpRoute } from '../api/types.js';
 import { corsHeaders } from './cors.js';
 import { Router } from './router.js';
+import type { WebSocketOptions } from './websocket-sessions.js';
 
 export interface HttpServerOptions {
   host: string;
@@ -23,6 +24,10 @@ export interface HttpServerOptions {
   /** How much of an unread request body is read and dropped before an early answer (see BodyQueue.drainRest). */
   drainLimitBytes?: number;
   drainTimeoutMs?: number;
+  /** WebSocket limits (websocket-sessions.ts WEBSOCKET_DEFAULTS when absent). */
+  websocket?: Partial<WebSocketOptions>;
+  /** Serve https:// and wss:// with this certificate and key (PEM file paths); plain http:// and ws:// when absent. */
+  tls?: { certFile: string; keyFile: string };
 }
 
 /** Something in flight that shutdown can cancel once its grace period is over. */

@@ -1,0 +1,139 @@
+/**
+ * One open WebSocket as a duplex handler sees it (DuplexPeer over a uWS WebSocket). Every call on the uWS
+ * socket goes through here and checks `closed` first: uWS throws (and the throw ends the process) when a
+ * closed socket is touched. Sends are never dropped silently: a send uWS would drop, or one that takes the
+ * socket past the silent-reader bound, closes the socket with 1008 instead (nothing is lost unnoticed).
+ */
+import type uWS from 'uWebSockets.js';
+import type { DuplexHandler, DuplexPeer, SendOutcome } from '../api/types.js';
+import type { Logger } from '../observability/logger.js';
+
+/** uWS's send() results (WebSocket.send in index.d.ts). */
+const SEND_BACKPRESSURE = 0;
+const SEND_DROPPED = 2;
+/** WebSocket close reasons are limited to 123 bytes of UTF-8 (RFC 6455 §5.5: 125-byte control payload). */
+const MAX_REASON_BYTES = 123;
+
+export const NOT_READING_REASON = 'client is not reading';
+
+export interface PeerLimits {
+  /** A socket with more than this queued toward the client is closed 1008 (bounds memory per silent reader). */
+  maxBufferedBytes: number;
+  /** Above this, sends answer 'backpressure' (await drained()). */
+  highWaterBytes: number;
+  /** drained() resolves once the queue is under this. */
+  lowWaterBytes: number;
+}
+
+/** What the peer counts (frames out); the sessions object owns the metrics. */
+export interface PeerCounters {
+  framesOut: { inc(): void };
+}
+
+export class WebSocketPeer implements DuplexPeer {
+  /** Set right after `open`; null until then, or when `open` threw. */
+  handler: DuplexHandler | null = null;
+  private closed = false;
+  private readonly abort = new AbortController();
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly ws: uWS.WebSocket<unknown>,
+    readonly requestId: string,
+    readonly route: string,
+    private readonly limits: PeerLimits,
+    private readonly counters: PeerCounters,
+    private readonly logger: Logger,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  sendText(text: string): SendOutcome {
+    return this.send(text, false);
+  }
+
+  sendBinary(bytes: Uint8Array): SendOutcome {
+    return this.send(bytes, true);
+  }
+
+  bufferedAmount(): number {
+    return this.closed ? 0 : this.ws.getBufferedAmount();
+  }
+
+  drained(): Promise<void> {
+    if (this.closed || this.ws.getBufferedAmount() < this.limits.lowWaterBytes) return Promise.resolve();
+    return new Promise<void>((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    // uWS calls the close handler (and so onClosed) synchronously from end().
+    this.ws.end(code, truncateUtf8(reason, MAX_REASON_BYTES));
+  }
+
+  /** uWS's drain event: some of the queue went out. */
+  onDrain(): void {
+    if (this.closed || this.drainWaiters.length === 0) return;
+    if (this.ws.getBufferedAmount() < this.limits.lowWaterBytes) this.wakeDrainWaiters();
+  }
+
+  /** uWS's close event (whoever closed): from here on the socket must never be touched. */
+  onClosed(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.abort.abort(new Error(`WebSocket closed (${code})`));
+    this.wakeDrainWaiters();
+    const handler = this.handler;
+    if (!handler) return;
+    try {
+      handler.onClose(code, reason);
+    } catch (err) {
+      this.logger.error({ requestId: this.requestId, err }, 'WebSocket handler onClose threw');
+    }
+  }
+
+  private send(message: string | Uint8Array, isBinary: boolean): SendOutcome {
+    if (this.closed) return 'closed';
+    let status = 1;
+    // Corked: outside uWS's own callbacks, an uncorked send is a syscall per message.
+    this.ws.cork(() => {
+      status = this.ws.send(message, isBinary);
+    });
+    this.counters.framesOut.inc();
+    if (status === SEND_DROPPED) {
+      // maxBackpressure is set far above the cut-off, so this means a single oversized message: not lost silently.
+      this.close(1008, NOT_READING_REASON);
+      return 'closed';
+    }
+    if (this.closed) return 'closed';
+    if (status !== SEND_BACKPRESSURE) return 'sent';
+    const buffered = this.ws.getBufferedAmount();
+    if (buffered > this.limits.maxBufferedBytes) {
+      this.logger.info({ requestId: this.requestId, route: this.route, buffered }, 'WebSocket client is not reading: closed 1008');
+      this.close(1008, NOT_READING_REASON);
+      return 'closed';
+    }
+    return buffered > this.limits.highWaterBytes ? 'backpressure' : 'sent';
+  }
+
+  private wakeDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  // Cut on a character boundary: a reason ending mid-character is invalid UTF-8, which clients reject.
+  let end = maxBytes;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}
