@@ -15,6 +15,8 @@ import { transcriptionRoute } from './compat/transcriptions.js';
 import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
 import { speechRoute } from './compat/speech.js';
+import { realtimeRoute } from './realtime/realtime-route.js';
+import type { VadService } from '../realtime/vad/contract.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
@@ -42,6 +44,8 @@ export interface ApiDeps {
   /** Per-key and per-account limits; null or absent = no limits (KUMA_RATE_LIMITS=off). */
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
+  /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
+  realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number };
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];
 }
@@ -54,6 +58,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     translationRoute(compat),
     chatRoute(compat),
     speechRoute(compat),
+    realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...(deps.extraRoutes ?? []),
   ];
   let openapi: unknown;

@@ -22,11 +22,11 @@ import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
 import { ItemBilling } from './item-billing.js';
 import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
-import { ServerVad, type VadDeps } from './server-vad.js';
+import { ServerVad } from './server-vad.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
 import type { SessionInput, SessionOutput } from './session-events.js';
 import { TurnTranscriber } from './turn-transcriber.js';
-import type { TurnEvent } from './vad/contract.js';
+import type { TurnEvent, VadService } from './vad/contract.js';
 
 /** OpenAI refuses to commit less than 100 ms of audio. */
 const MIN_COMMIT_SAMPLES = msToSamples(100);
@@ -43,7 +43,7 @@ export interface RealtimeSessionDeps {
   ledger: Ledger;
   charge: ChargeContext;
   /** null: this server has no VAD model, server_vad is refused. */
-  vad: VadDeps | null;
+  vad: VadService | null;
   /** The translation model (used when the session has a target language). */
   translator: SpeechModel | null;
   maxBufferSeconds: number;
@@ -104,7 +104,7 @@ export class RealtimeSession {
 
   private handle(command: SessionInput): void {
     if (this.state !== 'open') {
-      if (this.state === 'closing') this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), ref: command.ref });
+      if (this.state === 'closing') this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
       return;
     }
     try {
@@ -115,7 +115,7 @@ export class RealtimeSession {
       return this.close();
     } catch (err) {
       if (!(err instanceof RealtimeInputError)) throw err;
-      this.emit({ type: 'rejected', error: err, ref: command.ref });
+      this.emit({ type: 'rejected', error: err, input: command.kind, ref: command.ref });
     }
   }
 
@@ -127,7 +127,7 @@ export class RealtimeSession {
     this.reconfigure(next, false)
       .then(
         () => this.emit({ type: 'updated' }),
-        (err: unknown) => this.emit({ type: 'rejected', error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'), ref }),
+        (err: unknown) => this.emit({ type: 'rejected', error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'), input: 'update', ref }),
       )
       .finally(() => {
         this.busy = false;
@@ -197,6 +197,7 @@ export class RealtimeSession {
     const turn = this.turn;
     this.turn = null;
     this.commitRange(from, this.buffer.end, turn?.itemId ?? newItemId(), turn?.transcriber ?? null);
+    this.vad?.reset(this.buffer.end);
   }
 
   private clear(): void {
@@ -204,6 +205,7 @@ export class RealtimeSession {
     this.turn = null;
     this.buffer.dropBefore(this.buffer.end);
     this.lastActivity = this.buffer.end;
+    this.vad?.reset(this.buffer.end);
     this.emit({ type: 'cleared' });
   }
 

@@ -31,8 +31,12 @@ export interface TurnDetectionConfig extends ServerVadOptions {
 /** OpenAI's server_vad defaults. */
 export const DEFAULT_SERVER_VAD: TurnDetectionConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, idleTimeoutMs: null };
 
-/** Translation targets: the translation model's language codes, and the ISO 639-1 codes clients send. */
-const TARGETS: Record<string, TranslationTarget> = { fra_Latn: 'fra_Latn', eng_Latn: 'eng_Latn', fr: 'fra_Latn', en: 'eng_Latn' };
+/**
+ * Translation targets: only the translation model's own codes. ISO 639-1 `en`/`fr` stay source-language
+ * hints (ignored: the source is Bambara), because voice frameworks send `language: "en"` by default and a
+ * transcription session must not turn into a translation one behind their back.
+ */
+const TARGETS: Record<string, TranslationTarget> = { fra_Latn: 'fra_Latn', eng_Latn: 'eng_Latn' };
 export type TranslationTarget = 'fra_Latn' | 'eng_Latn';
 
 /** The speech model as resolved by the API layer (catalog id and its engine). */

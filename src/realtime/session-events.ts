@@ -39,7 +39,7 @@ export type SessionOutput =
     }
   | { type: 'failed'; itemId: string; error: ItemFailure }
   /** A client event was refused; the session goes on. */
-  | { type: 'rejected'; error: RealtimeInputError; ref?: string }
+  | { type: 'rejected'; error: RealtimeInputError; input: SessionInput['kind']; ref?: string }
   /** The session cannot go on (balance exhausted, VAD lost); no output follows except `closed`. */
   | { type: 'fatal'; code: 'insufficient_quota' | 'server_error'; message: string }
   /** Every item is finished after a graceful close (or a fatal error): the adapter may close the socket. */
