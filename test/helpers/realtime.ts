@@ -83,8 +83,9 @@ export class RealtimeClient {
     return client;
   }
 
-  send(event: object | string): void {
-    this.ws.send(typeof event === 'string' ? event : JSON.stringify(event));
+  /** A string or bytes as they are (bytes go as a binary frame); anything else as JSON text. */
+  send(event: object | string | Buffer): void {
+    this.ws.send(typeof event === 'string' || Buffer.isBuffer(event) ? event : JSON.stringify(event));
   }
 
   sendAll(events: string[]): void {
