@@ -104,6 +104,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     keys,
     limiter,
     limitDefaults: limitDefaultsOf(config),
+    maxRealtimeSessionsPerKey: config.realtimeMaxSessionsPerKey,
     ledger,
     catalog,
     metrics,

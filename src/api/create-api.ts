@@ -24,8 +24,11 @@ import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import { OpenApiDocumentSchema } from './schemas/ops.js';
 import { jsonContent } from './schemas/responses.js';
-import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type HttpRoute, type RouteDef } from './types.js';
+import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type DuplexResult, type HttpRoute, type RouteDef } from './types.js';
 import { ApiError, toApiError } from './errors.js';
+import { isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
+import { SessionCap } from '../limits/session-cap.js';
+import { clientSecretRoutes } from './realtime/client-secrets.js';
 
 export interface ApiDeps {
   store: Store;
@@ -46,12 +49,15 @@ export interface ApiDeps {
   limitDefaults?: LimitDefaults;
   /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
   realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number };
+  /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
+  maxRealtimeSessionsPerKey?: number;
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];
 }
 
 export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: RouteDef[] } {
   const compat = { ...deps };
+  const sessionCap = new SessionCap(deps.maxRealtimeSessionsPerKey ?? 0);
   const definitions: RouteDef[] = [
     ...modelRoutes(deps.catalog),
     transcriptionRoute(compat),
@@ -59,6 +65,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     chatRoute(compat),
     speechRoute(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
+    ...clientSecretRoutes(deps.store),
     ...(deps.extraRoutes ?? []),
   ];
   let openapi: unknown;
@@ -86,16 +93,18 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
         method: def.method,
         pattern: prefix + def.path,
         surface: def.surface,
-        handle: (req) => handle(deps, def, req),
+        handle: (req) => handle(deps, sessionCap, def, req),
       });
     }
   }
   return { routes, definitions };
 }
 
-async function handle(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
+async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
   try {
-    return await def.handler(req, def.auth ? await authorize(deps, def, req) : null);
+    const caller = def.auth ? await authorize(deps, def, req) : null;
+    const result = await def.handler(req, caller);
+    return result.kind === 'duplex' && caller ? holdSessionPlace(sessionCap, caller, req, result) : result;
   } catch (err) {
     throw asClientError(deps, req, err);
   }
@@ -123,7 +132,14 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise
     def.surface === 'native'
       ? headers['x-api-key']?.trim() || undefined
       : (extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']));
-  const caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
+  let caller: Caller;
+  if (presented !== undefined && isClientSecret(presented)) {
+    // Checked before the lookup: a secret presented where it is not accepted is refused without consuming it.
+    if (!def.clientSecrets) throw new ApiError('invalid_api_key', SECRET_NOT_ACCEPTED_MESSAGE);
+    caller = await redeemClientSecret(deps.store, presented);
+  } else {
+    caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
+  }
   // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
   // admitted request holds its places until its response has ended, however it ends.
   if (deps.limiter && deps.limitDefaults) {
@@ -135,4 +151,27 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise
   // what requests in flight hold. The exact check, and the hold, come when the handler reserves its cost.
   if (def.billable) await deps.ledger.assertCanStart(caller.account.id);
   return caller;
+}
+
+/**
+ * A WebSocket session holds a place under its key's session cap (429 before the upgrade when full) from now
+ * until its socket closes; an upgrade that never completes (client gone, plain GET answered 426) gives the
+ * place back when its request ends.
+ */
+function holdSessionPlace(cap: SessionCap, caller: Caller, req: ApiRequest, result: DuplexResult): DuplexResult {
+  const release = cap.acquire(caller.key.id);
+  let opened = false;
+  // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
+  req.onFinished(() => {
+    if (!opened) release();
+  });
+  return {
+    ...result,
+    open(peer) {
+      opened = true;
+      if (peer.signal.aborted) release();
+      else peer.signal.addEventListener('abort', release, { once: true });
+      return result.open(peer);
+    },
+  };
 }

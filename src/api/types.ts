@@ -147,6 +147,11 @@ export interface RouteDef {
   surface: Surface;
   /** Unauthenticated routes (health, metrics, the OpenAPI document) set this to false. */
   auth: boolean;
+  /**
+   * Accepts a realtime client secret (`ek_…`, src/auth/client-secrets.ts) in place of an API key: only the
+   * realtime WebSocket route sets this. Everywhere else a client secret is refused 401.
+   */
+  clientSecrets?: boolean;
   /** Routes that start billable work refuse accounts that cannot pay (402) before any work starts. */
   billable?: boolean;
   /** Every served route has one (the OpenAPI contract test checks it); only test probes go without. */
@@ -160,6 +165,17 @@ export interface Caller {
   key: ApiKeyRecord;
   /** The rate-limit overrides stored for the account and the key (absent: the defaults apply). */
   limits?: { account: LimitOverrides; key: LimitOverrides };
+  /** Present when the caller authenticated with a client secret: what was granted when it was minted. */
+  clientSecret?: ClientSecretGrant;
+}
+
+/** The session configuration given when a client secret was minted, for the session to start with. */
+export interface ClientSecretGrant {
+  /** `ga`: minted by POST /realtime/client_secrets (`session` is its `session`); `beta`: by POST /realtime/transcription_sessions (`session` is the body). */
+  shape: 'ga' | 'beta';
+  session: Record<string, unknown>;
+  /** Seconds since the epoch. */
+  expiresAt: number;
 }
 
 /** What the transport serves: a full path pattern and a handler that already did auth. */

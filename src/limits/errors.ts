@@ -2,12 +2,13 @@
  * The limits' domain error: a request refused because its key or account is over a limit. Only src/api/
  * maps it to HTTP (429 rate_limit_exceeded with Retry-After).
  */
-export type LimitKind = 'requests' | 'tokens' | 'concurrent';
+export type LimitKind = 'requests' | 'tokens' | 'concurrent' | 'sessions';
 
 const KIND_TEXT: Record<LimitKind, string> = {
   requests: 'requests per minute',
   tokens: 'tokens per minute',
   concurrent: 'concurrent requests',
+  sessions: 'concurrent realtime sessions',
 };
 
 export class RateLimitedError extends Error {

@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from './store.js';
 import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
 import { RATE_LIMITS_MIGRATION, sqliteRateLimits, toOverrides } from './sqlite-rate-limits.js';
+import { CLIENT_SECRETS_MIGRATION, sqliteClientSecrets } from './sqlite-client-secrets.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -53,6 +54,7 @@ const MIGRATIONS: readonly string[] = [
   `,
   HOLDS_MIGRATION,
   RATE_LIMITS_MIGRATION,
+  CLIENT_SECRETS_MIGRATION,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
@@ -154,6 +156,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
   // start rather than failing mid-transaction when a read lock cannot be upgraded.
   const holds = sqliteHolds(db);
   const rateLimits = sqliteRateLimits(db);
+  const clientSecrets = sqliteClientSecrets(db);
   const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined) => {
     // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
     // counted twice (held and debited) nor for a moment neither.
@@ -258,6 +261,13 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     },
     async clearRateLimits(subject) {
       return rateLimits.clear(subject);
+    },
+
+    async createClientSecret(secret, now) {
+      clientSecrets.insert(secret, now);
+    },
+    async consumeClientSecret(secretHash) {
+      return clientSecrets.consume(secretHash);
     },
 
     async countAccounts() {

@@ -76,6 +76,22 @@ export interface FoundKey {
   limits: { account: LimitOverrides; key: LimitOverrides };
 }
 
+/**
+ * A realtime client secret as stored: the token's hash (never the token), who minted it, when it expires
+ * (ms since the epoch) and the session configuration given at minting, in the API shape it came in.
+ */
+export interface NewClientSecret {
+  secretHash: string;
+  accountId: string;
+  keyId: string;
+  /** `ga`: POST /realtime/client_secrets; `beta`: POST /realtime/transcription_sessions. */
+  shape: 'ga' | 'beta';
+  session: Record<string, unknown>;
+  expiresAt: number;
+}
+
+export type ClientSecretRecord = NewClientSecret;
+
 export interface Store {
   createAccount(name: string, balanceMicros: number): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -121,6 +137,11 @@ export interface Store {
   setRateLimits(subject: string, changes: Partial<LimitOverrides>): Promise<LimitOverrides>;
   /** Drops every override of the subject; false when it had none. */
   clearRateLimits(subject: string): Promise<boolean>;
+
+  /** Stores a client secret (and drops the ones expired at `now`). */
+  createClientSecret(secret: NewClientSecret, now: number): Promise<void>;
+  /** Removes the secret with this hash and returns it (expired or not), or undefined: each secret is used once. */
+  consumeClientSecret(secretHash: string): Promise<ClientSecretRecord | undefined>;
 
   countAccounts(): Promise<number>;
   close(): Promise<void>;

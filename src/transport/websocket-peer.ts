@@ -112,8 +112,9 @@ export class WebSocketPeer implements DuplexPeer {
       return 'closed';
     }
     if (this.closed) return 'closed';
-    if (status !== SEND_BACKPRESSURE) return 'sent';
+    // Checked after every send, whatever uWS answered: a corked send can report success while queueing.
     const buffered = this.ws.getBufferedAmount();
+    if (status !== SEND_BACKPRESSURE && buffered === 0) return 'sent';
     if (buffered > this.limits.maxBufferedBytes) {
       this.logger.info({ requestId: this.requestId, route: this.route, buffered }, 'WebSocket client is not reading: closed 1008');
       this.close(1008, NOT_READING_REASON);

@@ -16,8 +16,8 @@ export interface ServerProcess {
   baseUrl: string;
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-with-models.ts'], {
+export async function startServerProcess(env: Record<string, string>, script = 'test/fixtures/serve-with-models.ts'): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     // Limits off unless the test turns them on: several tests send hundreds of requests from one key.
     env: { ...process.env, KUMA_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -149,9 +149,33 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     speak('a format jifili-1 does not serve', { input: 'i ni ce', response_format: 'flac' }, 422),
     speak('no model loaded', { input: 'i ni ce' }, 503, { server: 'bare' }),
 
+    ...realtimeSecretCases(json, raw, bearer(limitedKey)),
+
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
     get('readyz', '/readyz', 'ready', 200, { absolute: true, headers: NO_KEY }),
     get('metrics', '/metrics', 'the metrics', 200, { absolute: true, headers: NO_KEY }),
   ];
+}
+
+type JsonCase = (operation: string, path: string, name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => ContractCase;
+type RawCase = (contentType: string, body: string) => Partial<ContractCase>;
+
+/** Minting realtime client secrets, GA and beta shapes. */
+function realtimeSecretCases(json: JsonCase, raw: RawCase, limited: () => Record<string, string>): ContractCase[] {
+  const cases: ContractCase[] = [];
+  for (const [operation, path, body] of [
+    ['client secrets', '/realtime/client_secrets', { expires_after: { anchor: 'created_at', seconds: 60 }, session: { type: 'transcription' } }],
+    ['transcription sessions', '/realtime/transcription_sessions', { input_audio_format: 'pcm16', client_secret: { expires_at: { seconds: 60 } } }],
+  ] as const) {
+    cases.push(
+      json(operation, path, 'a secret', body, 200),
+      json(operation, path, 'a lifetime over 600 s', { expires_after: { seconds: 7200 }, client_secret: { expires_at: { seconds: 7200 } } }, 400, { requestValid: false }),
+      json(operation, path, 'no key', body, 401, { headers: NO_KEY }),
+      json(operation, path, 'over a rate limit', body, 429, { headers: limited }),
+      json(operation, path, 'a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ pad: 'x'.repeat(70 * 1024) }))),
+      json(operation, path, 'an XML body', null, 415, raw('application/xml', '<session/>')),
+    );
+  }
+  return cases;
 }

@@ -42,7 +42,7 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(3);
+      expect(raw.pragma('user_version', { simple: true })).toBe(4);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
@@ -63,7 +63,7 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE holds; DROP TABLE rate_limits');
+    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets');
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -77,13 +77,32 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE rate_limits');
+    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets');
     raw.pragma('user_version = 2');
     raw.close();
     store = await openSqliteStore(dbPath);
     expect((await store.findKeyByHash('b'.repeat(64)))?.key).toEqual(key);
     expect(await store.setRateLimits(account.id, { requestsPerMinute: 5 })).toEqual({ requestsPerMinute: 5, tokensPerMinute: null, concurrent: null });
     expect((await store.findKeyByHash('b'.repeat(64)))?.limits.account.requestsPerMinute).toBe(5);
+  });
+
+  it('upgrades a version-3 file (before client secrets) in place; a secret is consumed once, expired ones pruned at the next mint', async () => {
+    const account = await store.createAccount('old', 700);
+    const key = await store.createKey(account.id, 'c'.repeat(64), 'old');
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.exec('DROP TABLE client_secrets');
+    raw.pragma('user_version = 3');
+    raw.close();
+    store = await openSqliteStore(dbPath);
+    expect((await store.findKeyByHash('c'.repeat(64)))?.key).toEqual(key);
+    const now = Date.now();
+    const secret = { accountId: account.id, keyId: key.id, shape: 'ga' as const, session: { type: 'transcription' } };
+    await store.createClientSecret({ ...secret, secretHash: 'old', expiresAt: now - 1 }, now - 10_000);
+    await store.createClientSecret({ ...secret, secretHash: 'new', expiresAt: now + 60_000 }, now);
+    expect(await store.consumeClientSecret('old')).toBeUndefined();
+    expect(await store.consumeClientSecret('new')).toEqual({ ...secret, secretHash: 'new', expiresAt: now + 60_000 });
+    expect(await store.consumeClientSecret('new')).toBeUndefined();
   });
 
   it('refuses a database written by a newer schema', async () => {

@@ -1,0 +1,75 @@
+/**
+ * Realtime client secrets (ephemeral keys): an app's backend mints one with its API key and hands it to a
+ * browser, which presents it in place of the key when it opens the realtime WebSocket. A secret is bound to
+ * the account and key that minted it, lives at most ten minutes, is stored hashed, is accepted only by
+ * routes that opt in (the realtime WebSocket route) and is used once: the upgrade that presents it consumes it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ApiError } from '../api/errors.js';
+import type { Caller, ClientSecretGrant } from '../api/types.js';
+import type { Store } from '../store/store.js';
+
+export const CLIENT_SECRET_PREFIX = 'ek_';
+/** OpenAI allows up to two hours; ten minutes bounds what a leaked secret can be used for here. */
+export const MAX_CLIENT_SECRET_TTL_S = 600;
+export const MIN_CLIENT_SECRET_TTL_S = 10;
+
+const INVALID_SECRET_MESSAGE = 'Invalid or already used client secret. Mint a new one with POST /realtime/client_secrets.';
+const EXPIRED_SECRET_MESSAGE = 'This client secret has expired. Mint a new one with POST /realtime/client_secrets.';
+export const SECRET_NOT_ACCEPTED_MESSAGE =
+  'Client secrets (ek_…) are accepted only when opening the realtime WebSocket; use an API key for this request.';
+
+export function isClientSecret(presented: string): boolean {
+  return presented.startsWith(CLIENT_SECRET_PREFIX);
+}
+
+/** 256 random bits: like API keys, a fast hash is enough (there is no dictionary to attack). */
+export function hashClientSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export interface MintedClientSecret {
+  value: string;
+  /** Seconds since the epoch, as the OpenAI API reports it. */
+  expiresAt: number;
+}
+
+export async function mintClientSecret(
+  store: Pick<Store, 'createClientSecret'>,
+  caller: Caller,
+  grant: { shape: ClientSecretGrant['shape']; session: Record<string, unknown>; ttlSeconds: number },
+  now = Date.now(),
+): Promise<MintedClientSecret> {
+  const ttl = Math.min(MAX_CLIENT_SECRET_TTL_S, Math.max(MIN_CLIENT_SECRET_TTL_S, Math.floor(grant.ttlSeconds)));
+  const value = CLIENT_SECRET_PREFIX + randomBytes(32).toString('base64url');
+  const expiresAtMs = now + ttl * 1000;
+  await store.createClientSecret(
+    { secretHash: hashClientSecret(value), accountId: caller.account.id, keyId: caller.key.id, shape: grant.shape, session: grant.session, expiresAt: expiresAtMs },
+    now,
+  );
+  return { value, expiresAt: Math.floor(expiresAtMs / 1000) };
+}
+
+/**
+ * Consumes a presented secret and returns the caller it stands for (the minting key, which must still be
+ * active), with the session configuration given at minting; throws `invalid_api_key` otherwise.
+ */
+export async function redeemClientSecret(
+  store: Pick<Store, 'consumeClientSecret' | 'getKey' | 'getAccount' | 'getRateLimits'>,
+  presented: string,
+  now = Date.now(),
+): Promise<Caller> {
+  const record = await store.consumeClientSecret(hashClientSecret(presented.trim()));
+  if (!record) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
+  if (record.expiresAt <= now) throw new ApiError('invalid_api_key', EXPIRED_SECRET_MESSAGE);
+  const [key, account] = await Promise.all([store.getKey(record.keyId), store.getAccount(record.accountId)]);
+  // A key revoked after minting takes its secrets with it.
+  if (!key || key.revokedAt !== null || !account) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
+  const [accountLimits, keyLimits] = await Promise.all([store.getRateLimits(account.id), store.getRateLimits(key.id)]);
+  return {
+    account,
+    key,
+    limits: { account: accountLimits, key: keyLimits },
+    clientSecret: { shape: record.shape, session: record.session, expiresAt: Math.floor(record.expiresAt / 1000) },
+  };
+}
