@@ -9,10 +9,13 @@
  *
  * Energy gate: a window whose RMS is below `floorRms`, when the stream's previous window was also below it
  * AND the model scored that previous window under GATE_MAX_PREVIOUS (the model itself says "silence, not a
- * speech tail"), scores 0 without a model run and resets the stream's carry to a fresh stream's (zero state,
- * zero context). The probability condition matters: Silero's recurrent state keeps scoring digital silence
- * as speech for up to ~10 windows after quiet speech ends (measured at −40 dB gain: 0.96 … 0.40 over 320 ms),
- * and an energy-only gate would cut that tail short and end turns early.
+ * speech tail"), scores 0 without a model run and resets the stream's carry to the silence carry: the state
+ * a fresh stream reaches after SILENCE_WARMUP_WINDOWS windows of digital silence, zero context. Measured on
+ * demo speech (test/unit/realtime/vad): the probability condition matters because Silero's recurrent state
+ * keeps scoring digital silence as speech for up to ~10 windows after quiet speech ends (at −40 dB gain:
+ * 0.96 … 0.40 over 320 ms), so an energy-only gate would end turns early; and the reset state matters
+ * because a fresh (all-zero) state makes Silero deaf to the next quiet onset (at −45 dB it found no turn at
+ * all), while the silence state gives the same turns as no gate, within a window or two.
  */
 import { ort, type LoadedSession } from '../onnx/session.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW } from './silero-vad.js';
@@ -24,6 +27,8 @@ export const VAD_STATE = 256;
 const HIDDEN = 128;
 /** A quiet window is gated only when the model scored the previous (quiet) window below this. */
 export const GATE_MAX_PREVIOUS = 0.1;
+/** Windows of digital silence (≈1 s) after which Silero's state has settled: the gate's reset state. */
+export const SILENCE_WARMUP_WINDOWS = 30;
 
 /** One job: the pending windows of C streams, stream after stream (all arrays are indexed by stream). */
 export interface VadBatch {
@@ -62,7 +67,22 @@ export function dbfsToRms(dbfs: number): number {
   return 10 ** (dbfs / 20);
 }
 
-export async function scoreBatch(loaded: LoadedSession, batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
+/** The recurrent state (256 floats) of a fresh stream after SILENCE_WARMUP_WINDOWS windows of zeros. */
+export async function silenceState(loaded: LoadedSession): Promise<Float32Array> {
+  const carry: VadBatch = {
+    counts: Int32Array.of(SILENCE_WARMUP_WINDOWS),
+    states: new Float32Array(VAD_STATE),
+    contexts: new Float32Array(VAD_CONTEXT),
+    lastProbs: new Float32Array(1),
+    quiet: new Uint8Array(1),
+    samples: new Float32Array(SILENCE_WARMUP_WINDOWS * VAD_WINDOW),
+    floorRms: 0,
+  };
+  return (await scoreBatch(loaded, carry, new Float32Array(VAD_STATE))).states;
+}
+
+/** Scores a batch; `silence` is the gate's reset state (silenceState). */
+export async function scoreBatch(loaded: LoadedSession, batch: VadBatch, silence: Float32Array, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
   const { counts, states, contexts, lastProbs, quiet, samples, floorRms } = batch;
   const channels = counts.length;
   const maxRows = Math.max(1, batch.maxRows ?? Number.MAX_SAFE_INTEGER);
@@ -89,7 +109,7 @@ export async function scoreBatch(loaded: LoadedSession, batch: VadBatch, checkpo
       const isQuiet = floorRms > 0 && rms(samples, at) < floorRms;
       if (isQuiet && quiet[c] && lastProbs[c]! < GATE_MAX_PREVIOUS) {
         probabilities[offsets[c]! + k] = 0;
-        states.fill(0, c * VAD_STATE, (c + 1) * VAD_STATE);
+        states.set(silence, c * VAD_STATE);
         contexts.fill(0, c * VAD_CONTEXT, (c + 1) * VAD_CONTEXT);
         lastProbs[c] = 0;
         gatedWindows++;

@@ -12,7 +12,7 @@
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
-import { scoreBatch, type VadBatch, type VadBatchResult } from './silero-batch.js';
+import { scoreBatch, silenceState, type VadBatch, type VadBatchResult } from './silero-batch.js';
 
 export const VAD_SAMPLE_RATE = 16000;
 export const VAD_WINDOW = 512;
@@ -39,6 +39,8 @@ export function defaultSileroFile(): string {
 }
 
 export class SileroVad {
+  private silence: Promise<Float32Array> | null = null;
+
   private constructor(private readonly loaded: LoadedSession) {}
 
   static async load(options: SessionOptions, file = defaultSileroFile()): Promise<SileroVad> {
@@ -58,8 +60,9 @@ export class SileroVad {
   }
 
   /** The pending windows of many streams in one job, batched per step (silero-batch.ts). */
-  scoreBatch(batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
-    return scoreBatch(this.loaded, batch, checkpoint);
+  async scoreBatch(batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
+    this.silence ??= silenceState(this.loaded);
+    return scoreBatch(this.loaded, batch, await this.silence, checkpoint);
   }
 
   async detect(samples: Float32Array, options: Partial<VadOptions> = {}, checkpoint?: () => Promise<void>): Promise<SpeechRegion[]> {

@@ -107,7 +107,11 @@ class Channel implements VadChannel {
   fail(err: Error): void {
     if (this.closed) return;
     this.close();
-    this.onError(err);
+    try {
+      this.onError(err);
+    } catch {
+      // A throwing handler must not keep the other channels of the job from hearing, nor reject the tick.
+    }
   }
 }
 
