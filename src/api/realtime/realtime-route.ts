@@ -15,7 +15,9 @@ import type { VadService } from '../../realtime/vad/contract.js';
 import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
-import { DEFAULT_FORMAT, DEFAULT_SERVER_VAD, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
+import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
+import { RealtimeInputError } from '../../realtime/errors.js';
+import { parseClientEvent, RealtimeEventError } from './client-events.js';
 import { openConnection } from './realtime-connection.js';
 
 /** The speech model of a translation session that names none, and the text model that translates. */
@@ -40,6 +42,7 @@ export function realtimeRoute(deps: RealtimeDeps): RouteDef {
     surface: 'compat',
     auth: true,
     billable: true,
+    clientSecrets: true,
     openapi: {
       operationId: 'openRealtimeSession',
       summary: 'Realtime transcription or translation session (WebSocket, OpenAI Realtime protocol)',
@@ -68,7 +71,8 @@ async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promis
     target: translation ? targetOf(req.query.get('language')) : null,
     turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
   };
-  const connection = await openConnection(deps, { shape: translation ? 'translation' : 'ga', config, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
+  const granted = caller.clientSecret ? grantedConfig(deps, caller.clientSecret, config) : config;
+  const connection = await openConnection(deps, { shape: translation ? 'translation' : 'ga', config: granted, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
   return { kind: 'duplex', protocol: chooseSubprotocol(req.headers), open: connection };
 }
 
@@ -90,4 +94,21 @@ function resolveSpeechModel(deps: RealtimeDeps, name: string): SpeechModel {
   if (!model) throw new ApiError('model_not_found', `The model \`${name}\` does not exist.`, { param: 'session.audio.input.transcription.model' });
   if (model.capability !== 'transcription') throw new ApiError('invalid_value', `The model \`${name}\` is not a speech-to-text model.`, { param: 'session.audio.input.transcription.model' });
   return speechModel(deps, model.id);
+}
+
+/**
+ * A client secret's session (given when it was minted) applied to the starting configuration, as if the
+ * client had sent it as its first update; a configuration that does not apply is refused before the upgrade.
+ */
+function grantedConfig(deps: RealtimeDeps, grant: NonNullable<Caller['clientSecret']>, config: SessionConfig): SessionConfig {
+  const type = grant.shape === 'beta' ? 'transcription_session.update' : 'session.update';
+  try {
+    const event = parseClientEvent(JSON.stringify({ type, session: grant.session }), false);
+    if (event.kind !== 'update') return config;
+    const { model, ...rest } = event.update;
+    return applyUpdate(config, { ...rest, ...(model ? { model: resolveSpeechModel(deps, model) } : {}) });
+  } catch (err) {
+    if (err instanceof RealtimeEventError || err instanceof RealtimeInputError) throw new ApiError('invalid_value', `The client secret's session: ${err.message}`, { param: err.param });
+    throw err;
+  }
 }
