@@ -3,6 +3,7 @@
  * speech in any session input format (synthesized by the server's own /audio/speech); and a `ws` client
  * that records every server event and waits for the ones a test names.
  */
+import https from 'node:https';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { startTestServerWithModels } from './models-test-server.js';
@@ -26,15 +27,26 @@ const SPEECH_FORMAT: Record<WireFormat, string> = { pcm16: 'pcm', g711_ulaw: 'ul
 export const FRAME_BYTES: Record<WireFormat, number> = { pcm16: 960, g711_ulaw: 160, g711_alaw: 160 };
 const SILENCE_BYTE: Record<WireFormat, number> = { pcm16: 0, g711_ulaw: 0xff, g711_alaw: 0xd5 };
 
-/** Demo speech of `text` in the session format, from the server's own TTS. */
-export async function speak(t: TestServer, text: string, format: WireFormat = 'pcm16'): Promise<Buffer> {
-  const res = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'jifili-1', input: text, voice: 'alloy', response_format: SPEECH_FORMAT[format] }),
-  });
+/** Demo speech of `text` in the session format, from the server's own TTS (over https when the server has TLS: pass its CA). */
+export async function speak(t: TestServer, text: string, format: WireFormat = 'pcm16', ca?: Buffer): Promise<Buffer> {
+  const body = JSON.stringify({ model: 'jifili-1', input: text, voice: 'alloy', response_format: SPEECH_FORMAT[format] });
+  const headers = { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' };
+  if (ca) return httpsPost(`https://127.0.0.1:${t.server.port}/openai/v1/audio/speech`, headers, body, ca);
+  const res = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers, body });
   if (res.status !== 200) throw new Error(`speech ${res.status}: ${await res.text()}`);
   return Buffer.from(await res.arrayBuffer());
+}
+
+function httpsPost(url: string, headers: Record<string, string>, body: string, ca: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: 'POST', headers, ca }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`speech ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 export function silence(seconds: number, format: WireFormat = 'pcm16'): Buffer {
