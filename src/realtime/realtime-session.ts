@@ -84,9 +84,15 @@ export class RealtimeSession {
     return this.config;
   }
 
-  /** Prepares the decoder (and VAD) of the initial configuration; call once before the first input. */
-  async start(): Promise<void> {
-    await this.reconfigure(this.config, true);
+  /**
+   * Prepares the decoder (and VAD) of the initial configuration; call once, when the socket is open (not
+   * before: an upgrade that never completes would leave them behind). Inputs meanwhile wait in order.
+   */
+  start(): void {
+    this.busy = true;
+    this.reconfigure(this.config, true)
+      .catch(() => this.fatal('server_error', 'The session could not be started.'))
+      .finally(() => this.drain());
   }
 
   /** Takes one client input; inputs are acted on in order (an update that loads a decoder holds the ones after it). */
@@ -129,10 +135,13 @@ export class RealtimeSession {
         () => this.emit({ type: 'updated' }),
         (err: unknown) => this.emit({ type: 'rejected', error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'), input: 'update', ref }),
       )
-      .finally(() => {
-        this.busy = false;
-        while (!this.busy && this.inbox.length) this.handle(this.inbox.shift()!);
-      });
+      .finally(() => this.drain());
+  }
+
+  /** Acts on the inputs that waited for an update (or the start) to finish, until another one makes them wait. */
+  private drain(): void {
+    this.busy = false;
+    while (!this.busy && this.inbox.length) this.handle(this.inbox.shift()!);
   }
 
   private async reconfigure(next: SessionConfig, first: boolean): Promise<void> {

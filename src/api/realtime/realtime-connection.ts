@@ -28,22 +28,22 @@ export interface ConnectionOptions {
   resolveModel(name: string): SpeechModel;
 }
 
-/** Prepares the session (its decoder) before the upgrade completes; the returned function opens it on the socket. */
-export async function openConnection(deps: RealtimeDeps, options: ConnectionOptions): Promise<(peer: DuplexPeer) => DuplexHandler> {
+/** The function that opens the session on its socket once the upgrade completed (nothing is held before). */
+export function openConnection(deps: RealtimeDeps, options: ConnectionOptions): (peer: DuplexPeer) => DuplexHandler {
+  return (peer) => startSession(deps, options, peer);
+}
+
+function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: DuplexPeer): DuplexHandler {
   const metrics = realtimeMetrics(deps.metrics);
   const sessionId = `sess_${randomBytes(12).toString('hex')}`;
   const translation = options.shape === 'translation';
-  let out: Outbound | null = null;
-  let peerRef: DuplexPeer | null = null;
-  const early: SessionOutput[] = [];
+  const out = new Outbound(peer, MAX_QUEUED_EVENT_BYTES);
   const state: OutputState = { sourceSent: false, targetSent: false, translating: false };
   /** The shapes of the updates in flight, in order: each is answered in its own shape. */
   const updateShapes: Shape[] = [];
   let fatal: 'insufficient_quota' | 'server_error' | null = null;
 
   const onOutput = (output: SessionOutput): void => {
-    if (!out || !peerRef) return void early.push(output);
-    const peer = peerRef;
     switch (output.type) {
       case 'updated': {
         const shape = updateShapes.shift() ?? options.shape;
@@ -77,18 +77,13 @@ export async function openConnection(deps: RealtimeDeps, options: ConnectionOpti
     options.config,
     onOutput,
   );
-  await session.start();
   state.translating = !translation && options.config.target !== null;
-
-  return (peer) => {
-    peerRef = peer;
-    out = new Outbound(peer, MAX_QUEUED_EVENT_BYTES);
-    const kind = translation ? 'translation' : 'transcription';
-    metrics.sessions.inc({ kind });
-    out.send({ type: 'session.created', session: sessionObject(options.shape, sessionId, session.configuration) });
-    for (const output of early.splice(0)) onOutput(output);
-    const refuse = (err: unknown) => out!.send(refusal(err));
-    return {
+  const kind = translation ? 'translation' : 'transcription';
+  metrics.sessions.inc({ kind });
+  out.send({ type: 'session.created', session: sessionObject(options.shape, sessionId, session.configuration) });
+  session.start();
+  const refuse = (err: unknown) => out.send(refusal(err));
+  return {
       onText(text) {
         // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: measure only when it could be over.
         if (text.length * 3 > deps.maxMessageBytes && Buffer.byteLength(text) > deps.maxMessageBytes) {
@@ -107,7 +102,7 @@ export async function openConnection(deps: RealtimeDeps, options: ConnectionOpti
           resolved = model ? options.resolveModel(model) : undefined;
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
-          return out!.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
+          return out.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
         }
         updateShapes.push(event.shape);
         session.input({ kind: 'update', update: { ...rest, ...(resolved ? { model: resolved } : {}) }, ref: event.ref });
@@ -124,7 +119,6 @@ export async function openConnection(deps: RealtimeDeps, options: ConnectionOpti
         session.input({ kind: 'close' });
       },
     };
-  };
 }
 
 function errorEvent(type: string, code: string, message: string, param: string | null, ref?: string): ServerEvent {

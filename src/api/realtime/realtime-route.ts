@@ -72,7 +72,7 @@ async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promis
     turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
   };
   const granted = caller.clientSecret ? grantedConfig(deps, caller.clientSecret, config) : config;
-  const connection = await openConnection(deps, { shape: translation ? 'translation' : 'ga', config: granted, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
+  const connection = openConnection(deps, { shape: translation ? 'translation' : 'ga', config: granted, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
   return { kind: 'duplex', protocol: chooseSubprotocol(req.headers), open: connection };
 }
 

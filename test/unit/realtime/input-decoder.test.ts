@@ -68,7 +68,7 @@ describe('InputDecoder', () => {
 describe('TranscriptDeltas', () => {
   it('deltas are append-only and end with the final transcript when the hypotheses grow by words', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom('i', 'ni', 'ce', 'a', 'sogoma', 'hakɛto'), { minLength: 0, maxLength: 12 }), fc.array(fc.nat(12)), (words, stops) => {
+      fc.property(fc.array(fc.constantFrom<string>('i', 'ni', 'ce', 'a', 'sogoma', 'hakɛto'), { minLength: 0, maxLength: 12 }), fc.array(fc.nat(12)), (words, stops) => {
         const deltas = new TranscriptDeltas();
         let sent = '';
         // Interim hypotheses: growing prefixes whose last word may be cut short.
