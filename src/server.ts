@@ -21,6 +21,7 @@ import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from 
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
+import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -91,7 +92,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   configureEncoderPool(config.encoderThreads);
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
   sharedEncoderPool()?.warm();
+  // One VAD scheduler for every realtime session (their windows are scored together); none without a `vad` model.
+  const vadEngine = engines?.get('vad');
+  const vad = vadEngine ? new VadScheduler(vadEngine) : null;
   const { routes } = createApi({
+    realtime: { vad, maxBufferSeconds: config.realtimeMaxBufferSeconds, maxMessageBytes: config.realtimeMaxMessageBytes },
     engines,
     decoder,
     maxAudioSeconds: config.maxAudioSeconds,
@@ -144,6 +149,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     close: () =>
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);
+        await vad?.close();
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
         await closeSharedEncoderPool();

@@ -16,6 +16,8 @@ import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
 import { speechRoute } from './compat/speech.js';
 import { speechSocketRoutes } from './realtime/speech-socket-route.js';
+import { realtimeRoute } from './realtime/realtime-route.js';
+import type { VadService } from '../realtime/vad/contract.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
@@ -46,6 +48,8 @@ export interface ApiDeps {
   /** Per-key and per-account limits; null or absent = no limits (KUMA_RATE_LIMITS=off). */
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
+  /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
+  realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
   /** Extra routes (tests mount probes here; later features add theirs). */
@@ -62,6 +66,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     chatRoute(compat),
     speechRoute(compat),
     ...speechSocketRoutes(compat),
+    realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
     ...(deps.extraRoutes ?? []),
   ];

@@ -87,6 +87,10 @@ export const ConfigSchema = z.object({
   /** Realtime sessions one key may have open at once (0 = unlimited); more are refused 429 before the upgrade. */
   realtimeMaxSessionsPerKey: int(50),
   /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
+  /** Realtime sessions: uncommitted audio past this many seconds is committed as an item (nothing is dropped). */
+  realtimeMaxBufferSeconds: z.coerce.number().int().min(5).max(600).default(60),
+  /** Realtime sessions: a client event larger than this is refused with an error event (OpenAI's limit is 15 MiB). */
+  realtimeMaxMessageBytes: z.coerce.number().int().min(1024).default(15 * 1024 * 1024),
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
 }).refine((c) => Boolean(c.tlsCert) === Boolean(c.tlsKey), { message: 'KUMA_TLS_CERT and KUMA_TLS_KEY must be set together', path: ['tlsCert'] });
@@ -134,6 +138,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_WS_IDLE_TIMEOUT_S: 'wsIdleTimeoutS',
   KUMA_WS_MAX_BUFFERED_BYTES: 'wsMaxBufferedBytes',
   KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
+  KUMA_REALTIME_MAX_BUFFER_SECONDS: 'realtimeMaxBufferSeconds',
+  KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',
   KUMA_TLS_CERT: 'tlsCert',
   KUMA_TLS_KEY: 'tlsKey',
 };

@@ -91,6 +91,10 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     get('model', '/models/gpt-9', 'an unknown model', 404),
     get('model', '/models/sunjata-1', 'no key', 401, { headers: NO_KEY }),
     get('model', '/models/sunjata-1', 'over a rate limit', 429, { headers: bearer(limitedKey) }),
+    get('realtime', '/realtime', 'a plain GET of the WebSocket route', 426),
+    get('realtime', '/realtime', 'no key', 401, { headers: NO_KEY }),
+    get('realtime', '/realtime', 'no balance', 402, { headers: bearer(brokeKey) }),
+    get('realtime', '/realtime', 'over a rate limit', 429, { headers: bearer(limitedKey) }),
 
     ...['json', 'verbose_json', 'text', 'srt', 'vtt'].map((f) => transcribe(`response_format ${f}`, { model: 'sunjata-1', response_format: f }, 200)),
     transcribe('no fields but the file: every default applies', {}, 200, { expectMediaType: 'application/json' }),

@@ -1,0 +1,151 @@
+/**
+ * Client events of an OpenAI Realtime transcription or translation session → what the session takes.
+ * GA `session.update` (`session.type: "transcription"`), beta `transcription_session.update`, the
+ * translation resource's `session.update`, `input_audio_buffer.append|commit|clear` (and the translation
+ * resource's `session.input_audio_buffer.append`, `session.close`). Unknown fields are ignored; anything
+ * malformed throws a RealtimeEventError, which the handler answers with an `error` event (the session goes on).
+ */
+import { z } from 'zod';
+import type { InputFormat, TurnDetectionConfig } from '../../realtime/session-config.js';
+
+export type Shape = 'ga' | 'beta' | 'translation';
+
+/** A session update as the wire gave it; the model is still a name (the handler resolves it). */
+export interface WireUpdate {
+  format?: InputFormat;
+  model?: string;
+  language?: string | null;
+  prompt?: string | null;
+  turnDetection?: Partial<TurnDetectionConfig> | null;
+}
+
+export type ClientEvent =
+  | { kind: 'update'; shape: Shape; update: WireUpdate; ref?: string }
+  | { kind: 'append'; audio: Uint8Array; ref?: string }
+  | { kind: 'commit' | 'clear' | 'close'; ref?: string };
+
+export class RealtimeEventError extends Error {
+  constructor(
+    readonly code: 'invalid_json' | 'invalid_value' | 'unknown_event_type' | 'request_too_large',
+    message: string,
+    readonly param: string | null = null,
+    readonly ref?: string,
+  ) {
+    super(message);
+    this.name = 'RealtimeEventError';
+  }
+}
+
+const ServerVad = z.object({
+  type: z.literal('server_vad').optional(),
+  threshold: z.number().optional(),
+  prefix_padding_ms: z.number().int().optional(),
+  silence_duration_ms: z.number().int().optional(),
+  idle_timeout_ms: z.number().int().nullable().optional(),
+});
+const Transcription = z.object({ model: z.string().optional(), language: z.string().nullable().optional(), prompt: z.string().nullable().optional() });
+const GaFormat = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('audio/pcm'), rate: z.number().int().optional() }),
+  z.object({ type: z.literal('audio/pcmu') }),
+  z.object({ type: z.literal('audio/pcma') }),
+]);
+const GaSession = z.object({
+  type: z.literal('transcription').optional(),
+  audio: z.object({ input: z.object({ format: GaFormat.optional(), transcription: Transcription.nullable().optional(), turn_detection: ServerVad.nullable().optional() }).optional() }).optional(),
+});
+const BetaSession = z.object({
+  input_audio_format: z.enum(['pcm16', 'g711_ulaw', 'g711_alaw']).optional(),
+  input_audio_transcription: Transcription.nullable().optional(),
+  turn_detection: ServerVad.nullable().optional(),
+});
+const TranslationSession = z.object({
+  audio: z.object({ input: z.object({ transcription: z.object({ model: z.string() }).nullable().optional() }).optional(), output: z.object({ language: z.string().optional() }).optional() }).optional(),
+});
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Parses one text frame of a session of `shape` ('ga' and 'beta' sessions take both update shapes). */
+export function parseClientEvent(text: string, translation: boolean): ClientEvent {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new RealtimeEventError('invalid_json', 'The event is not valid JSON.');
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new RealtimeEventError('invalid_value', 'An event must be a JSON object with a `type`.', 'type');
+  const event = raw as Record<string, unknown>;
+  const ref = typeof event.event_id === 'string' ? event.event_id : undefined;
+  switch (event.type) {
+    case 'input_audio_buffer.append':
+    case 'session.input_audio_buffer.append':
+      return { kind: 'append', audio: decodeAudio(event.audio, ref), ref };
+    case 'input_audio_buffer.commit':
+      return { kind: 'commit', ref };
+    case 'input_audio_buffer.clear':
+      return { kind: 'clear', ref };
+    case 'session.close':
+      return { kind: 'close', ref };
+    case 'transcription_session.update':
+      return { kind: 'update', shape: 'beta', update: betaUpdate(parse(BetaSession, event.session, ref)), ref };
+    case 'session.update':
+      if (translation) return { kind: 'update', shape: 'translation', update: translationUpdate(parse(TranslationSession, event.session, ref), ref), ref };
+      return { kind: 'update', shape: 'ga', update: gaUpdate(parse(GaSession, event.session, ref)), ref };
+    default:
+      throw new RealtimeEventError('unknown_event_type', `Unknown or unsupported event type: ${JSON.stringify(event.type)?.slice(0, 80)}.`, 'type', ref);
+  }
+}
+
+function decodeAudio(audio: unknown, ref: string | undefined): Uint8Array {
+  if (typeof audio !== 'string') throw new RealtimeEventError('invalid_value', '`audio` must be a base64 string.', 'audio', ref);
+  // Node's decoder skips characters it does not know; a client's corrupted audio must be told, not half-played.
+  if (audio.length % 4 !== 0 || !BASE64.test(audio)) throw new RealtimeEventError('invalid_value', '`audio` is not valid base64.', 'audio', ref);
+  return Buffer.from(audio, 'base64');
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, ref: string | undefined): T {
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = ['session', ...issue.path.map(String)].join('.');
+  throw new RealtimeEventError('invalid_value', `Invalid value for '${param}': ${issue.message}`, param, ref);
+}
+
+function vadOf(vad: z.infer<typeof ServerVad> | null | undefined): WireUpdate['turnDetection'] {
+  if (vad === undefined) return undefined;
+  if (vad === null) return null;
+  return { threshold: vad.threshold, prefixPaddingMs: vad.prefix_padding_ms, silenceDurationMs: vad.silence_duration_ms, idleTimeoutMs: vad.idle_timeout_ms };
+}
+
+function transcriptionOf(t: z.infer<typeof Transcription> | null | undefined): Pick<WireUpdate, 'model' | 'language' | 'prompt'> {
+  if (!t) return {};
+  return { model: t.model, language: t.language, prompt: t.prompt };
+}
+
+function gaUpdate(session: z.infer<typeof GaSession>): WireUpdate {
+  const input = session.audio?.input ?? {};
+  const f = input.format;
+  const format: InputFormat | undefined = !f ? undefined : f.type === 'audio/pcm' ? { codec: 'pcm16', rate: f.rate ?? 24_000 } : { codec: f.type === 'audio/pcmu' ? 'g711_ulaw' : 'g711_alaw', rate: 8000 };
+  return { format, ...transcriptionOf(input.transcription), turnDetection: vadOf(input.turn_detection) };
+}
+
+function betaUpdate(session: z.infer<typeof BetaSession>): WireUpdate {
+  const f = session.input_audio_format;
+  const format: InputFormat | undefined = !f ? undefined : f === 'pcm16' ? { codec: 'pcm16', rate: 24_000 } : { codec: f, rate: 8000 };
+  return { format, ...transcriptionOf(session.input_audio_transcription), turnDetection: vadOf(session.turn_detection) };
+}
+
+/** In a translation session the target is explicit, so ISO `en`/`fr` name it too. */
+const TRANSLATION_LANGUAGES: Record<string, string> = { en: 'eng_Latn', fr: 'fra_Latn', eng_Latn: 'eng_Latn', fra_Latn: 'fra_Latn' };
+
+function translationUpdate(session: z.infer<typeof TranslationSession>, ref: string | undefined): WireUpdate {
+  const update: WireUpdate = {};
+  const model = session.audio?.input?.transcription?.model;
+  if (model) update.model = model;
+  const language = session.audio?.output?.language;
+  if (language !== undefined) {
+    const target = TRANSLATION_LANGUAGES[language];
+    if (!target) throw new RealtimeEventError('invalid_value', `Translation targets are fra_Latn (fr) and eng_Latn (en), not ${JSON.stringify(language).slice(0, 40)}.`, 'session.audio.output.language', ref);
+    update.language = target;
+  }
+  return update;
+}

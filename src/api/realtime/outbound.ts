@@ -1,0 +1,49 @@
+/**
+ * Server events toward one client, in order, respecting backpressure: once a send answers 'backpressure',
+ * later events wait here until the transport says the socket drained. What waits is bounded: a client that
+ * lets more than `maxQueuedBytes` pile up is closed 1008 (the transport has its own cut-off for what it holds).
+ */
+import { randomBytes } from 'node:crypto';
+import type { DuplexPeer } from '../types.js';
+import type { ServerEvent } from './server-events.js';
+
+export class Outbound {
+  private readonly queue: string[] = [];
+  private queuedBytes = 0;
+  private waiting = false;
+  /** Event ids: a per-session prefix and a counter (unique, and no random bytes per event). */
+  private readonly prefix = `event_${randomBytes(6).toString('hex')}`;
+  private seq = 0;
+
+  constructor(
+    private readonly peer: DuplexPeer,
+    private readonly maxQueuedBytes: number,
+  ) {}
+
+  send(event: ServerEvent): void {
+    const text = JSON.stringify({ event_id: `${this.prefix}${(this.seq++).toString(36)}`, ...event });
+    if (this.waiting) {
+      this.queue.push(text);
+      this.queuedBytes += text.length;
+      if (this.queuedBytes > this.maxQueuedBytes) this.peer.close(1008, 'client is not reading');
+      return;
+    }
+    if (this.peer.sendText(text) === 'backpressure') this.waitForDrain();
+  }
+
+  private waitForDrain(): void {
+    this.waiting = true;
+    void this.peer.drained().then(() => {
+      this.waiting = false;
+      while (this.queue.length && !this.waiting) {
+        const text = this.queue.shift()!;
+        this.queuedBytes -= text.length;
+        const outcome = this.peer.sendText(text);
+        if (outcome === 'closed') {
+          this.queue.length = 0;
+          this.queuedBytes = 0;
+        } else if (outcome === 'backpressure') this.waitForDrain();
+      }
+    });
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * A session's input audio as the client sends it (pcm16 s16le at its rate, or 8 kHz G.711 μ-law/A-law)
+ * → 16 kHz mono float, the rate of the speech and VAD models. Streams: bytes may be split anywhere,
+ * including between the two bytes of a pcm16 sample (the odd byte waits for the next chunk), and the
+ * resampler keeps its filter state from chunk to chunk, so the output does not depend on the chunking.
+ */
+import alawmulaw from 'alawmulaw';
+import { createResampler, type StreamingResampler } from '../codecs/resample.js';
+import type { InputFormat } from './session-config.js';
+
+// alawmulaw ships a UMD bundle: Node's ESM loader exposes only its default export.
+const { alaw, mulaw } = alawmulaw;
+
+export const MODEL_RATE = 16_000;
+
+export class InputDecoder {
+  /** The first byte of a pcm16 sample whose second byte has not arrived yet, or -1. */
+  private carry = -1;
+  /** Input samples taken so far (at the client's rate). */
+  private received = 0;
+
+  private constructor(
+    readonly format: InputFormat,
+    private readonly resampler: StreamingResampler,
+  ) {}
+
+  static async create(format: InputFormat): Promise<InputDecoder> {
+    return new InputDecoder(format, await createResampler(format.rate, MODEL_RATE));
+  }
+
+  /** Milliseconds of client audio taken so far (whole samples only). */
+  get receivedMs(): number {
+    return (this.received * 1000) / this.format.rate;
+  }
+
+  /** Bytes in the client's format → the 16 kHz samples that are ready (the resampler holds a few back). */
+  decode(bytes: Uint8Array): Float32Array {
+    const samples = this.format.codec === 'pcm16' ? this.pcm16(bytes) : this.g711(bytes);
+    this.received += samples.length;
+    return this.resampler.process(samples);
+  }
+
+  close(): void {
+    this.resampler.close();
+  }
+
+  private pcm16(bytes: Uint8Array): Float32Array {
+    if (bytes.length === 0) return new Float32Array(0);
+    const start = this.carry >= 0 ? 1 : 0;
+    const available = bytes.length + (start ? 1 : 0);
+    const count = available >> 1;
+    const out = new Float32Array(count);
+    let i = 0;
+    if (start && count > 0) {
+      out[i++] = toFloat(this.carry | (bytes[0]! << 8));
+      this.carry = -1;
+    }
+    for (let b = start; i < count; i++, b += 2) out[i] = toFloat(bytes[b]! | (bytes[b + 1]! << 8));
+    // An odd byte left over: the first half of the next sample.
+    if (available & 1) this.carry = bytes[bytes.length - 1]!;
+    return out;
+  }
+
+  private g711(bytes: Uint8Array): Float32Array {
+    const pcm = this.format.codec === 'g711_ulaw' ? mulaw.decode(bytes) : alaw.decode(bytes);
+    const out = new Float32Array(pcm.length);
+    for (let i = 0; i < pcm.length; i++) out[i] = pcm[i]! / 32768;
+    return out;
+  }
+}
+
+/** An unsigned 16-bit little-endian word → a signed sample in [-1, 1). */
+function toFloat(word: number): number {
+  return ((word << 16) >> 16) / 32768;
+}

@@ -1,0 +1,358 @@
+/**
+ * One realtime transcription (or translation) session, free of any wire protocol: client inputs in order
+ * (configure, append audio, commit, clear, close), outputs as SessionOutput events. It owns the input
+ * decoder, the audio buffer in the session's audio clock, server_vad turns (or manual commits), and the
+ * committed items, which are transcribed (and translated) one after another, so `completed` events go out
+ * in commit order. Each item is billed when it is delivered; an item not delivered costs nothing.
+ *
+ * Rules where the reference is silent (README "Realtime"):
+ * - audio before a transcription model is configured is refused (OpenAI's transcription defaults to off);
+ * - uncommitted audio beyond `maxBufferSeconds` is committed as an item (nothing is dropped): in a VAD turn
+ *   the turn goes on as a new item (with its own speech_started); in manual mode the buffer is committed;
+ * - outside VAD turns the buffer keeps only what a turn starting now could reach back to (prefix padding,
+ *   VAD lag, the idle timeout's span);
+ * - the idle timeout counts scored audio without speech (the audio clock, not the wall clock) and commits
+ *   that audio as an item, transcribed and billed like any other.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ChargeContext, Ledger } from '../billing/ledger.js';
+import { InsufficientQuotaError } from '../billing/errors.js';
+import { EngineOverloadedError } from '../engines/errors.js';
+import { RealtimeInputError } from './errors.js';
+import { InputDecoder } from './input-decoder.js';
+import { ItemBilling } from './item-billing.js';
+import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
+import { ServerVad } from './server-vad.js';
+import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
+import type { SessionInput, SessionOutput } from './session-events.js';
+import { TurnTranscriber } from './turn-transcriber.js';
+import type { TurnEvent, VadService } from './vad/contract.js';
+
+/** OpenAI refuses to commit less than 100 ms of audio. */
+const MIN_COMMIT_SAMPLES = msToSamples(100);
+/** How far back before the scored audio a turn's onset (less its padding) may reach: the detector's confirmation delay. */
+const VAD_LAG_MS = 3000;
+
+export interface SessionObserver {
+  turnDetected(): void;
+  /** A VAD turn's transcript went out this long after its speech_stopped. */
+  turnCompleted(seconds: number): void;
+}
+
+export interface RealtimeSessionDeps {
+  ledger: Ledger;
+  charge: ChargeContext;
+  /** null: this server has no VAD model, server_vad is refused. */
+  vad: VadService | null;
+  /** The translation model (used when the session has a target language). */
+  translator: SpeechModel | null;
+  maxBufferSeconds: number;
+  observer?: SessionObserver;
+}
+
+interface OpenTurn {
+  itemId: string;
+  /** Clock index where the turn's audio begins. */
+  start: number;
+  transcriber: TurnTranscriber;
+}
+
+export class RealtimeSession {
+  private config: SessionConfig;
+  private decoder: InputDecoder | null = null;
+  private readonly buffer = new SampleBuffer();
+  private vad: ServerVad | null = null;
+  private turn: OpenTurn | null = null;
+  private lastItemId: string | null = null;
+  /** Clock index of the last speech end or commit: the idle timeout counts from here. */
+  private lastActivity = 0;
+  private readonly inbox: SessionInput[] = [];
+  private busy = false;
+  private items: Promise<void> = Promise.resolve();
+  private state: 'open' | 'closing' | 'ended' = 'open';
+  private readonly cancel = new AbortController();
+
+  constructor(
+    private readonly deps: RealtimeSessionDeps,
+    initial: SessionConfig,
+    private readonly emit: (output: SessionOutput) => void,
+  ) {
+    this.config = initial;
+  }
+
+  get configuration(): SessionConfig {
+    return this.config;
+  }
+
+  /**
+   * Prepares the decoder (and VAD) of the initial configuration; call once, when the socket is open (not
+   * before: an upgrade that never completes would leave them behind). Inputs meanwhile wait in order.
+   */
+  start(): void {
+    this.busy = true;
+    this.reconfigure(this.config, true)
+      .catch(() => this.fatal('server_error', 'The session could not be started.'))
+      .finally(() => this.drain());
+  }
+
+  /** Takes one client input; inputs are acted on in order (an update that loads a decoder holds the ones after it). */
+  input(command: SessionInput): void {
+    if (this.busy) this.inbox.push(command);
+    else this.handle(command);
+  }
+
+  /** The client is gone: cancels every job, releases every hold, emits nothing more. */
+  abort(): void {
+    if (this.state === 'ended') return;
+    this.state = 'ended';
+    this.dispose();
+  }
+
+  private handle(command: SessionInput): void {
+    if (this.state !== 'open') {
+      if (this.state === 'closing') this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
+      return;
+    }
+    try {
+      if (command.kind === 'update') return this.update(command.update, command.ref);
+      if (command.kind === 'append') return this.append(command.audio);
+      if (command.kind === 'commit') return this.commit();
+      if (command.kind === 'clear') return this.clear();
+      return this.close();
+    } catch (err) {
+      if (!(err instanceof RealtimeInputError)) throw err;
+      this.emit({ type: 'rejected', error: err, input: command.kind, ref: command.ref });
+    }
+  }
+
+  private update(update: SessionUpdate, ref: string | undefined): void {
+    const next = applyUpdate(this.config, update);
+    if (next.turnDetection && !this.deps.vad) throw new RealtimeInputError('invalid_value', 'server_vad is not available on this server (no VAD model is loaded); use turn_detection: null.', 'session.turn_detection');
+    if (next.target && !this.deps.translator) throw new RealtimeInputError('invalid_value', 'Translation is not available on this server (no translation model is loaded).', 'session.language');
+    this.busy = true;
+    this.reconfigure(next, false)
+      .then(
+        () => this.emit({ type: 'updated' }),
+        (err: unknown) => this.emit({ type: 'rejected', error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'), input: 'update', ref }),
+      )
+      .finally(() => this.drain());
+  }
+
+  /** Acts on the inputs that waited for an update (or the start) to finish, until another one makes them wait. */
+  private drain(): void {
+    this.busy = false;
+    while (!this.busy && this.inbox.length) this.handle(this.inbox.shift()!);
+  }
+
+  private async reconfigure(next: SessionConfig, first: boolean): Promise<void> {
+    const previous = this.config;
+    const formatChanged = first || next.format.codec !== previous.format.codec || next.format.rate !== previous.format.rate;
+    const decoder = formatChanged ? await InputDecoder.create(next.format) : this.decoder;
+    if (this.state === 'ended') return decoder?.close();
+    if (formatChanged) {
+      this.decoder?.close();
+      this.decoder = decoder;
+    }
+    this.config = next;
+    if (first || JSON.stringify(next.turnDetection) !== JSON.stringify(previous.turnDetection)) this.restartVad();
+  }
+
+  private restartVad(): void {
+    this.vad?.close();
+    this.vad = null;
+    this.turn?.transcriber.cancel();
+    this.turn = null;
+    this.lastActivity = this.buffer.end;
+    const options = this.config.turnDetection;
+    if (!options || !this.deps.vad) return;
+    this.vad = new ServerVad(this.deps.vad, options, this.buffer.end, {
+      onTurn: (event) => this.onTurn(event),
+      onScored: (end) => this.onScored(end),
+      onError: () => this.fatal('server_error', 'Voice activity detection failed; the session cannot go on.'),
+    });
+  }
+
+  private append(audio: Uint8Array): void {
+    if (!this.config.model) {
+      throw new RealtimeInputError('session_not_configured', 'No transcription model is configured: send session.update with audio.input.transcription.model (or transcription_session.update) before audio.', 'audio');
+    }
+    const samples = this.decoder!.decode(audio);
+    if (!samples.length) return;
+    this.buffer.append(samples);
+    this.vad?.push(samples);
+    const turn = this.turn;
+    if (turn) turn.transcriber.offer(this.buffer.end - turn.start, () => this.buffer.copy(turn.start, this.buffer.end));
+    this.enforceBufferLimit();
+  }
+
+  private enforceBufferLimit(): void {
+    const max = this.deps.maxBufferSeconds * 16_000;
+    const from = this.turn ? this.turn.start : this.buffer.start;
+    if (this.buffer.end - from <= max) return;
+    if (!this.turn) return this.commitRange(this.buffer.start, this.buffer.end, newItemId(), null);
+    // A turn longer than the buffer: committed as it stands, and the speech goes on as a new item.
+    const { itemId, start, transcriber } = this.turn;
+    this.turn = null;
+    this.commitRange(start, this.buffer.end, itemId, transcriber);
+    this.openTurn(this.buffer.end);
+  }
+
+  private commit(): void {
+    const from = this.turn ? this.turn.start : this.buffer.start;
+    const held = this.buffer.end - from;
+    if (held < MIN_COMMIT_SAMPLES) {
+      throw new RealtimeInputError('input_audio_buffer_commit_empty', `Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has ${samplesToMs(held)}ms of audio.`);
+    }
+    const turn = this.turn;
+    this.turn = null;
+    this.commitRange(from, this.buffer.end, turn?.itemId ?? newItemId(), turn?.transcriber ?? null);
+    this.vad?.reset(this.buffer.end);
+  }
+
+  private clear(): void {
+    this.turn?.transcriber.cancel();
+    this.turn = null;
+    this.buffer.dropBefore(this.buffer.end);
+    this.lastActivity = this.buffer.end;
+    this.vad?.reset(this.buffer.end);
+    this.emit({ type: 'cleared' });
+  }
+
+  /** Graceful end: the turn being spoken (or, in manual mode, the uncommitted audio) is committed, then every item finishes. */
+  private close(): void {
+    const turn = this.turn;
+    if (turn) {
+      this.turn = null;
+      this.emit({ type: 'speech_stopped', itemId: turn.itemId, audioEndMs: samplesToMs(this.buffer.end) });
+      this.commitRange(turn.start, this.buffer.end, turn.itemId, turn.transcriber, performance.now());
+    } else if (!this.vad && this.config.model && this.buffer.heldSamples >= MIN_COMMIT_SAMPLES) this.commit();
+    this.state = 'closing';
+    void this.items.then(() => this.end());
+  }
+
+  private onTurn(event: TurnEvent): void {
+    if (this.state !== 'open') return;
+    if (event.type === 'speech_started') {
+      if (!this.turn) this.openTurn(Math.max(msToSamples(event.audioStartMs), this.buffer.start));
+      return;
+    }
+    const turn = this.turn;
+    if (!turn) return; // the turn was committed or cleared by the client meanwhile
+    const end = Math.min(Math.max(msToSamples(event.audioEndMs), turn.start), this.buffer.end);
+    this.turn = null;
+    this.emit({ type: 'speech_stopped', itemId: turn.itemId, audioEndMs: samplesToMs(end) });
+    this.commitRange(turn.start, end, turn.itemId, turn.transcriber, performance.now());
+  }
+
+  private openTurn(start: number): void {
+    const itemId = newItemId();
+    this.turn = { itemId, start, transcriber: this.transcriberFor(itemId) };
+    this.deps.observer?.turnDetected();
+    this.emit({ type: 'speech_started', itemId, audioStartMs: samplesToMs(start) });
+  }
+
+  private onScored(end: number): void {
+    if (this.state !== 'open' || this.turn) return;
+    const vad = this.config.turnDetection!;
+    if (vad.idleTimeoutMs !== null && end - this.lastActivity >= msToSamples(vad.idleTimeoutMs)) {
+      const itemId = newItemId();
+      const start = Math.max(this.lastActivity, this.buffer.start);
+      this.emit({ type: 'timeout_triggered', itemId, audioStartMs: samplesToMs(start), audioEndMs: samplesToMs(end) });
+      this.commitRange(start, end, itemId, null);
+      return;
+    }
+    // Outside a turn, only what a turn's onset (less its padding) or the idle timeout could reach back to is kept.
+    const keepMs = Math.min(vad.prefixPaddingMs + VAD_LAG_MS + (vad.idleTimeoutMs ?? 0), this.deps.maxBufferSeconds * 1000);
+    // (The idle span is inside keepMs, so the audio an idle timeout commits is still held.)
+    const trimTo = end - msToSamples(keepMs);
+    if (trimTo - this.buffer.start >= 16_000) this.buffer.dropBefore(trimTo);
+  }
+
+  private transcriberFor(itemId: string): TurnTranscriber {
+    return new TurnTranscriber(this.config.model!, this.deps.charge.accountId, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
+  }
+
+  /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */
+  private commitRange(from: number, to: number, itemId: string, transcriber: TurnTranscriber | null, stoppedAt?: number): void {
+    const samples = this.buffer.copy(from, to);
+    this.buffer.dropBefore(to);
+    this.lastActivity = to;
+    this.emit({ type: 'committed', itemId, previousItemId: this.lastItemId });
+    this.lastItemId = itemId;
+    const job = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, stoppedAt };
+    this.items = this.items.then(() => this.finishItem(job));
+  }
+
+  private async finishItem(job: { itemId: string; samples: Float32Array; transcriber: TurnTranscriber; model: SpeechModel; target: SessionConfig['target']; stoppedAt?: number }): Promise<void> {
+    if (this.cancel.signal.aborted) return;
+    const translator = job.target ? this.deps.translator : null;
+    const billing = new ItemBilling(this.deps.ledger, this.deps.charge, job.model.id, translator?.id ?? null, job.samples.length / 16_000);
+    try {
+      await billing.hold();
+    } catch (err) {
+      if (err instanceof InsufficientQuotaError) return this.fatal('insufficient_quota', err.message);
+      return this.failItem(job.itemId, err);
+    }
+    try {
+      const transcript = await job.transcriber.final(job.samples);
+      let translation: { language: string; text: string; characters: number } | undefined;
+      let quotaLeft = true;
+      if (translator && job.target) {
+        try {
+          await billing.holdTranslation(transcript);
+        } catch (err) {
+          if (!(err instanceof InsufficientQuotaError)) throw err;
+          quotaLeft = false; // the transcript is delivered and billed; the session ends after it
+        }
+        if (quotaLeft) {
+          const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, this.cancel.signal, { account: this.deps.charge.accountId }) : { translations: [''] };
+          translation = { language: job.target, text: result.translations[0] ?? '', characters: billing.translatedCharacters };
+        }
+      }
+      if (this.cancel.signal.aborted) return await billing.release();
+      await billing.settle(translation !== undefined);
+      this.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: billing.seconds, ...(translation ? { translation } : {}) });
+      if (job.stoppedAt !== undefined) this.deps.observer?.turnCompleted((performance.now() - job.stoppedAt) / 1000);
+      if (!quotaLeft) this.fatal('insufficient_quota', new InsufficientQuotaError(this.deps.charge.accountId, 0, 0).message);
+    } catch (err) {
+      await billing.release();
+      this.failItem(job.itemId, err);
+    }
+  }
+
+  private failItem(itemId: string, err: unknown): void {
+    if (this.cancel.signal.aborted) return;
+    const error =
+      err instanceof EngineOverloadedError
+        ? { code: 'service_unavailable', message: `The model ${err.modelId} is at capacity; this item was not transcribed.` }
+        : { code: 'server_error', message: 'The transcription of this item failed.' };
+    this.emit({ type: 'failed', itemId, error });
+  }
+
+  private fatal(code: 'insufficient_quota' | 'server_error', message: string): void {
+    if (this.state === 'ended') return;
+    this.emit({ type: 'fatal', code, message });
+    this.end();
+  }
+
+  private end(): void {
+    if (this.state === 'ended') return;
+    this.state = 'ended';
+    this.dispose();
+    this.emit({ type: 'closed' });
+  }
+
+  private dispose(): void {
+    this.cancel.abort();
+    this.turn?.transcriber.cancel();
+    this.turn = null;
+    this.vad?.close();
+    this.vad = null;
+    this.decoder?.close();
+    this.decoder = null;
+  }
+}
+
+function newItemId(): string {
+  return `item_${randomBytes(10).toString('hex')}`;
+}

@@ -1,0 +1,61 @@
+/**
+ * server_vad for one session: its 16 kHz audio goes to the shared VadService (which scores the windows of
+ * all sessions together), the scores go through a TurnDetector (server_vad semantics), and the session
+ * hears of turns and of how far the audio has been scored (for the idle timeout and for trimming the
+ * buffer outside turns).
+ */
+import type { ServerVadOptions, TurnEvent, VadChannel, VadService } from './vad/contract.js';
+import { TurnDetector } from './vad/turn-detector.js';
+
+/** Samples per VAD window at 16 kHz (contract.ts: window i covers [512·i, 512·i + 512)). */
+export const VAD_WINDOW = 512;
+
+export interface ServerVadHandlers {
+  onTurn(event: TurnEvent): void;
+  /** Every sample before `endSample` (clock index) has been scored. */
+  onScored(endSample: number): void;
+  onError(err: Error): void;
+}
+
+export class ServerVad {
+  private readonly channel: VadChannel;
+  private readonly detector: TurnDetector;
+  /** The detector counts time from its channel's first sample: the session clock there, in ms. */
+  private readonly offsetMs: number;
+  private closed = false;
+
+  /** `startSample`: the clock index of the first sample this channel will be given (VAD windows count from it). */
+  constructor(service: VadService, options: ServerVadOptions, private readonly startSample: number, handlers: ServerVadHandlers) {
+    this.offsetMs = startSample / 16;
+    this.detector = new TurnDetector(options);
+    this.channel = service.open(
+      (firstWindow, probabilities) => {
+        if (this.closed) return;
+        for (const event of this.detector.feed(firstWindow, probabilities)) {
+          if (this.closed) return;
+          // server_vad may be turned on mid-session: the detector's times are shifted into the session clock.
+          handlers.onTurn(event.type === 'speech_started' ? { type: event.type, audioStartMs: event.audioStartMs + this.offsetMs } : { type: event.type, audioEndMs: event.audioEndMs + this.offsetMs });
+        }
+        if (!this.closed) handlers.onScored(this.startSample + (firstWindow + probabilities.length) * VAD_WINDOW);
+      },
+      (err) => {
+        if (!this.closed) handlers.onError(err);
+      },
+    );
+  }
+
+  push(samples: Float32Array): void {
+    if (!this.closed && samples.length) this.channel.push(samples);
+  }
+
+  /** Forgets the turn in progress (clear, manual commit): the next one reaches back no further than `fromSample`. */
+  reset(fromSample: number): void {
+    this.detector.reset(Math.max(0, fromSample / 16 - this.offsetMs));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.channel.close();
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Transcribes one turn: interim decodes of the growing audio while it is spoken, at a bounded rate and only
+ * when the speech engine has a free place (they are a courtesy; the final decode is what a caller waits
+ * for and must not queue behind them), then the final decode of the committed audio at `opening` priority.
+ * Deltas go out through `onDelta` as TranscriptDeltas decides them.
+ */
+import type { SpeechModel } from './session-config.js';
+import { normalizeTranscript, TranscriptDeltas } from './transcript-deltas.js';
+
+/** New speech between two interim decodes: 0.6 s (a few words), so a 500-session load re-decodes ≤ 2×/s each. */
+export const INTERIM_STEP_SAMPLES = 9_600;
+
+interface DecodedSegment {
+  text: string;
+}
+
+export class TurnTranscriber {
+  private readonly deltas = new TranscriptDeltas();
+  private interimAt = 0;
+  private interimJob: AbortController | null = null;
+  private finished = false;
+
+  constructor(
+    private readonly model: SpeechModel,
+    private readonly account: string,
+    private readonly signal: AbortSignal,
+    private readonly onDelta: (delta: string) => void,
+  ) {}
+
+  /**
+   * Called as the turn's audio grows (`heldSamples` of it so far). Starts an interim decode of `audio()`
+   * when enough new speech came in since the last one, none is running and the engine is not busy.
+   */
+  offer(heldSamples: number, audio: () => Float32Array): void {
+    if (this.finished || this.interimJob || heldSamples - this.interimAt < INTERIM_STEP_SAMPLES) return;
+    const { replicas, busy, queued } = this.model.engine.stats();
+    if (queued > 0 || busy >= replicas) return;
+    this.interimAt = heldSamples;
+    const job = new AbortController();
+    this.interimJob = job;
+    const onAbort = () => job.abort();
+    this.signal.addEventListener('abort', onAbort, { once: true });
+    this.decode(audio(), 'continuation', job.signal)
+      .then((text) => {
+        if (!this.finished && !job.signal.aborted) this.emit(this.deltas.interim(text));
+      })
+      .catch(() => {
+        // An interim decode that fails or is cancelled costs nothing: the final decode will tell.
+      })
+      .finally(() => {
+        this.signal.removeEventListener('abort', onAbort);
+        if (this.interimJob === job) this.interimJob = null;
+      });
+  }
+
+  /** Stops interim decoding (the turn was cleared). */
+  cancel(): void {
+    this.finished = true;
+    this.interimJob?.abort();
+  }
+
+  /** The final decode of the committed audio; sends what is left as a last delta and returns the transcript. */
+  async final(samples: Float32Array): Promise<string> {
+    this.cancel();
+    const transcript = normalizeTranscript(await this.decode(samples, 'opening', this.signal));
+    this.emit(this.deltas.final(transcript));
+    return transcript;
+  }
+
+  private async decode(samples: Float32Array, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<string> {
+    if (samples.length === 0) return '';
+    const parts: string[] = [];
+    const job = { account: this.account, priority };
+    for await (const segment of this.model.engine.stream<DecodedSegment>('transcribe', { samples }, signal, undefined, job)) parts.push(segment.text);
+    return normalizeTranscript(parts.join(' '));
+  }
+
+  private emit(delta: string): void {
+    if (delta) this.onDelta(delta);
+  }
+}
