@@ -27,6 +27,11 @@ export class InputDecoder {
   private carry = -1;
   /** Input samples taken so far (at the client's rate). */
   private received = 0;
+  /**
+   * Client-rate samples on their way to the resampler, which copies them into its own memory at once: one
+   * array reused for every frame instead of a fresh one each 20 ms (a typed array's memory is a malloc).
+   */
+  private scratch = new Float32Array(960);
 
   private constructor(
     readonly format: InputFormat,
@@ -58,7 +63,7 @@ export class InputDecoder {
     const start = this.carry >= 0 ? 1 : 0;
     const available = bytes.length + (start ? 1 : 0);
     const count = available >> 1;
-    const out = new Float32Array(count);
+    const out = this.scratchFor(count);
     // The usual frame (whole samples, 2-byte aligned): read through an Int16Array view, ≈ 5× faster than
     // assembling each sample from two bytes (measurable at hundreds of sessions × 50 frames/s).
     if (LITTLE_ENDIAN && !start && (bytes.byteOffset & 1) === 0) {
@@ -78,9 +83,15 @@ export class InputDecoder {
     return out;
   }
 
+  /** A view of `count` samples of the scratch array, grown when a frame is larger than any before. */
+  private scratchFor(count: number): Float32Array {
+    if (this.scratch.length < count) this.scratch = new Float32Array(count);
+    return this.scratch.subarray(0, count);
+  }
+
   private g711(bytes: Uint8Array): Float32Array {
     const pcm = this.format.codec === 'g711_ulaw' ? mulaw.decode(bytes) : alaw.decode(bytes);
-    const out = new Float32Array(pcm.length);
+    const out = this.scratchFor(pcm.length);
     for (let i = 0; i < pcm.length; i++) out[i] = pcm[i]! / 32768;
     return out;
   }
