@@ -28,6 +28,8 @@ export const ModelEntrySchema = z.object({
    * (a long upload must not hold the model for everyone else), 1 otherwise (replica-pool.ts).
    */
   jobsPerReplica: z.number().int().min(1).max(64).optional(),
+  /** Scheduling niceness of this model's threads (0–19); when absent, defaultNiceness decides. */
+  niceness: z.number().int().min(0).max(19).optional(),
   /**
    * Engine-specific settings (file names, decoding options); each runner validates its own. The `custom`
    * engine loads the runner module named by `options.module` (relative to the model directory), which
@@ -52,6 +54,16 @@ const SHARED_ENGINES: ReadonlySet<EngineType> = new Set(['ctc-wav2vec2', 'ctc-ne
 export function defaultReplicas(engine: EngineType, cores = os.availableParallelism(), max = 16): number {
   const wanted = TTS_ENGINES.has(engine) ? cores : SHARED_ENGINES.has(engine) ? Math.ceil(cores / 4) : 1;
   return Math.max(1, Math.min(max, wanted));
+}
+
+/**
+ * Niceness of a model's threads when its entry does not set one: KUMA_ENGINE_NICENESS (`configured`, default
+ * 10, so that long model runs yield to the I/O thread), except the VAD at 0. The VAD decides when every
+ * realtime session's turn ends, in tens of microseconds per window; niced, it was starved by the I/O thread
+ * and the speech model under load and scored seconds late at 500 sessions (load-tests/realtime).
+ */
+export function defaultNiceness(engine: EngineType, configured = 10): number {
+  return engine === 'silero-vad' ? 0 : configured;
 }
 
 export const ManifestSchema = z.object({

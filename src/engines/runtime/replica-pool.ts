@@ -16,7 +16,7 @@
  * long: a short request gets turns between the long one's chunks.
  */
 import type { Worker } from 'node:worker_threads';
-import { defaultReplicas, type ModelEntry } from '../manifest.js';
+import { defaultNiceness, defaultReplicas, type ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
@@ -179,7 +179,7 @@ export class ReplicaPool {
   }
 
   private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.threads.niceness ?? 10 };
+    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness) };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
     const replica: Replica = { worker, active: 0, jobs: new Map() };
     return new Promise<void>((resolve, reject) => {
