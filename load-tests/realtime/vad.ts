@@ -16,6 +16,10 @@
  * moves the absolute figures.
  *
  *   npm run bench:realtime:vad -- [--levels 50,100,250,500,1000] [--seconds 10] [--modes batched,unbatched] [--no-write]
+ *
+ * batched vs batched-8k (2026-11-24, 2 shared cores at load ≈ 12, direction only; RESULTS.md): CPU s / audio s
+ * 0.00197 vs 0.00185 at 250, 0.00179 vs 0.00150 at 500 (16 kHz fell behind: 90 % scored, p99 delay 1.7 s;
+ * 8 kHz kept up, 0.64 s), at 1000 both fell behind. The model share alone: ≈ 60 vs 40–48 µs per window.
  */
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
