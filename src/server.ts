@@ -94,7 +94,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   sharedEncoderPool()?.warm();
   // One VAD scheduler for every realtime session (their windows are scored together); none without a `vad` model.
   const vadEngine = engines?.get('vad');
-  const vad = vadEngine ? new VadScheduler(vadEngine) : null;
+  const vad = vadEngine ? new VadScheduler(vadEngine, { rate: config.vadRate }) : null;
   const { routes } = createApi({
     realtime: { vad, maxBufferSeconds: config.realtimeMaxBufferSeconds, maxMessageBytes: config.realtimeMaxMessageBytes },
     engines,

@@ -6,7 +6,8 @@
  *   - batched:        the default (one job per tick, every channel's windows in one batched model run per step,
  *                     energy gate at −60 dBFS);
  *   - batched-nogate: the same without the energy gate (what the gate saves);
- *   - unbatched:      the same scheduler and gate, but one model run per window (maxRows 1): the baseline.
+ *   - unbatched:      the same scheduler and gate, but one model run per window (maxRows 1): the baseline;
+ *   - batched-8k:     the default, with Silero in its 8 kHz mode (KUMA_VAD_RATE=8000: the worker decimates).
  *
  * Per level and mode: CPU seconds (this whole process: main thread + worker) per second of audio scored,
  * ticks/s, model windows run vs gated, score delay p50/p99 (a window's last sample pushed → its
@@ -15,6 +16,10 @@
  * moves the absolute figures.
  *
  *   npm run bench:realtime:vad -- [--levels 50,100,250,500,1000] [--seconds 10] [--modes batched,unbatched] [--no-write]
+ *
+ * batched vs batched-8k (2026-11-24, 2 shared cores at load ≈ 12, direction only; RESULTS.md): CPU s / audio s
+ * 0.00197 vs 0.00185 at 250, 0.00179 vs 0.00150 at 500 (16 kHz fell behind: 90 % scored, p99 delay 1.7 s;
+ * 8 kHz kept up, 0.64 s), at 1000 both fell behind. The model share alone: ≈ 60 vs 40–48 µs per window.
  */
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -29,7 +34,7 @@ const { values } = parseArgs({
   options: {
     levels: { type: 'string', default: '50,100,250,500,1000' },
     seconds: { type: 'string', default: '10' },
-    modes: { type: 'string', default: 'batched,batched-nogate,unbatched' },
+    modes: { type: 'string', default: 'batched,batched-nogate,unbatched,batched-8k' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -39,6 +44,7 @@ const MODES: Record<string, VadSchedulerOptions> = {
   batched: {},
   'batched-nogate': { energyFloorDbfs: null },
   unbatched: { maxRows: 1 },
+  'batched-8k': { rate: 8000 },
 };
 const modes = values.modes.split(',').filter((m) => m in MODES);
 const RATE = 16000;
@@ -154,7 +160,7 @@ recordSection(
   'realtime VAD (bench:realtime:vad)',
   [
     `${SECONDS} s per level and mode; each channel pushes a 20 ms frame (320 samples at 16 kHz) every 20 ms of wall time, all channels in step, from a looped conversation track (5 demo phrases with 0.8–2 s pauses, digital silence), each at its own offset.`,
-    'One `silero-vad` replica (worker thread, 1 intra-op thread); the scheduler ticks at most every 32 ms with one job in flight. Modes: batched = default; batched-nogate = no energy gate; unbatched = one model run per window (maxRows 1), same ticks and gate.',
+    'One `silero-vad` replica (worker thread, 1 intra-op thread); the scheduler ticks at most every 32 ms with one job in flight. Modes: batched = default; batched-nogate = no energy gate; unbatched = one model run per window (maxRows 1), same ticks and gate; batched-8k = default with Silero at 8 kHz (decimated in the worker).',
     'CPU s / audio s: process CPU (main thread + worker) over the audio scored; divide 1 by it for the channels one core carries. Score delay: last sample of a window pushed → its probability delivered. "scored by the end": windows delivered 200 ms after the last push, over windows pushed (below 100 % = the mode fell behind).',
   ],
   rows,

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { RunnerFactory } from '../runner.js';
 import { UnknownMethodError } from '../runner.js';
 import { DEFAULT_VAD_OPTIONS, SileroVad, VAD_SAMPLE_RATE, defaultSileroFile } from './silero-vad.js';
-import { VAD_CONTEXT, VAD_STATE, type VadBatch } from './silero-batch.js';
+import { VAD_STATE, vadGeometry, type VadBatch } from './silero-batch.js';
 
 const OptionsSchema = z.object({ file: z.string().optional() }).passthrough();
 
@@ -26,13 +26,18 @@ const BatchInput = z
     counts: z.instanceof(Int32Array),
     states: z.instanceof(Float32Array),
     contexts: z.instanceof(Float32Array),
+    histories: z.instanceof(Float32Array).optional(),
     lastProbs: z.instanceof(Float32Array),
     quiet: z.instanceof(Uint8Array),
     samples: z.instanceof(Float32Array),
     floorRms: z.number().min(0),
     maxRows: z.number().int().min(1).optional(),
+    rate: z.union([z.literal(16000), z.literal(8000)]).optional(),
   })
-  .refine((b) => b.states.length === b.counts.length * VAD_STATE && b.contexts.length === b.counts.length * VAD_CONTEXT, 'carry arrays do not match counts')
+  .refine((b) => {
+    const { context, history } = vadGeometry(b.rate ?? 16000);
+    return b.states.length === b.counts.length * VAD_STATE && b.contexts.length === b.counts.length * context && (b.histories?.length ?? 0) === b.counts.length * history;
+  }, 'carry arrays do not match counts and rate')
   .refine((b) => b.lastProbs.length === b.counts.length && b.quiet.length === b.counts.length, 'carry arrays do not match counts');
 
 export const createSileroRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {

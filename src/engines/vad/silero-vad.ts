@@ -12,12 +12,10 @@
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
-import { scoreBatch, silenceState, type VadBatch, type VadBatchResult } from './silero-batch.js';
+import { scoreBatch, silenceState, vadGeometry, type VadBatch, type VadBatchResult, type VadRate } from './silero-batch.js';
 
 export const VAD_SAMPLE_RATE = 16000;
 export const VAD_WINDOW = 512;
-/** v5 expects the previous window's last 64 samples in front of each window: input [1, 576]. */
-const CONTEXT = 64;
 
 export interface VadOptions {
   threshold: number;
@@ -39,7 +37,8 @@ export function defaultSileroFile(): string {
 }
 
 export class SileroVad {
-  private silence: Promise<Float32Array> | null = null;
+  /** The energy gate's reset state, per rate (computed once, on first use). */
+  private readonly silence = new Map<VadRate, Promise<Float32Array>>();
 
   private constructor(private readonly loaded: LoadedSession) {}
 
@@ -54,15 +53,20 @@ export class SileroVad {
     return this.stream(checkpoint).push(samples);
   }
 
-  /** Probabilities of audio that arrives in pieces: the same numbers as `probabilities` over the whole. */
-  stream(checkpoint?: () => Promise<void>): VadStream {
-    return new VadStream(this.loaded, checkpoint);
+  /**
+   * Probabilities of audio that arrives in pieces: the same numbers as `probabilities` over the whole.
+   * At rate 8000 the stream takes 8 kHz samples (256-sample windows) and runs Silero's 8 kHz mode.
+   */
+  stream(checkpoint?: () => Promise<void>, rate: VadRate = 16000): VadStream {
+    return new VadStream(this.loaded, checkpoint, rate);
   }
 
   /** The pending windows of many streams in one job, batched per step (silero-batch.ts). */
   async scoreBatch(batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult> {
-    this.silence ??= silenceState(this.loaded);
-    return scoreBatch(this.loaded, batch, await this.silence, checkpoint);
+    const rate = batch.rate ?? 16000;
+    let silence = this.silence.get(rate);
+    if (!silence) this.silence.set(rate, (silence = silenceState(this.loaded, rate)));
+    return scoreBatch(this.loaded, batch, await silence, checkpoint);
   }
 
   async detect(samples: Float32Array, options: Partial<VadOptions> = {}, checkpoint?: () => Promise<void>): Promise<SpeechRegion[]> {
@@ -78,33 +82,40 @@ export class SileroVad {
 /** One model state carried across pieces of audio; windows straddling two pieces are joined. */
 export class VadStream {
   private state: InstanceType<typeof ort.Tensor>;
-  private readonly sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(VAD_SAMPLE_RATE)]), []);
-  /** The previous window's last CONTEXT samples (zeros before the first), then the window being filled. */
-  private readonly input = new Float32Array(CONTEXT + VAD_WINDOW);
+  private readonly sr: InstanceType<typeof ort.Tensor>;
+  private readonly window: number;
+  private readonly context: number;
+  /** The previous window's last `context` samples (zeros before the first), then the window being filled. */
+  private readonly input: Float32Array;
   private filled = 0;
   private windows = 0;
 
   constructor(
     private readonly loaded: LoadedSession,
     private readonly checkpoint?: () => Promise<void>,
+    rate: VadRate = 16000,
   ) {
+    ({ window: this.window, context: this.context } = vadGeometry(rate));
+    this.input = new Float32Array(this.context + this.window);
+    this.sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(rate)]), []);
     this.state = new ort.Tensor('float32', new Float32Array(2 * 128), [2, 1, 128]);
   }
 
   /** Probabilities of the full windows that `samples` completes (a partial window waits for more). */
   async push(samples: Float32Array): Promise<Float32Array> {
-    const probs = new Float32Array(Math.floor((this.filled + samples.length) / VAD_WINDOW));
+    const { window, context } = this;
+    const probs = new Float32Array(Math.floor((this.filled + samples.length) / window));
     let k = 0;
     for (let at = 0; at < samples.length; ) {
-      const n = Math.min(samples.length - at, VAD_WINDOW - this.filled);
-      this.input.set(samples.subarray(at, at + n), CONTEXT + this.filled);
+      const n = Math.min(samples.length - at, window - this.filled);
+      this.input.set(samples.subarray(at, at + n), context + this.filled);
       this.filled += n;
       at += n;
-      if (this.filled < VAD_WINDOW) break;
-      const out = await this.loaded.session.run({ input: new ort.Tensor('float32', this.input.slice(), [1, CONTEXT + VAD_WINDOW]), state: this.state, sr: this.sr });
+      if (this.filled < window) break;
+      const out = await this.loaded.session.run({ input: new ort.Tensor('float32', this.input.slice(), [1, context + window]), state: this.state, sr: this.sr });
       probs[k++] = (out.output!.data as Float32Array)[0]!;
       this.state = out.stateN as typeof this.state;
-      this.input.copyWithin(0, VAD_WINDOW, VAD_WINDOW + CONTEXT); // this window's tail is the next one's context
+      this.input.copyWithin(0, window, window + context); // this window's tail is the next one's context
       this.filled = 0;
       if (this.checkpoint && this.windows++ % 100 === 99) await this.checkpoint();
     }

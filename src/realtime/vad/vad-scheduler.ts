@@ -18,10 +18,13 @@
  *     once on every open channel of that job, and those channels are done (the contract: no scores follow).
  *   - Energy gate (silero-batch.ts): the worker skips windows below the floor after a quiet window the model
  *     already called silence. Default floor −60 dBFS (see DEFAULT_ENERGY_FLOOR_DBFS); `null` turns it off.
+ *   - `rate` (KUMA_VAD_RATE): 16000 scores the windows as they are; 8000 has the worker decimate them and run
+ *     Silero's 8 kHz mode (cheaper per window; see silero-batch.ts). Channels take 16 kHz audio either way and
+ *     windows keep their 32 ms, so the contract does not change.
  */
 import type { JobOptions } from '../../engines/runtime/model-engine.js';
 import { VAD_WINDOW } from '../../engines/vad/silero-vad.js';
-import { VAD_CONTEXT, VAD_STATE, dbfsToRms, type VadBatch, type VadBatchResult } from '../../engines/vad/silero-batch.js';
+import { VAD_STATE, dbfsToRms, vadGeometry, type VadBatch, type VadBatchResult, type VadGeometry, type VadRate } from '../../engines/vad/silero-batch.js';
 import type { VadChannel, VadService } from './contract.js';
 
 /**
@@ -46,6 +49,8 @@ export interface VadSchedulerOptions {
   energyFloorDbfs?: number | null;
   /** Largest batch per model run; 1 = the unbatched baseline (benchmarks only). */
   maxRows?: number;
+  /** The rate Silero scores at (default 16000). */
+  rate?: VadRate;
 }
 
 export interface VadSchedulerStats {
@@ -66,8 +71,10 @@ class Channel implements VadChannel {
   pending: Float32Array[] = [];
   nextWindow = 0;
   closed = false;
-  state = new Float32Array(VAD_STATE);
-  context = new Float32Array(VAD_CONTEXT);
+  readonly state = new Float32Array(VAD_STATE);
+  readonly context: Float32Array;
+  /** At 8 kHz: the worker's decimator memory. */
+  readonly history: Float32Array;
   lastProb = 0;
   quiet = 0;
   private partial = new Float32Array(VAD_WINDOW);
@@ -75,9 +82,13 @@ class Channel implements VadChannel {
 
   constructor(
     private readonly scheduler: VadScheduler,
+    geometry: VadGeometry,
     readonly onScores: OnScores,
     readonly onError: OnError,
-  ) {}
+  ) {
+    this.context = new Float32Array(geometry.context);
+    this.history = new Float32Array(geometry.history);
+  }
 
   push(samples: Float32Array): void {
     if (this.closed) return;
@@ -127,6 +138,8 @@ export class VadScheduler implements VadService {
   private readonly tickMs: number;
   private readonly floorRms: number;
   private readonly maxRows: number | undefined;
+  private readonly rate: VadRate;
+  private readonly geometry: VadGeometry;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
   private lastTickAt = -Infinity;
@@ -141,10 +154,12 @@ export class VadScheduler implements VadService {
     const floor = options.energyFloorDbfs === undefined ? DEFAULT_ENERGY_FLOOR_DBFS : options.energyFloorDbfs;
     this.floorRms = floor === null ? 0 : dbfsToRms(floor);
     this.maxRows = options.maxRows;
+    this.rate = options.rate ?? 16000;
+    this.geometry = vadGeometry(this.rate);
   }
 
   open(onScores: OnScores, onError: OnError): VadChannel {
-    const channel = new Channel(this, onScores, onError);
+    const channel = new Channel(this, this.geometry, onScores, onError);
     if (this.closed) channel.closed = true;
     else this.channels.add(channel);
     return channel;
@@ -207,23 +222,27 @@ export class VadScheduler implements VadService {
   /** Moves each share's windows out of its channel into one job. */
   private build(shares: Share[]): VadBatch {
     const c = shares.length;
+    const { context, history } = this.geometry;
     const counts = new Int32Array(c);
     let total = 0;
     for (let i = 0; i < c; i++) total += counts[i] = shares[i]!.count;
     const batch: VadBatch = {
       counts,
       states: new Float32Array(c * VAD_STATE),
-      contexts: new Float32Array(c * VAD_CONTEXT),
+      contexts: new Float32Array(c * context),
+      ...(history ? { histories: new Float32Array(c * history) } : {}),
       lastProbs: new Float32Array(c),
       quiet: new Uint8Array(c),
       samples: new Float32Array(total * VAD_WINDOW),
       floorRms: this.floorRms,
       ...(this.maxRows ? { maxRows: this.maxRows } : {}),
+      ...(this.rate !== 16000 ? { rate: this.rate } : {}),
     };
     let window = 0;
     shares.forEach(({ channel, count }, i) => {
       batch.states.set(channel.state, i * VAD_STATE);
-      batch.contexts.set(channel.context, i * VAD_CONTEXT);
+      batch.contexts.set(channel.context, i * context);
+      batch.histories?.set(channel.history, i * history);
       batch.lastProbs[i] = channel.lastProb;
       batch.quiet[i] = channel.quiet;
       for (const samples of channel.pending.splice(0, count)) batch.samples.set(samples, window++ * VAD_WINDOW);
@@ -233,6 +252,7 @@ export class VadScheduler implements VadService {
   }
 
   private deliver(shares: Share[], result: VadBatchResult): void {
+    const { context, history } = this.geometry;
     this.counters.modelWindows += result.modelWindows;
     this.counters.gatedWindows += result.gatedWindows;
     let offset = 0;
@@ -240,8 +260,9 @@ export class VadScheduler implements VadService {
       const probabilities = result.probabilities.slice(offset, offset + count);
       offset += count;
       if (channel.closed) return;
-      channel.state = result.states.slice(i * VAD_STATE, (i + 1) * VAD_STATE);
-      channel.context = result.contexts.slice(i * VAD_CONTEXT, (i + 1) * VAD_CONTEXT);
+      channel.state.set(result.states.subarray(i * VAD_STATE, (i + 1) * VAD_STATE));
+      channel.context.set(result.contexts.subarray(i * context, (i + 1) * context));
+      if (history) channel.history.set(result.histories!.subarray(i * history, (i + 1) * history));
       channel.lastProb = result.lastProbs[i]!;
       channel.quiet = result.quiet[i]!;
       try {

@@ -4,7 +4,8 @@
  */
 import { speakDemo } from '../../../../models/generator/demo-voice.js';
 import { VAD_WINDOW, type SileroVad, type VadStream } from '../../../../src/engines/vad/silero-vad.js';
-import { GATE_MAX_PREVIOUS, SILENCE_WARMUP_WINDOWS } from '../../../../src/engines/vad/silero-batch.js';
+import { GATE_MAX_PREVIOUS, SILENCE_WARMUP_WINDOWS, vadGeometry, type VadRate } from '../../../../src/engines/vad/silero-batch.js';
+import { HALF_BAND_HISTORY, decimateHalfBand } from '../../../../src/engines/vad/half-band.js';
 
 export const RATE = 16000;
 export const PHRASES = ['i ni ce', 'a ka kɛnɛ wa', 'n bɛ taa sugu la', 'sugu ka di', 'an bɛ taa'];
@@ -55,17 +56,21 @@ export function conversation(phrases: string[], silenceMs: number, gainDb = 0) {
 /**
  * One stream's probabilities as the scheduler must give them: VadStream window by window; with a floor,
  * a window below it after a quiet window the model scored under GATE_MAX_PREVIOUS is 0 and the stream
- * restarts as a fresh stream that has heard SILENCE_WARMUP_WINDOWS windows of digital silence.
+ * restarts as a fresh stream that has heard SILENCE_WARMUP_WINDOWS windows of digital silence. At 8 kHz
+ * the whole audio is decimated once (the filter runs through gated windows: it is the signal, not the
+ * model), and the gate still measures the 16 kHz windows.
  */
-export async function referenceScores(vad: SileroVad, audio: Float32Array, floorRms: number): Promise<Float32Array> {
+export async function referenceScores(vad: SileroVad, audio: Float32Array, floorRms: number, rate: VadRate = 16000): Promise<Float32Array> {
   const windows = Math.floor(audio.length / VAD_WINDOW);
   const out = new Float32Array(windows);
+  const { window: modelWindow } = vadGeometry(rate);
+  const modelAudio = rate === 16000 ? audio : decimated(audio.subarray(0, windows * VAD_WINDOW));
   const afterSilence = async () => {
-    const s = vad.stream();
-    await s.push(new Float32Array(SILENCE_WARMUP_WINDOWS * VAD_WINDOW));
+    const s = vad.stream(undefined, rate);
+    await s.push(new Float32Array(SILENCE_WARMUP_WINDOWS * modelWindow));
     return s;
   };
-  let stream: VadStream = vad.stream();
+  let stream: VadStream = vad.stream(undefined, rate);
   let previousQuiet = false;
   let previous = 0;
   for (let w = 0; w < windows; w++) {
@@ -75,7 +80,7 @@ export async function referenceScores(vad: SileroVad, audio: Float32Array, floor
       out[w] = 0;
       stream = await afterSilence();
     } else {
-      out[w] = (await stream.push(window))[0]!;
+      out[w] = (await stream.push(modelAudio.subarray(w * modelWindow, (w + 1) * modelWindow)))[0]!;
     }
     previous = out[w]!;
     previousQuiet = quiet;
@@ -87,4 +92,10 @@ export function rms(window: Float32Array): number {
   let sum = 0;
   for (const v of window) sum += v * v;
   return Math.sqrt(sum / window.length);
+}
+
+function decimated(audio: Float32Array): Float32Array {
+  const out = new Float32Array(audio.length / 2);
+  decimateHalfBand(audio, new Float32Array(HALF_BAND_HISTORY), out);
+  return out;
 }

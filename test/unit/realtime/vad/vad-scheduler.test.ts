@@ -1,15 +1,16 @@
 /**
  * The batched VAD scheduler against the real `silero-vad` engine in a worker: every channel gets, in window
  * order, the probabilities Silero gives its audio alone (VadStream), whatever the other channels do, how
- * its audio is cut into pushes, and when channels open and close; the energy gate follows its rule and
- * leaves the turns of demo speech as they were; an engine failure reaches the channels of the job once.
+ * its audio is cut into pushes, when channels open and close, and at either rate (16 kHz, or decimated to
+ * 8 kHz in the worker); the energy gate follows its rule and leaves the turns of demo speech as they were;
+ * an engine failure reaches the channels of the job once.
  */
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelEngine } from '../../../../src/engines/runtime/model-engine.js';
 import { SileroVad, VAD_WINDOW } from '../../../../src/engines/vad/silero-vad.js';
-import { dbfsToRms } from '../../../../src/engines/vad/silero-batch.js';
+import { VAD_RATES, dbfsToRms, type VadRate } from '../../../../src/engines/vad/silero-batch.js';
 import { VadScheduler } from '../../../../src/realtime/vad/vad-scheduler.js';
 import { TurnDetector, DEFAULT_SERVER_VAD } from '../../../../src/realtime/vad/turn-detector.js';
 import type { TurnEvent, VadChannel } from '../../../../src/realtime/vad/contract.js';
@@ -77,8 +78,9 @@ describe('VadScheduler', () => {
         fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 8 }),
         fc.constantFrom<number | null>(-60, null),
         fc.constantFrom<number | undefined>(undefined, 1, 2),
-        async (specs, waits, floorDbfs, maxRows) => {
-          const scheduler = new VadScheduler(engine, { energyFloorDbfs: floorDbfs, tickMs: 8, ...(maxRows ? { maxRows } : {}) });
+        fc.constantFrom<VadRate>(...VAD_RATES),
+        async (specs, waits, floorDbfs, maxRows, rate) => {
+          const scheduler = new VadScheduler(engine, { energyFloorDbfs: floorDbfs, tickMs: 8, rate, ...(maxRows ? { maxRows } : {}) });
           const audios = specs.map((s) => render(s.segments));
           const pending: Array<Promise<void>> = [];
           const state = specs.map(() => ({ pushed: 0, push: 0, opened: null as null | { channel: VadChannel; received: Received } }));
@@ -111,7 +113,7 @@ describe('VadScheduler', () => {
           const floorRms = floorDbfs === null ? 0 : dbfsToRms(floorDbfs);
           for (let i = 0; i < specs.length; i++) {
             const received = state[i]!.opened!.received;
-            const reference = await referenceScores(vad, audios[i]!, floorRms);
+            const reference = await referenceScores(vad, audios[i]!, floorRms, rate);
             expect(received.outOfOrder).toBe(false);
             expect(received.afterClose).toBe(false);
             expect(received.errors).toEqual([]);
@@ -145,10 +147,13 @@ describe('VadScheduler', () => {
     expect(stats.jobs).toBeLessThanOrEqual(Math.ceil(windows / 16) + 1);
   });
 
-  it('the energy gate skips the model on long digital silence and leaves the turns of demo speech as they were', async () => {
+  // 16 kHz only: at 8 kHz Silero scores the synthetic demo voice near its threshold (≈ 0.2–0.6 where 16 kHz
+  // gives 0.8–0.99), so small state differences move onsets by up to 900 ms with and without the gate alike.
+  // That is why KUMA_VAD_RATE defaults to 16000; the 8 kHz path's exactness is the property test above.
+  it.each([16000 as const])('at %i Hz the energy gate skips the model on long digital silence and leaves the turns of demo speech as they were', async (rate) => {
     for (const gainDb of [0, -20, -40]) {
       const { samples, spans } = conversation(PHRASES, 1000, gainDb);
-      const scheduler = new VadScheduler(engine); // default floor
+      const scheduler = new VadScheduler(engine, { rate }); // default floor
       const windows = Math.floor(samples.length / VAD_WINDOW);
       const gated = await new Promise<number[]>((resolve) => {
         const { channel, received } = openChannel(scheduler, windows, () => resolve(received.scores));
@@ -157,7 +162,7 @@ describe('VadScheduler', () => {
       const stats = scheduler.stats();
       await scheduler.close();
       expect(stats.gatedWindows).toBeGreaterThan(windows / 4);
-      const ungated = await referenceScores(vad, samples, 0);
+      const ungated = await referenceScores(vad, samples, 0, rate);
       const turns = (scores: ArrayLike<number>) => pairUp(new TurnDetector(DEFAULT_SERVER_VAD).feed(0, scores));
       const withGate = turns(gated);
       const without = turns(ungated);
