@@ -67,8 +67,7 @@ type OnScores = (firstWindow: number, probabilities: Float32Array) => void;
 type OnError = (err: Error) => void;
 
 class Channel implements VadChannel {
-  /** Full windows not yet sent, oldest first; `nextWindow` is the index of the first. */
-  pending: Float32Array[] = [];
+  /** Index of the first window not yet sent to the model. */
   nextWindow = 0;
   closed = false;
   readonly state = new Float32Array(VAD_STATE);
@@ -77,7 +76,11 @@ class Channel implements VadChannel {
   readonly history: Float32Array;
   lastProb = 0;
   quiet = 0;
-  private partial = new Float32Array(VAD_WINDOW);
+  /**
+   * Samples not yet sent, oldest first: the full windows, then the start of the next. One array per channel,
+   * grown when needed and compacted as windows leave, so a 20 ms frame costs a copy and no allocation.
+   */
+  private samples = new Float32Array(VAD_WINDOW * 4);
   private filled = 0;
 
   constructor(
@@ -90,27 +93,37 @@ class Channel implements VadChannel {
     this.history = new Float32Array(geometry.history);
   }
 
+  /** Full windows waiting to be sent. */
+  get pendingWindows(): number {
+    return Math.floor(this.filled / VAD_WINDOW);
+  }
+
   push(samples: Float32Array): void {
-    if (this.closed) return;
-    const before = this.pending.length;
-    for (let at = 0; at < samples.length; ) {
-      const n = Math.min(samples.length - at, VAD_WINDOW - this.filled);
-      this.partial.set(samples.subarray(at, at + n), this.filled);
-      this.filled += n;
-      at += n;
-      if (this.filled === VAD_WINDOW) {
-        this.pending.push(this.partial);
-        this.partial = new Float32Array(VAD_WINDOW);
-        this.filled = 0;
-      }
+    if (this.closed || samples.length === 0) return;
+    const before = this.pendingWindows;
+    if (this.filled + samples.length > this.samples.length) {
+      const grown = new Float32Array(Math.max(this.samples.length * 2, this.filled + samples.length));
+      grown.set(this.samples.subarray(0, this.filled));
+      this.samples = grown;
     }
-    if (this.pending.length > before) this.scheduler.windowsPending();
+    this.samples.set(samples, this.filled);
+    this.filled += samples.length;
+    if (this.pendingWindows > before) this.scheduler.windowsPending();
+  }
+
+  /** Copies the first `count` full windows into `into` at `offset` and drops them from the channel. */
+  takeWindows(count: number, into: Float32Array, offset: number): void {
+    const n = count * VAD_WINDOW;
+    into.set(this.samples.subarray(0, n), offset);
+    this.samples.copyWithin(0, n, this.filled);
+    this.filled -= n;
+    this.nextWindow += count;
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.pending = [];
+    this.filled = 0;
     this.scheduler.forget(this);
   }
 
@@ -197,8 +210,9 @@ export class VadScheduler implements VadService {
     this.counters.ticks++;
     const shares: Share[] = [];
     for (const channel of this.channels) {
-      if (channel.pending.length === 0) continue;
-      const count = Math.min(channel.pending.length, MAX_WINDOWS_PER_TICK);
+      const waiting = channel.pendingWindows;
+      if (waiting === 0) continue;
+      const count = Math.min(waiting, MAX_WINDOWS_PER_TICK);
       shares.push({ channel, firstWindow: channel.nextWindow, count });
     }
     if (shares.length === 0) return;
@@ -215,7 +229,7 @@ export class VadScheduler implements VadService {
       )
       .finally(() => {
         this.inFlight = null;
-        if (!this.closed && [...this.channels].some((c) => c.pending.length > 0)) this.windowsPending();
+        if (!this.closed && [...this.channels].some((c) => c.pendingWindows > 0)) this.windowsPending();
       });
   }
 
@@ -245,8 +259,8 @@ export class VadScheduler implements VadService {
       batch.histories?.set(channel.history, i * history);
       batch.lastProbs[i] = channel.lastProb;
       batch.quiet[i] = channel.quiet;
-      for (const samples of channel.pending.splice(0, count)) batch.samples.set(samples, window++ * VAD_WINDOW);
-      channel.nextWindow += count;
+      channel.takeWindows(count, batch.samples, window * VAD_WINDOW);
+      window += count;
     });
     return batch;
   }
