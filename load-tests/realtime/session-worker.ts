@@ -164,8 +164,8 @@ parentPort!.on('message', (message: string) => {
     const poll = setInterval(() => {
       if (report.connected + report.failedToConnect >= input.sessions) {
         clearInterval(poll);
-        // framesSent so far: the orchestrator counts the generator's CPU per frame over its measured window.
-        parentPort!.postMessage({ ready: report.connected, framesSent: report.framesSent });
+        // Counts so far: the orchestrator reports the generator's CPU per frame (and its lag) over its measured window.
+        parentPort!.postMessage({ ready: report.connected, framesSent: report.framesSent, framesLate: report.framesLate });
       }
     }, 50);
     return;
