@@ -5,7 +5,9 @@
  * exactness, lost turns and generator lag. Beside each level, the REST transcription path gets the same
  * audio at the same rate of turns (one upload per client per cycle), for comparison.
  *
- * Run: `npm run bench:realtime [-- --levels 50,500 --seconds 20 --workers 2 --shape ga|beta --no-write]`.
+ * Run: `npm run bench:realtime [-- --levels 50,500 --seconds 20 --workers 2 --shape ga|beta --client raw|ws|raw,ws --no-write]`.
+ * `--client` picks the generator's WebSocket client (session-sockets.ts; raw by default, the cheaper one);
+ * a list runs every level once per client, one after the other, to compare the generator's CPU per frame.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +17,7 @@ import { spawnWorker } from '../../src/threads/spawn-worker.js';
 import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
 import type { WorkerInput, WorkerReport } from './session-worker.js';
+import { CLIENT_KINDS, type ClientKind } from './session-sockets.js';
 import { restAtPace } from './rest-baseline.js';
 
 const { values } = parseArgs({
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     workers: { type: 'string', default: '1' },
     shape: { type: 'string', default: 'ga' },
+    client: { type: 'string', default: 'raw' },
     'no-write': { type: 'boolean', default: false },
     'no-rest': { type: 'boolean', default: false },
     /** Another checkout whose server to measure (its code; this checkout's demo model files). */
@@ -32,6 +36,8 @@ const { values } = parseArgs({
 const LEVELS = values.levels.split(',').map(Number);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
+const CLIENTS = values.client.split(',') as ClientKind[];
+for (const client of CLIENTS) if (!CLIENT_KINDS.includes(client)) throw new Error(`--client: ${client} is not one of ${CLIENT_KINDS.join(', ')}`);
 const TEXT = 'i ni ce n fa ni n ba bɛ malo dun';
 const RATE = 24000;
 const FRAME = RATE / 50;
@@ -75,10 +81,19 @@ async function loopLag(): Promise<{ p99: number; max: number }> {
   return { p99: read('p99'), max: read('max') };
 }
 
-async function realtimeLevel(sessions: number): Promise<{ report: WorkerReport; cpu: number; lag: { p99: number; max: number }; seconds: number }> {
+interface LevelResult {
+  report: WorkerReport;
+  cpu: number;
+  lag: { p99: number; max: number };
+  seconds: number;
+  /** This process's CPU seconds (the generator: its worker threads, this thread, GC) and frames sent, both over the measured window. */
+  generator: { cpu: number; frames: number };
+}
+
+async function realtimeLevel(sessions: number, client: ClientKind): Promise<LevelResult> {
   const shares = Array.from({ length: WORKERS }, (_, i) => Math.floor(sessions / WORKERS) + (i < sessions % WORKERS ? 1 : 0)).filter((n) => n > 0);
   const workers = shares.map((n) => {
-    const data: WorkerInput = { url: `ws://${base}/realtime?intent=transcription`, apiKey: server.apiKey, sessions: n, setup, frames, speechStartFrame: Math.floor((LEAD_SILENCE_S * RATE) / FRAME), text: TEXT, staggerMs: cycleSeconds * 1000 };
+    const data: WorkerInput = { url: `ws://${base}/realtime?intent=transcription`, apiKey: server.apiKey, sessions: n, setup, frames, speechStartFrame: Math.floor((LEAD_SILENCE_S * RATE) / FRAME), text: TEXT, staggerMs: cycleSeconds * 1000, client };
     return spawnWorker(new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), { workerData: data });
   });
   const ask = <T>(worker: (typeof workers)[number], message: string) =>
@@ -87,12 +102,14 @@ async function realtimeLevel(sessions: number): Promise<{ report: WorkerReport; 
       worker.once('error', reject);
       worker.postMessage(message);
     });
-  await Promise.all(workers.map((w) => ask(w, 'ready?')));
+  const framesBefore = (await Promise.all(workers.map((w) => ask<{ framesSent: number }>(w, 'ready?')))).reduce((sum, r) => sum + r.framesSent, 0);
+  const generator0 = process.cpuUsage();
   await loopLag(); // resets the server's delay histogram: what follows is this level's
   const cpu0 = cpuSeconds(server.pid);
   const t0 = performance.now();
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   const cpu = cpuSeconds(server.pid) - cpu0;
+  const generatorUsage = process.cpuUsage(generator0);
   const seconds = (performance.now() - t0) / 1000;
   const lag = await loopLag();
   const reports = await Promise.all(workers.map((w) => ask<WorkerReport>(w, 'stop')));
@@ -108,36 +125,43 @@ async function realtimeLevel(sessions: number): Promise<{ report: WorkerReport; 
     errors: [...a.errors, ...b.errors].slice(0, 20),
     closedEarly: a.closedEarly + b.closedEarly,
   }));
-  return { report, cpu, lag, seconds };
+  const generator = { cpu: (generatorUsage.user + generatorUsage.system) / 1e6, frames: report.framesSent - framesBefore };
+  return { report, cpu, lag, seconds, generator };
 }
 
 const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(v < 10 ? 1 : 0) : '—');
 const pcts = (list: number[]) => (list.length ? `${fmt(percentile(list, 50))} / ${fmt(percentile(list, 99))}` : '—');
 const rows = [
-  '| sessions | connected | phrases sent | turns completed | exact | first delta p50 / p99 ms | speech_stopped → completed p50 / p99 ms | frames sent | frames late (generator) | closed early | server CPU (cores) | event-loop lag p99 / max ms | REST p50 / p99 ms (same audio, same rate) |',
-  '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| sessions | client | connected | phrases sent | turns completed | exact | first delta p50 / p99 ms | speech_stopped → completed p50 / p99 ms | frames sent | frames late (generator) | closed early | server CPU (cores) | generator CPU (cores) | generator µs / frame | event-loop lag p99 / max ms | REST p50 / p99 ms (same audio, same rate) |',
+  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
 const problems: string[] = [];
 for (const sessions of LEVELS) {
-  const { report, cpu, lag, seconds } = await realtimeLevel(sessions);
+  const levelRows: Array<(rest: string) => string> = [];
+  for (const client of CLIENTS) {
+    const { report, cpu, lag, seconds, generator } = await realtimeLevel(sessions, client);
+    const firstDelta = report.turns.flatMap((t) => (t.firstDeltaMs === null ? [] : [t.firstDeltaMs]));
+    const stopToFinal = report.turns.flatMap((t) => (t.stopToFinalMs === null ? [] : [t.stopToFinalMs]));
+    const exact = report.turns.filter((t) => t.exact).length;
+    const perFrameUs = generator.frames > 0 ? (generator.cpu * 1e6) / generator.frames : NaN;
+    levelRows.push(
+      (rest) =>
+        `| ${sessions} | ${client} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${(generator.cpu / seconds).toFixed(2)} | ${fmt(perFrameUs)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${rest} |`,
+    );
+    if (report.errors.length) problems.push(`${sessions} sessions (${client}): ${report.errors.slice(0, 5).join('; ')}`);
+    process.stderr.write(`${levelRows.at(-1)!('…')}\n`);
+  }
   const rest = values['no-rest'] ? null : await restAtPace({ url: `http://${base}/audio/transcriptions`, apiKey: server.apiKey, clients: sessions, pcm: pcm.subarray(0), rate: RATE, cycleSeconds, seconds: Math.min(SECONDS, 10), text: TEXT });
-  const firstDelta = report.turns.flatMap((t) => (t.firstDeltaMs === null ? [] : [t.firstDeltaMs]));
-  const stopToFinal = report.turns.flatMap((t) => (t.stopToFinalMs === null ? [] : [t.stopToFinalMs]));
-  const exact = report.turns.filter((t) => t.exact).length;
-  rows.push(
-    `| ${sessions} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${rest ? `${pcts(rest.latencies)}${rest.failures ? ` (${rest.failures} failed)` : ''}` : '—'} |`,
-  );
-  if (report.errors.length) problems.push(`${sessions} sessions: ${report.errors.slice(0, 5).join('; ')}`);
-  process.stderr.write(`${rows.at(-1)}\n`);
+  rows.push(...levelRows.map((row) => row(rest ? `${pcts(rest.latencies)}${rest.failures ? ` (${rest.failures} failed)` : ''}` : '—')));
 }
 await server.stop();
 
 recordSection(
   'realtime',
   [
-    `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over \`ws\`, each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S} s silence) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
+    `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over the generator's ${CLIENTS.join(' and ')} WebSocket client (one after the other at each level when two), each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S} s silence) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
     'Server: its own process, sunjata-1 (demo wav2vec2 CTC) and Silero VAD v5, replicas by cores, per-key session cap off.',
-    'first delta = first transcription delta − send time of the phrase\'s first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag).',
+    'first delta = first transcription delta − send time of the phrase\'s first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag); generator CPU = this process (the session workers, the orchestrating thread, GC) over the measured window, per second and per frame sent in it.',
     'REST: the same phrase cycle as one 24 kHz WAV upload per client per cycle (so the same rate of turns), json transcript, latency = upload start → response.',
     ...problems,
   ],

@@ -1,14 +1,15 @@
 /**
  * A share of load-tests/realtime's sessions, in a worker thread of its own so that the measuring thread's
  * timers are not delayed by tens of thousands of frame sends a second. Each session is an OpenAI-Realtime
- * transcription session over `ws`: it streams the same demo-speech cycle (silence, phrase, silence) in
+ * transcription session over the client `input.client` names (session-sockets.ts: the lean raw client by
+ * default, or `ws`): it streams the same demo-speech cycle (silence, phrase, silence) in
  * 20 ms `input_audio_buffer.append` frames at real-time pace, starting at its own offset, and times the
  * server's events for each turn.
  *
  * workerData: WorkerInput. Message 'stop' ends the sessions; the worker then posts a WorkerReport.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import WebSocket from 'ws';
+import { sessionSocketFactory, type ClientKind, type SessionSocket } from './session-sockets.js';
 
 export interface WorkerInput {
   url: string;
@@ -23,6 +24,7 @@ export interface WorkerInput {
   text: string;
   /** Sessions start spread over this long, as real callers do not all start on the same 20 ms tick. */
   staggerMs: number;
+  client: ClientKind;
 }
 
 export interface TurnTiming {
@@ -57,8 +59,10 @@ interface Turn {
   stoppedAt?: number;
 }
 
+const openSocket = sessionSocketFactory(input.client, input.url, input.apiKey, input.frames);
+
 class Session {
-  private socket: WebSocket;
+  private socket: SessionSocket;
   private startedAt = 0;
   private next = 0;
   private ready = false;
@@ -67,15 +71,16 @@ class Session {
   private readonly turns = new Map<string, Turn>();
 
   constructor(private readonly offsetMs: number) {
-    this.socket = new WebSocket(input.url, { headers: { authorization: `Bearer ${input.apiKey}` } });
-    this.socket.on('message', (data) => this.onEvent(JSON.parse(data.toString())));
-    this.socket.on('error', (err) => {
-      if (!this.ready) report.failedToConnect++;
-      if (report.errors.length < 20) report.errors.push(`socket: ${err.message}`);
-    });
-    this.socket.on('close', () => {
-      if (this.ready && !stopping) report.closedEarly++;
-      this.ready = false;
+    this.socket = openSocket({
+      onText: (text) => this.onEvent(JSON.parse(text)),
+      onError: (message) => {
+        if (!this.ready) report.failedToConnect++;
+        if (report.errors.length < 20) report.errors.push(`socket: ${message}`);
+      },
+      onClose: () => {
+        if (this.ready && !stopping) report.closedEarly++;
+        this.ready = false;
+      },
     });
   }
 
@@ -83,7 +88,7 @@ class Session {
     const now = performance.now();
     switch (event.type) {
       case 'session.created':
-        this.socket.send(input.setup);
+        this.socket.sendText(input.setup);
         break;
       case 'session.updated':
       case 'transcription_session.updated':
@@ -127,22 +132,23 @@ class Session {
   /** Sends every frame that is due by `now` (normally one per 20 ms tick). */
   pump(now: number): void {
     if (!this.ready || this.startedAt > now) return;
+    const first = this.next;
     while (this.startedAt + this.next * FRAME_MS <= now) {
       const due = this.startedAt + this.next * FRAME_MS;
-      const index = this.next % input.frames.length;
-      if (index === input.speechStartFrame) {
+      if (this.next % input.frames.length === input.speechStartFrame) {
         this.onsets.push(now);
         report.phrasesSent++;
       }
-      this.socket.send(input.frames[index]!);
-      report.framesSent++;
       if (now - due > 40) report.framesLate++;
       this.next++;
     }
+    // One call for all the frames due: after a late tick the raw client sends them in one write.
+    if (this.next > first) this.socket.sendFrames(first % input.frames.length, this.next - first);
+    report.framesSent += this.next - first;
   }
 
   close(): void {
-    this.socket.close(1000);
+    this.socket.close();
   }
 }
 
@@ -158,7 +164,8 @@ parentPort!.on('message', (message: string) => {
     const poll = setInterval(() => {
       if (report.connected + report.failedToConnect >= input.sessions) {
         clearInterval(poll);
-        parentPort!.postMessage({ ready: report.connected });
+        // Counts so far: the orchestrator reports the generator's CPU per frame (and its lag) over its measured window.
+        parentPort!.postMessage({ ready: report.connected, framesSent: report.framesSent, framesLate: report.framesLate });
       }
     }, 50);
     return;
