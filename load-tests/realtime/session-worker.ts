@@ -33,6 +33,8 @@ export interface TurnTiming {
   /** completed − speech_stopped (both as received). */
   stopToFinalMs: number | null;
   exact: boolean;
+  /** The transcript, when it is not the phrase. */
+  transcript?: string;
 }
 
 export interface WorkerReport {
@@ -54,6 +56,8 @@ const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, 
 let stopping = false;
 
 interface Turn {
+  audioStartMs?: number;
+  audioEndMs?: number;
   onsetSentAt: number;
   firstDeltaAt?: number;
   stoppedAt?: number;
@@ -100,11 +104,11 @@ class Session {
         break;
       case 'input_audio_buffer.speech_started':
         report.speechStarted++;
-        this.turns.set(event.item_id!, { onsetSentAt: this.onsets.shift() ?? now });
+        this.turns.set(event.item_id!, { onsetSentAt: this.onsets.shift() ?? now, audioStartMs: (event as { audio_start_ms?: number }).audio_start_ms });
         break;
       case 'input_audio_buffer.speech_stopped': {
         const turn = this.turns.get(event.item_id!);
-        if (turn) turn.stoppedAt = now;
+        if (turn) (turn.stoppedAt = now), (turn.audioEndMs = (event as { audio_end_ms?: number }).audio_end_ms);
         break;
       }
       case 'conversation.item.input_audio_transcription.delta': {
@@ -120,6 +124,7 @@ class Session {
           firstDeltaMs: turn.firstDeltaAt === undefined ? null : turn.firstDeltaAt - turn.onsetSentAt,
           stopToFinalMs: turn.stoppedAt === undefined ? null : now - turn.stoppedAt,
           exact: event.transcript === input.text,
+          ...(event.transcript === input.text ? {} : { transcript: `${event.transcript} [${turn.audioStartMs}–${turn.audioEndMs} ms]` }),
         });
         break;
       }
