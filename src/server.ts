@@ -22,6 +22,7 @@ import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
+import { watchCpuLoad } from './observability/cpu-load.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -95,8 +96,15 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   // One VAD scheduler for every realtime session (their windows are scored together); none without a `vad` model.
   const vadEngine = engines?.get('vad');
   const vad = vadEngine ? new VadScheduler(vadEngine, { rate: config.vadRate }) : null;
+  // How busy the machine is, for the realtime courtesies that yield when it is saturated (unref'd timer).
+  const cpuLoad = watchCpuLoad();
   const { routes } = createApi({
-    realtime: { vad, maxBufferSeconds: config.realtimeMaxBufferSeconds, maxMessageBytes: config.realtimeMaxMessageBytes },
+    realtime: {
+      vad,
+      maxBufferSeconds: config.realtimeMaxBufferSeconds,
+      maxMessageBytes: config.realtimeMaxMessageBytes,
+      interimAllowed: config.realtimeInterimMaxCpu >= 1 ? undefined : () => cpuLoad.busyShare() < config.realtimeInterimMaxCpu,
+    },
     engines,
     decoder,
     maxAudioSeconds: config.maxAudioSeconds,
@@ -150,6 +158,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);
         await vad?.close();
+        cpuLoad.close();
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
         await closeSharedEncoderPool();

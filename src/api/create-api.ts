@@ -49,7 +49,7 @@ export interface ApiDeps {
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
   /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
-  realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number };
+  realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number; interimAllowed?: () => boolean };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
   /** Extra routes (tests mount probes here; later features add theirs). */

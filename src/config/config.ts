@@ -92,6 +92,11 @@ export const ConfigSchema = z.object({
   /** Realtime sessions: a client event larger than this is refused with an error event (OpenAI's limit is 15 MiB). */
   realtimeMaxMessageBytes: z.coerce.number().int().min(1024).default(15 * 1024 * 1024),
   /**
+   * Realtime turns get interim transcripts only while the machine's CPUs are busy less than this share (0–1;
+   * 1 = always, 0 = never): they re-decode the growing turn, a courtesy a saturated machine cannot afford.
+   */
+  realtimeInterimMaxCpu: z.coerce.number().min(0).max(1).default(0.75),
+  /**
    * Rate Silero scores realtime audio at: 16000, or 8000 (decimated in the VAD worker, ≈ 1.7× less model CPU
    * per window). 16000 by default: on the demo voice the 8 kHz mode scores much lower and misses phrase onsets
    * (src/engines/vad/silero-batch.ts, test/unit/realtime/vad).
@@ -145,6 +150,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_WS_MAX_BUFFERED_BYTES: 'wsMaxBufferedBytes',
   KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
   KUMA_REALTIME_MAX_BUFFER_SECONDS: 'realtimeMaxBufferSeconds',
+  KUMA_REALTIME_INTERIM_MAX_CPU: 'realtimeInterimMaxCpu',
   KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',
   KUMA_VAD_RATE: 'vadRate',
   KUMA_TLS_CERT: 'tlsCert',

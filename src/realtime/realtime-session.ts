@@ -48,6 +48,12 @@ export interface RealtimeSessionDeps {
   translator: SpeechModel | null;
   maxBufferSeconds: number;
   observer?: SessionObserver;
+  /**
+   * Asked before each interim re-decode of a turn (absent: always allowed). The server answers no while the
+   * machine is busy: interim deltas are a courtesy, and on a saturated machine their CPU is what voice-activity
+   * detection and final transcripts — what callers wait for — would miss.
+   */
+  interimAllowed?: () => boolean;
 }
 
 interface OpenTurn {
@@ -269,7 +275,7 @@ export class RealtimeSession {
   }
 
   private transcriberFor(itemId: string): TurnTranscriber {
-    return new TurnTranscriber(this.config.model!, this.deps.charge.accountId, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
+    return new TurnTranscriber(this.config.model!, this.deps.charge.accountId, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }), this.deps.interimAllowed);
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */

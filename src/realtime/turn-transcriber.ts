@@ -25,6 +25,8 @@ export class TurnTranscriber {
     private readonly account: string,
     private readonly signal: AbortSignal,
     private readonly onDelta: (delta: string) => void,
+    /** Whether an interim decode may start now (the machine is not too busy); absent: always. */
+    private readonly interimAllowed: () => boolean = () => true,
   ) {}
 
   /**
@@ -34,7 +36,7 @@ export class TurnTranscriber {
   offer(heldSamples: number, audio: () => Float32Array): void {
     if (this.finished || this.interimJob || heldSamples - this.interimAt < INTERIM_STEP_SAMPLES) return;
     const { replicas, busy, queued } = this.model.engine.stats();
-    if (queued > 0 || busy >= replicas) return;
+    if (queued > 0 || busy >= replicas || !this.interimAllowed()) return;
     this.interimAt = heldSamples;
     const job = new AbortController();
     this.interimJob = job;

@@ -33,6 +33,8 @@ export interface RealtimeDeps {
   vad: VadService | null;
   maxBufferSeconds: number;
   maxMessageBytes: number;
+  /** Whether a turn's interim re-decode may start now (absent: always); see RealtimeSessionDeps. */
+  interimAllowed?: () => boolean;
 }
 
 export function realtimeRoute(deps: RealtimeDeps): RouteDef {
