@@ -28,6 +28,8 @@ export interface PeerLimits {
 /** What the peer counts (frames out); the sessions object owns the metrics. */
 export interface PeerCounters {
   framesOut: { inc(): void };
+  /** Counted by the sessions object as frames arrive; kept here so the labelled child is looked up once per socket. */
+  framesIn: { inc(): void };
 }
 
 export class WebSocketPeer implements DuplexPeer {
@@ -42,7 +44,7 @@ export class WebSocketPeer implements DuplexPeer {
     readonly requestId: string,
     readonly route: string,
     private readonly limits: PeerLimits,
-    private readonly counters: PeerCounters,
+    readonly counters: PeerCounters,
     private readonly logger: Logger,
   ) {}
 
