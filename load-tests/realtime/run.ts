@@ -29,6 +29,8 @@ const { values } = parseArgs({
     client: { type: 'string', default: 'raw' },
     'no-write': { type: 'boolean', default: false },
     'no-rest': { type: 'boolean', default: false },
+    /** Share of each session's time that is speech (see ACTIVITY below). */
+    activity: { type: 'string', default: '0.4' },
     /** Another checkout whose server to measure (its code; this checkout's demo model files). */
     'server-dir': { type: 'string' },
   },
@@ -45,10 +47,17 @@ const TEXT = 'n bɛ taa sugu la sini';
 const RATE = 24000;
 const FRAME = RATE / 50;
 const LEAD_SILENCE_S = 1.0;
-const TAIL_SILENCE_S = 1.2;
+/**
+ * Speech activity of one talker: each session speaks this share of the time, silent the rest. 0.4 by default,
+ * about what one side of a two-party call does (ITU-T P.59's artificial conversational speech has each talker
+ * active ≈ 38 % of the time); a session is one side of a call or of a voice-agent conversation.
+ */
+const ACTIVITY = Number(values.activity);
+if (!(ACTIVITY > 0 && ACTIVITY <= 0.8)) throw new Error('--activity must be in (0, 0.8]');
 
-// One cycle: silence, the phrase, silence — about 60 % speech, like one side of a conversation.
+// One cycle: silence, the phrase, silence, with the phrase ACTIVITY of the cycle.
 const phrase = speakDemo(TEXT, RATE).samples;
+const TAIL_SILENCE_S = Math.max(0.8, phrase.length / RATE / ACTIVITY - phrase.length / RATE - LEAD_SILENCE_S);
 const cycle = new Float32Array(Math.ceil((LEAD_SILENCE_S * RATE + phrase.length + TAIL_SILENCE_S * RATE) / FRAME) * FRAME);
 cycle.set(phrase, LEAD_SILENCE_S * RATE);
 const pcm = Buffer.alloc(cycle.length * 2);
@@ -84,11 +93,30 @@ async function loopLag(): Promise<{ p99: number; max: number }> {
   return { p99: read('p99'), max: read('max') };
 }
 
+/** The server's speech_stopped → completed histogram (cumulative bucket counts by upper bound, seconds). */
+async function stopToFinalBuckets(): Promise<Map<number, number>> {
+  const text = await (await fetch(`http://${base.replace('/openai/v1', '')}/metrics`)).text();
+  const buckets = new Map<number, number>();
+  for (const m of text.matchAll(/^kuma_realtime_speech_stopped_to_completed_seconds_bucket\{le="([^"]+)"\} (\S+)/gm)) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  return buckets;
+}
+
+/** The bucket bound under which p % of the turns between two scrapes fell: "≤ 150" (ms). */
+function bucketPercentile(before: Map<number, number>, after: Map<number, number>, p: number): string {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+  if (total <= 0) return '—';
+  for (const bound of bounds) if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100) return bound === Infinity ? '> 10 s' : `≤ ${Math.round(bound * 1000)}`;
+  return '—';
+}
+
 interface LevelResult {
   report: WorkerReport;
   cpu: number;
   lag: { p99: number; max: number };
   seconds: number;
+  /** The server's own speech_stopped → completed p50 and p99, as histogram bucket bounds. */
+  serverStopToFinal: { p50: string; p99: string };
   /** This process's CPU seconds (the generator: its worker threads, this thread, GC) and frames sent, both over the measured window. */
   generator: { cpu: number; frames: number };
 }
@@ -108,6 +136,7 @@ async function realtimeLevel(sessions: number, client: ClientKind): Promise<Leve
   const framesBefore = (await Promise.all(workers.map((w) => ask<{ framesSent: number }>(w, 'ready?')))).reduce((sum, r) => sum + r.framesSent, 0);
   const generator0 = process.cpuUsage();
   await loopLag(); // resets the server's delay histogram: what follows is this level's
+  const buckets0 = await stopToFinalBuckets();
   const cpu0 = cpuSeconds(server.pid);
   const t0 = performance.now();
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
@@ -115,6 +144,8 @@ async function realtimeLevel(sessions: number, client: ClientKind): Promise<Leve
   const generatorUsage = process.cpuUsage(generator0);
   const seconds = (performance.now() - t0) / 1000;
   const lag = await loopLag();
+  const buckets1 = await stopToFinalBuckets();
+  const serverStopToFinal = { p50: bucketPercentile(buckets0, buckets1, 50), p99: bucketPercentile(buckets0, buckets1, 99) };
   const reports = await Promise.all(workers.map((w) => ask<WorkerReport>(w, 'stop')));
   await Promise.all(workers.map((w) => w.terminate()));
   const report = reports.reduce((a, b) => ({
@@ -127,29 +158,30 @@ async function realtimeLevel(sessions: number, client: ClientKind): Promise<Leve
     speechStarted: a.speechStarted + b.speechStarted,
     errors: [...a.errors, ...b.errors].slice(0, 20),
     closedEarly: a.closedEarly + b.closedEarly,
+    loopDelayP99Ms: Math.max(a.loopDelayP99Ms, b.loopDelayP99Ms),
   }));
   const generator = { cpu: (generatorUsage.user + generatorUsage.system) / 1e6, frames: report.framesSent - framesBefore };
-  return { report, cpu, lag, seconds, generator };
+  return { report, cpu, lag, seconds, serverStopToFinal, generator };
 }
 
 const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(v < 10 ? 1 : 0) : '—');
 const pcts = (list: number[]) => (list.length ? `${fmt(percentile(list, 50))} / ${fmt(percentile(list, 99))}` : '—');
 const rows = [
-  '| sessions | client | connected | phrases sent | turns completed | exact | first delta p50 / p99 ms | speech_stopped → completed p50 / p99 ms | frames sent | frames late (generator) | closed early | server CPU (cores) | generator CPU (cores) | generator µs / frame | event-loop lag p99 / max ms | REST p50 / p99 ms (same audio, same rate) |',
-  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| sessions | client | connected | phrases sent | turns completed | exact | first delta p50 / p99 ms | speech_stopped → completed p50 / p99 ms (client) | same, server histogram p50 / p99 ms | frames sent | frames late (generator) | closed early | server CPU (cores) | generator CPU (cores) | generator µs / frame | server event-loop lag p99 / max ms | generator event-loop lag p99 ms | REST p50 / p99 ms (same audio, same rate) |',
+  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
 const problems: string[] = [];
 for (const sessions of LEVELS) {
   const levelRows: Array<(rest: string) => string> = [];
   for (const client of CLIENTS) {
-    const { report, cpu, lag, seconds, generator } = await realtimeLevel(sessions, client);
+    const { report, cpu, lag, seconds, generator, serverStopToFinal } = await realtimeLevel(sessions, client);
     const firstDelta = report.turns.flatMap((t) => (t.firstDeltaMs === null ? [] : [t.firstDeltaMs]));
     const stopToFinal = report.turns.flatMap((t) => (t.stopToFinalMs === null ? [] : [t.stopToFinalMs]));
     const exact = report.turns.filter((t) => t.exact).length;
     const perFrameUs = generator.frames > 0 ? (generator.cpu * 1e6) / generator.frames : NaN;
     levelRows.push(
       (rest) =>
-        `| ${sessions} | ${client} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${(generator.cpu / seconds).toFixed(2)} | ${fmt(perFrameUs)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${rest} |`,
+        `| ${sessions} | ${client} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${serverStopToFinal.p50} / ${serverStopToFinal.p99} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${(generator.cpu / seconds).toFixed(2)} | ${fmt(perFrameUs)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${fmt(report.loopDelayP99Ms)} | ${rest} |`,
     );
     const inexact = report.turns.filter((t) => !t.exact).slice(0, 4).map((t) => JSON.stringify(t.transcript));
   if (inexact.length) process.stderr.write(`inexact transcripts (first 4): ${inexact.join(', ')}\n`);
@@ -164,7 +196,7 @@ await server.stop();
 recordSection(
   'realtime',
   [
-    `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over the generator's ${CLIENTS.join(' and ')} WebSocket client (one after the other at each level when two), each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S} s silence) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
+    `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over the generator's ${CLIENTS.join(' and ')} WebSocket client (one after the other at each level when two), each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S.toFixed(1)} s silence: speech ${((100 * phrase.length) / cycle.length).toFixed(0)} % of the time) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
     'Server: its own process, sunjata-1 (demo wav2vec2 CTC) and Silero VAD v5, replicas by cores, per-key session cap off.',
     'first delta = first transcription delta − send time of the phrase\'s first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag); generator CPU = this process (the session workers, the orchestrating thread, GC) over the measured window, per second and per frame sent in it.',
     'REST: the same phrase cycle as one 24 kHz WAV upload per client per cycle (so the same rate of turns), json transcript, latency = upload start → response.',

@@ -8,6 +8,7 @@
  *
  * workerData: WorkerInput. Message 'stop' ends the sessions; the worker then posts a WorkerReport.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { sessionSocketFactory, type ClientKind, type SessionSocket } from './session-sockets.js';
 
@@ -48,11 +49,14 @@ export interface WorkerReport {
   speechStarted: number;
   errors: string[];
   closedEarly: number;
+  /** This worker's own event-loop delay p99 (ms) from 'ready?' to 'stop': the client-side latencies include it. */
+  loopDelayP99Ms: number;
 }
 
 const FRAME_MS = 20;
 const input = workerData as WorkerInput;
-const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, framesLate: 0, turns: [], phrasesSent: 0, speechStarted: 0, errors: [], closedEarly: 0 };
+const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, framesLate: 0, turns: [], phrasesSent: 0, speechStarted: 0, errors: [], closedEarly: 0, loopDelayP99Ms: 0 };
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 let stopping = false;
 
 interface Turn {
@@ -169,6 +173,7 @@ parentPort!.on('message', (message: string) => {
     const poll = setInterval(() => {
       if (report.connected + report.failedToConnect >= input.sessions) {
         clearInterval(poll);
+        loopDelay.enable();
         // Counts so far: the orchestrator reports the generator's CPU per frame (and its lag) over its measured window.
         parentPort!.postMessage({ ready: report.connected, framesSent: report.framesSent, framesLate: report.framesLate });
       }
@@ -177,6 +182,8 @@ parentPort!.on('message', (message: string) => {
   }
   // 'stop': no more frames; wait a little for the last turns' events, then report.
   clearInterval(timer);
+  loopDelay.disable();
+  report.loopDelayP99Ms = loopDelay.percentile(99) / 1e6;
   setTimeout(() => {
     stopping = true;
     for (const session of sessions) session.close();
