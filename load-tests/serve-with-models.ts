@@ -30,3 +30,20 @@ process.stdout.write(JSON.stringify({ port: server.port, apiKey, otherApiKey, pi
 // Exit with the orchestrator: its end of stdin closes when it stops, however it stops.
 process.stdin.on('end', () => void server.close().then(() => process.exit(0)));
 process.stdin.resume();
+// KUMA_BENCH_GC=1: the server's garbage-collection pauses, summed by kind and the longest, on stderr every 10 s.
+if (process.env.KUMA_BENCH_GC) {
+  const { PerformanceObserver } = await import('node:perf_hooks');
+  const byKind = new Map<number, { count: number; ms: number; max: number }>();
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0;
+      const k = byKind.get(kind) ?? { count: 0, ms: 0, max: 0 };
+      k.count++, (k.ms += entry.duration), (k.max = Math.max(k.max, entry.duration));
+      byKind.set(kind, k);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  setInterval(() => {
+    process.stderr.write(`gc ${JSON.stringify(Object.fromEntries([...byKind].map(([k, v]) => [k, { count: v.count, ms: Math.round(v.ms), max: Math.round(v.max) }])))}\n`);
+    byKind.clear();
+  }, 10_000).unref();
+}

@@ -47,11 +47,12 @@ export class InputDecoder {
     return (this.received * 1000) / this.format.rate;
   }
 
-  /** Bytes in the client's format → the 16 kHz samples that are ready (the resampler holds a few back). */
+  /** Bytes in the client's format → the 16 kHz samples that are ready (the resampler holds a few back), as a view valid until the next call. */
   decode(bytes: Uint8Array): Float32Array {
     const samples = this.format.codec === 'pcm16' ? this.pcm16(bytes) : this.g711(bytes);
     this.received += samples.length;
-    return this.resampler.process(samples);
+    // A view valid until the next decode(): the session copies it into its buffer and the VAD's at once.
+    return this.resampler.processTransient(samples);
   }
 
   close(): void {

@@ -154,3 +154,26 @@ describe('resample: quality', () => {
     }
   });
 });
+
+describe('resample: processTransient', () => {
+  it('gives the same samples as process() for any chunking, each view copied before the next call', async () => {
+    const input = speechLike(24000, 0.7);
+    for (const [from, to] of [[24000, 16000], [8000, 16000], [16000, 16000]] as const) {
+      const signal = from === 24000 ? input : input.subarray(0, Math.floor((input.length * from) / 24000));
+      for (const chunk of [1, 159, 480, 4097, 20000]) {
+        const whole = await createResampler(from, to, 3);
+        const transient = await createResampler(from, to, 3);
+        const a: number[] = [];
+        const b: number[] = [];
+        for (let at = 0; at < signal.length; at += chunk) {
+          const piece = signal.subarray(at, at + chunk);
+          a.push(...whole.process(piece));
+          b.push(...transient.processTransient(piece)); // spread = the copy a caller makes before its next call
+        }
+        expect(b).toEqual(a);
+        whole.close();
+        transient.close();
+      }
+    }
+  });
+});

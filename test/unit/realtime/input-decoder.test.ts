@@ -15,7 +15,7 @@ async function decodeAll(format: InputFormat, bytes: Uint8Array, cuts: number[])
   const parts: Float32Array[] = [];
   let at = 0;
   for (const cut of [...cuts, bytes.length]) {
-    parts.push(decoder.decode(bytes.subarray(at, Math.max(at, cut))));
+    parts.push(decoder.decode(bytes.subarray(at, Math.max(at, cut))).slice()); // a view, valid until the next decode()
     at = Math.max(at, cut);
   }
   decoder.close();
