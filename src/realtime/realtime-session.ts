@@ -102,9 +102,10 @@ export class RealtimeSession {
   }
 
   /** Takes one client input; inputs are acted on in order (an update that loads a decoder holds the ones after it). */
+  /** Takes one client input. Appended audio may be a view its caller reuses: it is used (or copied) before this returns. */
   input(command: SessionInput): void {
-    if (this.busy) this.inbox.push(command);
-    else this.handle(command);
+    if (!this.busy) return this.handle(command);
+    this.inbox.push(command.kind === 'append' ? { ...command, audio: command.audio.slice() } : command);
   }
 
   /** The client is gone: cancels every job, releases every hold, emits nothing more. */

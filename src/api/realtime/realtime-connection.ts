@@ -11,7 +11,7 @@ import type { SessionOutput } from '../../realtime/session-events.js';
 import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
 import type { Caller, DuplexHandler, DuplexPeer } from '../types.js';
-import { parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
+import { AudioScratch, parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
 import { Outbound } from './outbound.js';
 import type { RealtimeDeps } from './realtime-route.js';
 import { formatOutput, sessionObject, type OutputState, type ServerEvent } from './server-events.js';
@@ -84,6 +84,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   out.send({ type: 'session.created', session: sessionObject(options.shape, sessionId, session.configuration) });
   session.start();
   const refuse = (err: unknown) => out.send(refusal(err));
+  const scratch = new AudioScratch();
   return {
       onText(text) {
         // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: measure only when it could be over.
@@ -92,7 +93,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         }
         let event: ClientEvent;
         try {
-          event = parseClientEvent(text, translation);
+          event = parseClientEvent(text, translation, scratch);
         } catch (err) {
           return refuse(err);
         }
