@@ -76,7 +76,7 @@ const setup = JSON.stringify(
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
-  { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 4096, ...(process.env.ASR_NICE ? { niceness: Number(process.env.ASR_NICE) } : {}) },
+  { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 512, ...(process.env.ASR_NICE ? { niceness: Number(process.env.ASR_NICE) } : {}) },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
 ], values['server-dir']);
 const base = `127.0.0.1:${server.port}/openai/v1`;
