@@ -301,7 +301,11 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
       options: windowOptions(options.maxChunkSeconds),
       decode: (samples, offsetSeconds) => decodeChunk(samples, offsetSeconds),
       pickCut: quietestPoint,
-      vad: () => (vad ??= SileroVad.load(sessionOptions)),
+      // The gated stream: stretches of digital silence cost no model run (an hour of it, a few windows).
+      vad: async () => {
+        const loaded = await (vad ??= SileroVad.load(sessionOptions));
+        return { stream: (checkpoint?: () => Promise<void>) => loaded.gatedStream(checkpoint) };
+      },
       checkpoint: () => ctx.checkpoint(),
     });
     // Segments may run across window cuts: each is yielded once a later word closes it.

@@ -52,6 +52,11 @@ export const VAD_STATE = 256;
 const HIDDEN = 128;
 /** A quiet window is gated only when the model scored the previous (quiet) window below this. */
 export const GATE_MAX_PREVIOUS = 0.1;
+/**
+ * −60 dBFS RMS: digital silence and quiet line noise (μ-law idle, a muted or noise-suppressed microphone) sit far
+ * below it; normal speech sits at −15 … −35 dBFS (the realtime scheduler's and the upload paths' default floor).
+ */
+export const DEFAULT_GATE_FLOOR_DBFS = -60;
 /** Windows of digital silence (≈1 s) after which Silero's state has settled: the gate's reset state. */
 export const SILENCE_WARMUP_WINDOWS = 30;
 

@@ -12,6 +12,7 @@
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
+import { GatedVadStream } from './gated-stream.js';
 import { scoreBatch, silenceState, vadGeometry, type VadBatch, type VadBatchResult, type VadRate } from './silero-batch.js';
 
 export const VAD_SAMPLE_RATE = 16000;
@@ -59,6 +60,11 @@ export class SileroVad {
    */
   stream(checkpoint?: () => Promise<void>, rate: VadRate = 16000): VadStream {
     return new VadStream(this.loaded, checkpoint, rate);
+  }
+
+  /** Probabilities of audio that arrives in pieces, with the energy gate (gated-stream.ts): for long uploads. */
+  gatedStream(checkpoint?: () => Promise<void>): GatedVadStream {
+    return new GatedVadStream(this, checkpoint);
   }
 
   /** The pending windows of many streams in one job, batched per step (silero-batch.ts). */

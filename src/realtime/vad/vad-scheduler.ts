@@ -24,16 +24,11 @@
  */
 import type { JobOptions } from '../../engines/runtime/model-engine.js';
 import { VAD_WINDOW } from '../../engines/vad/silero-vad.js';
-import { VAD_STATE, dbfsToRms, vadGeometry, type VadBatch, type VadBatchResult, type VadGeometry, type VadRate } from '../../engines/vad/silero-batch.js';
+import { DEFAULT_GATE_FLOOR_DBFS, VAD_STATE, dbfsToRms, vadGeometry, type VadBatch, type VadBatchResult, type VadGeometry, type VadRate } from '../../engines/vad/silero-batch.js';
 import type { VadChannel, VadService } from './contract.js';
 
-/**
- * −60 dBFS RMS: digital silence and quiet line noise (μ-law idle, a muted or noise-suppressed browser
- * microphone) sit far below it; normal speech sits at −15 … −35 dBFS. Because a window is gated only after
- * the model itself scored the previous quiet window below 0.1, a floor this high does not cut speech tails
- * (measured on demo speech at gains 0 … −70 dB: the turns are unchanged, test/unit/realtime/vad).
- */
-export const DEFAULT_ENERGY_FLOOR_DBFS = -60;
+/** The energy gate's default floor: silero-batch.ts says why −60 dBFS. */
+export const DEFAULT_ENERGY_FLOOR_DBFS = DEFAULT_GATE_FLOOR_DBFS;
 export const DEFAULT_TICK_MS = 32;
 /** 0.5 s of audio per channel per job. */
 export const MAX_WINDOWS_PER_TICK = 16;
