@@ -4,11 +4,9 @@
  * format, option and length rule answers with its status, type, code and param; the ledger matches usage.
  */
 import OpenAI from 'openai';
-import alawmulaw from 'alawmulaw';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { decodeAudio } from '../../src/codecs/decode/decode-audio.js';
-import { resample } from '../../src/codecs/resample.js';
+import { decodeSpeech, transcribeWith } from '../helpers/speech-audio.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 
 const TEXT = 'i ni ce a ka kɛnɛ';
@@ -25,24 +23,7 @@ afterAll(() => t.close());
 const speech = (body: Record<string, unknown>, apiKey = t.apiKey) =>
   fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-/** Raw formats have nothing to detect: read them as what they are. */
-async function decodeSpeech(format: string, bytes: Uint8Array): Promise<{ samples: Float32Array; rate: number }> {
-  const s16 = (b: Uint8Array) => Float32Array.from(new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + (b.byteLength & ~1))), (v) => v / 32768);
-  if (format === 'pcm') return { samples: s16(bytes), rate: 24000 };
-  if (format === 'l16_8000') return { samples: s16(bytes), rate: 8000 };
-  if (format === 'l16_16000') return { samples: s16(bytes), rate: 16000 };
-  if (format === 'ulaw') return { samples: Float32Array.from(alawmulaw.mulaw.decode(bytes), (v) => v / 32768), rate: 8000 };
-  if (format === 'alaw') return { samples: Float32Array.from(alawmulaw.alaw.decode(bytes), (v) => v / 32768), rate: 8000 };
-  const decoded = await decodeAudio(bytes, { targetRate: 24000 });
-  return { samples: decoded.samples, rate: decoded.sampleRate };
-}
-
-async function transcribe(samples: Float32Array, rate: number): Promise<string> {
-  const input = rate === 16000 ? samples : await resample(samples, rate, 16000);
-  const texts: string[] = [];
-  for await (const s of t.server.engines!.get('sunjata-1')!.stream<{ text: string }>('transcribe', { samples: input })) texts.push(s.text);
-  return texts.join(' ');
-}
+const transcribe = (samples: Float32Array, rate: number) => transcribeWith(t.server.engines!, samples, rate);
 
 describe('every served format', () => {
   const RATES: Record<string, number> = { mp3: 24000, wav: 24000, pcm: 24000, opus: 24000, ulaw: 8000, alaw: 8000, l16_8000: 8000, l16_16000: 16000, fmp4: 24000 };

@@ -1,0 +1,28 @@
+/**
+ * Reading speech a test received back as samples, and transcribing them with the server's own speech model:
+ * what the speech route and the speech socket tests check their audio with.
+ */
+import alawmulaw from 'alawmulaw';
+import { decodeAudio } from '../../src/codecs/decode/decode-audio.js';
+import { resample } from '../../src/codecs/resample.js';
+import type { EngineRegistry } from '../../src/engines/engine-registry.js';
+
+/** Speech bytes in a response format → samples at their rate. Raw formats have nothing to detect: read them as what they are. */
+export async function decodeSpeech(format: string, bytes: Uint8Array): Promise<{ samples: Float32Array; rate: number }> {
+  const s16 = (b: Uint8Array) => Float32Array.from(new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + (b.byteLength & ~1))), (v) => v / 32768);
+  if (format === 'pcm') return { samples: s16(bytes), rate: 24000 };
+  if (format === 'l16_8000') return { samples: s16(bytes), rate: 8000 };
+  if (format === 'l16_16000') return { samples: s16(bytes), rate: 16000 };
+  if (format === 'ulaw') return { samples: Float32Array.from(alawmulaw.mulaw.decode(bytes), (v) => v / 32768), rate: 8000 };
+  if (format === 'alaw') return { samples: Float32Array.from(alawmulaw.alaw.decode(bytes), (v) => v / 32768), rate: 8000 };
+  const decoded = await decodeAudio(bytes, { targetRate: 24000 });
+  return { samples: decoded.samples, rate: decoded.sampleRate };
+}
+
+/** The transcript `sunjata-1` (the server's demo CTC model) gives `samples` at `rate`. */
+export async function transcribeWith(engines: EngineRegistry, samples: Float32Array, rate: number): Promise<string> {
+  const input = rate === 16000 ? samples : await resample(samples, rate, 16000);
+  const texts: string[] = [];
+  for await (const s of engines.get('sunjata-1')!.stream<{ text: string }>('transcribe', { samples: input })) texts.push(s.text);
+  return texts.join(' ');
+}
