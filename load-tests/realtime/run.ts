@@ -8,6 +8,9 @@
  * Run: `npm run bench:realtime [-- --levels 50,500 --seconds 20 --workers 2 --shape ga|beta --client raw|ws|raw,ws --no-write]`.
  * `--client` picks the generator's WebSocket client (session-sockets.ts; raw by default, the cheaper one);
  * a list runs every level once per client, one after the other, to compare the generator's CPU per frame.
+ * `--activity 0.4`: the share of each session's time that is speech. Environment: ASR_NICE=n gives the speech
+ * model's threads niceness n (to compare with the default), KUMA_BENCH_GC=1 prints the server's GC pauses,
+ * KUMA_BENCH_PROF=dir writes CPU profiles of its threads.
  */
 import fs from 'node:fs';
 import path from 'node:path';

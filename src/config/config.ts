@@ -86,7 +86,6 @@ export const ConfigSchema = z.object({
   wsMaxBufferedBytes: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   /** Realtime sessions one key may have open at once (0 = unlimited); more are refused 429 before the upgrade. */
   realtimeMaxSessionsPerKey: int(50),
-  /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
   /** Realtime sessions: uncommitted audio past this many seconds is committed as an item (nothing is dropped). */
   realtimeMaxBufferSeconds: z.coerce.number().int().min(5).max(600).default(60),
   /** Realtime sessions: a client event larger than this is refused with an error event (OpenAI's limit is 15 MiB). */
@@ -102,6 +101,7 @@ export const ConfigSchema = z.object({
    * (src/engines/vad/silero-batch.ts, test/unit/realtime/vad).
    */
   vadRate: z.coerce.number().pipe(z.union([z.literal(16000), z.literal(8000)], { error: 'must be 16000 or 8000' })).default(16000),
+  /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
 }).refine((c) => Boolean(c.tlsCert) === Boolean(c.tlsKey), { message: 'KUMA_TLS_CERT and KUMA_TLS_KEY must be set together', path: ['tlsCert'] });
