@@ -16,11 +16,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChargeContext, Ledger } from '../billing/ledger.js';
-import { InsufficientQuotaError } from '../billing/errors.js';
-import { EngineOverloadedError } from '../engines/errors.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
-import { ItemBilling } from './item-billing.js';
+import { deliverItem, type CommittedItem, type DeliveryContext } from './item-delivery.js';
 import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
 import { ServerVad } from './server-vad.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
@@ -77,6 +75,8 @@ export class RealtimeSession {
   private items: Promise<void> = Promise.resolve();
   private state: 'open' | 'closing' | 'ended' = 'open';
   private readonly cancel = new AbortController();
+  /** What item delivery (item-delivery.ts) needs from the session. */
+  private readonly delivery: DeliveryContext;
 
   constructor(
     private readonly deps: RealtimeSessionDeps,
@@ -84,6 +84,7 @@ export class RealtimeSession {
     private readonly emit: (output: SessionOutput) => void,
   ) {
     this.config = initial;
+    this.delivery = { deps, signal: this.cancel.signal, emit, fatal: (code, message) => this.fatal(code, message) };
   }
 
   get configuration(): SessionConfig {
@@ -286,54 +287,8 @@ export class RealtimeSession {
     this.lastActivity = to;
     this.emit({ type: 'committed', itemId, previousItemId: this.lastItemId });
     this.lastItemId = itemId;
-    const job = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, stoppedAt };
-    this.items = this.items.then(() => this.finishItem(job));
-  }
-
-  private async finishItem(job: { itemId: string; samples: Float32Array; transcriber: TurnTranscriber; model: SpeechModel; target: SessionConfig['target']; stoppedAt?: number }): Promise<void> {
-    if (this.cancel.signal.aborted) return;
-    const translator = job.target ? this.deps.translator : null;
-    const billing = new ItemBilling(this.deps.ledger, this.deps.charge, job.model.id, translator?.id ?? null, job.samples.length / 16_000);
-    try {
-      await billing.hold();
-    } catch (err) {
-      if (err instanceof InsufficientQuotaError) return this.fatal('insufficient_quota', err.message);
-      return this.failItem(job.itemId, err);
-    }
-    try {
-      const transcript = await job.transcriber.final(job.samples);
-      let translation: { language: string; text: string; characters: number } | undefined;
-      let quotaLeft = true;
-      if (translator && job.target) {
-        try {
-          await billing.holdTranslation(transcript);
-        } catch (err) {
-          if (!(err instanceof InsufficientQuotaError)) throw err;
-          quotaLeft = false; // the transcript is delivered and billed; the session ends after it
-        }
-        if (quotaLeft) {
-          const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, this.cancel.signal, { account: this.deps.charge.accountId }) : { translations: [''] };
-          translation = { language: job.target, text: result.translations[0] ?? '', characters: billing.translatedCharacters };
-        }
-      }
-      if (this.cancel.signal.aborted) return await billing.release();
-      await billing.settle(translation !== undefined);
-      this.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: billing.seconds, ...(translation ? { translation } : {}) });
-      if (job.stoppedAt !== undefined) this.deps.observer?.turnCompleted((performance.now() - job.stoppedAt) / 1000);
-      if (!quotaLeft) this.fatal('insufficient_quota', new InsufficientQuotaError(this.deps.charge.accountId, 0, 0).message);
-    } catch (err) {
-      await billing.release();
-      this.failItem(job.itemId, err);
-    }
-  }
-
-  private failItem(itemId: string, err: unknown): void {
-    if (this.cancel.signal.aborted) return;
-    const error =
-      err instanceof EngineOverloadedError
-        ? { code: 'service_unavailable', message: `The model ${err.modelId} is at capacity; this item was not transcribed.` }
-        : { code: 'server_error', message: 'The transcription of this item failed.' };
-    this.emit({ type: 'failed', itemId, error });
+    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, stoppedAt };
+    this.items = this.items.then(() => deliverItem(this.delivery, job));
   }
 
   private fatal(code: 'insufficient_quota' | 'server_error', message: string): void {

@@ -1,0 +1,80 @@
+/**
+ * Delivering one committed item of a realtime session: hold its cost, decode it (the final transcript, and the
+ * translation in a translation session), settle the charge, then emit `completed` — or `failed`, releasing the
+ * hold, when the item cannot be delivered. An item whose client left (the session's signal aborted) costs
+ * nothing. The session runs its items through here one after another, so `completed` events keep commit order.
+ */
+import { InsufficientQuotaError } from '../billing/errors.js';
+import { EngineOverloadedError } from '../engines/errors.js';
+import { ItemBilling } from './item-billing.js';
+import type { RealtimeSessionDeps } from './realtime-session.js';
+import type { SessionConfig, SpeechModel } from './session-config.js';
+import type { SessionOutput } from './session-events.js';
+import type { TurnTranscriber } from './turn-transcriber.js';
+
+/** An item as committed: its audio, the transcriber that may already have sent interim deltas, and its models. */
+export interface CommittedItem {
+  itemId: string;
+  samples: Float32Array;
+  transcriber: TurnTranscriber;
+  model: SpeechModel;
+  target: SessionConfig['target'];
+  /** When the VAD turn's speech_stopped went out (performance.now()), for the end-of-speech latency metric. */
+  stoppedAt?: number;
+}
+
+/** What delivery needs from its session. */
+export interface DeliveryContext {
+  deps: RealtimeSessionDeps;
+  /** Aborted when the client is gone: nothing more is emitted or charged. */
+  signal: AbortSignal;
+  emit(output: SessionOutput): void;
+  /** Ends the session with a fatal error (balance exhausted). */
+  fatal(code: 'insufficient_quota' | 'server_error', message: string): void;
+}
+
+export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Promise<void> {
+  if (ctx.signal.aborted) return;
+  const translator = job.target ? ctx.deps.translator : null;
+  const billing = new ItemBilling(ctx.deps.ledger, ctx.deps.charge, job.model.id, translator?.id ?? null, job.samples.length / 16_000);
+  try {
+    await billing.hold();
+  } catch (err) {
+    if (err instanceof InsufficientQuotaError) return ctx.fatal('insufficient_quota', err.message);
+    return failItem(ctx, job.itemId, err);
+  }
+  try {
+    const transcript = await job.transcriber.final(job.samples);
+    let translation: { language: string; text: string; characters: number } | undefined;
+    let quotaLeft = true;
+    if (translator && job.target) {
+      try {
+        await billing.holdTranslation(transcript);
+      } catch (err) {
+        if (!(err instanceof InsufficientQuotaError)) throw err;
+        quotaLeft = false; // the transcript is delivered and billed; the session ends after it
+      }
+      if (quotaLeft) {
+        const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, ctx.signal, { account: ctx.deps.charge.accountId }) : { translations: [''] };
+        translation = { language: job.target, text: result.translations[0] ?? '', characters: billing.translatedCharacters };
+      }
+    }
+    if (ctx.signal.aborted) return await billing.release();
+    await billing.settle(translation !== undefined);
+    ctx.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: billing.seconds, ...(translation ? { translation } : {}) });
+    if (job.stoppedAt !== undefined) ctx.deps.observer?.turnCompleted((performance.now() - job.stoppedAt) / 1000);
+    if (!quotaLeft) ctx.fatal('insufficient_quota', new InsufficientQuotaError(ctx.deps.charge.accountId, 0, 0).message);
+  } catch (err) {
+    await billing.release();
+    failItem(ctx, job.itemId, err);
+  }
+}
+
+function failItem(ctx: DeliveryContext, itemId: string, err: unknown): void {
+  if (ctx.signal.aborted) return;
+  const error =
+    err instanceof EngineOverloadedError
+      ? { code: 'service_unavailable', message: `The model ${err.modelId} is at capacity; this item was not transcribed.` }
+      : { code: 'server_error', message: 'The transcription of this item failed.' };
+  ctx.emit({ type: 'failed', itemId, error });
+}
