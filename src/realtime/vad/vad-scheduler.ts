@@ -194,6 +194,12 @@ export class VadScheduler implements VadService {
     this.timer.unref();
   }
 
+  /** Whether some channel has a full window waiting (checked after every job: no array copy of the channels). */
+  private anyPending(): boolean {
+    for (const channel of this.channels) if (channel.pendingWindows > 0) return true;
+    return false;
+  }
+
   /** @internal */
   forget(channel: Channel): void {
     this.channels.delete(channel);
@@ -224,7 +230,7 @@ export class VadScheduler implements VadService {
       )
       .finally(() => {
         this.inFlight = null;
-        if (!this.closed && [...this.channels].some((c) => c.pendingWindows > 0)) this.windowsPending();
+        if (!this.closed && this.anyPending()) this.windowsPending();
       });
   }
 
