@@ -10,6 +10,7 @@ import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from '
 import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
 import { RATE_LIMITS_MIGRATION, sqliteRateLimits, toOverrides } from './sqlite-rate-limits.js';
 import { CLIENT_SECRETS_MIGRATION, sqliteClientSecrets } from './sqlite-client-secrets.js';
+import { sqliteTelephony, TELEPHONY_MIGRATION } from './sqlite-telephony.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -55,6 +56,7 @@ const MIGRATIONS: readonly string[] = [
   HOLDS_MIGRATION,
   RATE_LIMITS_MIGRATION,
   CLIENT_SECRETS_MIGRATION,
+  TELEPHONY_MIGRATION,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
@@ -157,6 +159,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
   const holds = sqliteHolds(db);
   const rateLimits = sqliteRateLimits(db);
   const clientSecrets = sqliteClientSecrets(db);
+  const telephony = sqliteTelephony(db);
   const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined) => {
     // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
     // counted twice (held and debited) nor for a moment neither.
@@ -268,6 +271,21 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     },
     async consumeClientSecret(secretHash) {
       return clientSecrets.consume(secretHash);
+    },
+    async serverSecret(name, create) {
+      return telephony.serverSecret(name, create);
+    },
+    async getWebhook(accountId) {
+      return telephony.getWebhook(accountId);
+    },
+    async setWebhook(accountId, webhook) {
+      telephony.setWebhook(accountId, webhook);
+    },
+    async recordCall(call) {
+      telephony.recordCall(call);
+    },
+    async listCalls(filter = {}) {
+      return telephony.listCalls(filter);
     },
 
     async countAccounts() {

@@ -92,6 +92,37 @@ export interface NewClientSecret {
 
 export type ClientSecretRecord = NewClientSecret;
 
+/** Where an account's telephony events are POSTed, and the secret that signs them. */
+export interface AccountWebhook {
+  accountId: string;
+  url: string;
+  secret: string;
+  updatedAt: string;
+}
+
+/** One finished phone call: how long, how many caller turns, what was processed and what it cost. */
+export interface CallRecord {
+  id: string;
+  accountId: string;
+  keyId: string;
+  /** twilio, telnyx, plivo, exotel, vonage, audiosocket. */
+  carrier: string;
+  /** transcription or relay. */
+  mode: string;
+  /** The carrier's own call id (Twilio CallSid, the AudioSocket UUID), when it gave one. */
+  carrierCallId: string | null;
+  startedAt: string;
+  endedAt: string;
+  durationMs: number;
+  turns: number;
+  callerSeconds: number;
+  charactersSynthesized: number;
+  charactersTranslated: number;
+  costMicros: number;
+  /** caller_hangup, app_ended, app_disconnected, insufficient_quota, error, shutdown, … */
+  endReason: string;
+}
+
 export interface Store {
   createAccount(name: string, balanceMicros: number): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -142,6 +173,14 @@ export interface Store {
   createClientSecret(secret: NewClientSecret, now: number): Promise<void>;
   /** Removes the secret with this hash and returns it (expired or not), or undefined: each secret is used once. */
   consumeClientSecret(secretHash: string): Promise<ClientSecretRecord | undefined>;
+
+  /** The named server secret, created with `create()` the first time any process asks (then the stored one). */
+  serverSecret(name: string, create: () => string): Promise<string>;
+  getWebhook(accountId: string): Promise<AccountWebhook | undefined>;
+  /** Sets (or with null, removes) the account's webhook endpoint. */
+  setWebhook(accountId: string, webhook: { url: string; secret: string } | null): Promise<void>;
+  recordCall(call: CallRecord): Promise<void>;
+  listCalls(filter?: { accountId?: string }): Promise<CallRecord[]>;
 
   countAccounts(): Promise<number>;
   close(): Promise<void>;
