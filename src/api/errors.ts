@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   permission_denied: { status: 403, type: 'permission_error' },
   unknown_endpoint: { status: 404, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
+  call_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_value: { status: 400, type: 'invalid_request_error' },

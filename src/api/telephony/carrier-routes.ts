@@ -1,0 +1,70 @@
+/**
+ * The carriers' media-stream WebSockets, one path per carrier under /telephony/v1 (`/twilio`, `/telnyx`,
+ * `/plivo`, `/exotel`, `/vonage`), and the per-call control socket `/calls/:call_id/events`.
+ *
+ * Carriers cannot send an API key: a stream is authorised by a call token (POST /telephony/v1/tokens), given
+ * as `?token=` — checked here, before the upgrade (401 when refused) — or as the `token` custom parameter of
+ * the `start` message, checked by the connection before any audio is processed. With
+ * KUMA_TWILIO_AUTH_TOKEN set, the Twilio path also requires a valid X-Twilio-Signature.
+ */
+import { randomBytes } from 'node:crypto';
+import { CARRIERS } from '../../telephony/carriers/index.js';
+import { callConnection, CallRefused, type CallGrant } from '../../telephony/call/call-connection.js';
+import type { TelephonyService } from '../../telephony/telephony-service.js';
+import { verifyTwilioSignature } from '../../telephony/twilio-signature.js';
+import { ApiError } from '../errors.js';
+import type { ApiRequest, ApiResult, DuplexPeer, RouteDef } from '../types.js';
+
+export interface CarrierRouteDeps {
+  telephony: TelephonyService;
+  /** The operator's Twilio auth token: when set, Twilio streams must carry a valid X-Twilio-Signature. */
+  twilioAuthToken: string;
+  /** The public base URL Twilio signs (e.g. wss://kuma.example.com); the request's Host is used when empty. */
+  publicUrl: string;
+}
+
+export function carrierRoutes(deps: CarrierRouteDeps): RouteDef[] {
+  const routes: RouteDef[] = Object.keys(CARRIERS).map((carrier) => ({
+    method: 'GET' as const,
+    path: `/${carrier}`,
+    surface: 'telephony' as const,
+    auth: false,
+    openapi: {
+      operationId: `openCallStream_${carrier}`,
+      summary: `${carrier} media stream (WebSocket): a phone call, authorised by a call token`,
+      description: 'Upgrade to a WebSocket. Give the call token as `?token=` or as the `token` custom parameter of the start message. A plain HTTP request is answered 426.',
+      tags: ['Telephony'],
+      responses: { 101: { description: 'Switching protocols: the carrier streams the call' } },
+      errors: [401, 426],
+    },
+    handler: (req: ApiRequest) => openStream(deps, carrier, req),
+  }));
+  return routes;
+}
+
+async function openStream(deps: CarrierRouteDeps, carrier: string, req: ApiRequest): Promise<ApiResult> {
+  if (carrier === 'twilio' && deps.twilioAuthToken) checkTwilioSignature(deps, req);
+  const token = req.query.get('token');
+  let preGrant: CallGrant | null = null;
+  if (token) {
+    try {
+      preGrant = await deps.telephony.authorize(token, null);
+    } catch (err) {
+      if (err instanceof CallRefused) throw new ApiError('invalid_api_key', err.message);
+      throw err;
+    }
+  }
+  const callId = `call_${randomBytes(12).toString('hex')}`;
+  const adapter = CARRIERS[carrier]!();
+  return { kind: 'duplex', open: (peer: DuplexPeer) => callConnection(deps.telephony, adapter, callId, preGrant, peer) };
+}
+
+function checkTwilioSignature(deps: CarrierRouteDeps, req: ApiRequest): void {
+  const signature = req.headers['x-twilio-signature'];
+  const base = deps.publicUrl || `wss://${req.headers.host ?? ''}`;
+  const query = req.query.toString();
+  const url = `${base.replace(/\/$/, '')}${req.path}${query ? `?${query}` : ''}`;
+  if (!signature || !verifyTwilioSignature(deps.twilioAuthToken, signature, url)) {
+    throw new ApiError('invalid_api_key', 'The X-Twilio-Signature header is missing or does not match this stream URL.');
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * One carrier media stream, from its first frame to its close: frames are parsed by the carrier's adapter;
+ * nothing is processed until the call is authenticated (the token from the stream URL, checked before the
+ * upgrade, or from the `start` frame's custom parameters); then a CallSession is opened with its app side
+ * (a ConversationRelay link or the transcription sink), and carrier events drive it.
+ *
+ * Closes (code, reason): 1008 `invalid_call_token` (no or bad token), 1008 `start_timeout` (no `start`
+ * within START_TIMEOUT_MS), 1008 `malformed_frame` (not this carrier's protocol; the reason names what), 1008
+ * `call_limit` (the account's concurrent calls), 1008 `insufficient_quota`, 1011 `app_unreachable` (the relay
+ * app could not be reached), 1000 when the call ends normally.
+ */
+import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
+import type { Logger } from '../../observability/logger.js';
+import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
+import type { CallApp, CallCarrier, CallIdentity, CallSession } from './call-session.js';
+import type { CallSettings } from './call-settings.js';
+
+/** A stream that has not sent `start` by then is closed. */
+export const START_TIMEOUT_MS = 10_000;
+
+/** Who the call is billed to and how it behaves, once its token checked out. */
+export interface CallGrant {
+  accountId: string;
+  keyId: string;
+  settings: CallSettings;
+}
+
+/** A refusal the connection turns into a close code and reason. */
+export class CallRefused extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CallRefused';
+  }
+}
+
+export interface CallOpener {
+  /** Checks a token (and the start's parameters) → the grant; throws CallRefused. */
+  authorize(token: string | null, start: CallStart): Promise<CallGrant>;
+  /** Creates the call session (throws CallRefused for a cap or an empty balance). */
+  createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession>;
+  /** Connects the app side (relay link, or the transcription sink); throws CallRefused when the app cannot be reached. */
+  connectApp(call: CallSession, grant: CallGrant): Promise<CallApp>;
+  /** The call's session place is given back (concurrent-call cap). */
+  released(grant: CallGrant): void;
+  logger: Logger;
+}
+
+export function callConnection(opener: CallOpener, adapter: CarrierAdapter, callId: string, preGrant: CallGrant | null, peer: DuplexPeer): DuplexHandler {
+  let call: CallSession | null = null;
+  let grant: CallGrant | null = preGrant;
+  let starting = false;
+  let closed = false;
+  const startTimer = setTimeout(() => close(1008, 'start_timeout', `No start message within ${START_TIMEOUT_MS / 1000} s.`), START_TIMEOUT_MS);
+  startTimer.unref();
+
+  const send = (frame: CarrierFrame | null): boolean => {
+    if (!frame || closed) return false;
+    return ('text' in frame ? peer.sendText(frame.text) : peer.sendBinary(frame.binary)) !== 'closed';
+  };
+  const carrier: CallCarrier = {
+    media: (bytes) => send(adapter.media(bytes)),
+    mark: (name) => send(adapter.mark(name)),
+    clear: () => void send(adapter.clear()),
+    hangup: (reason) => {
+      for (const frame of adapter.hangup()) send(frame);
+      close(reason === 'insufficient_quota' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
+    },
+  };
+
+  function close(code: number, reason: string, message: string): void {
+    if (closed) return;
+    closed = true;
+    clearTimeout(startTimer);
+    opener.logger.info({ requestId: callId, carrier: adapter.carrier, code, reason, message }, 'call stream closed');
+    peer.close(code, reason);
+    void call?.end(reason === 'start_timeout' ? 'error' : reason);
+  }
+
+  async function begin(start: CallStart): Promise<void> {
+    starting = true;
+    clearTimeout(startTimer);
+    try {
+      grant ??= await opener.authorize(start.customParameters.token ?? null, start);
+      if (closed) return;
+      call = await opener.createCall(grant, { callId, carrier: adapter.carrier }, start, carrier, adapter);
+      const releaseGrant = grant;
+      peer.signal.addEventListener('abort', () => opener.released(releaseGrant), { once: true });
+      if (closed) return void call.end('caller_hangup');
+      const app = await opener.connectApp(call, grant);
+      if (closed) return;
+      call.open(app);
+    } catch (err) {
+      if (err instanceof CallRefused) return close(err.code, err.reason, err.message);
+      opener.logger.error({ requestId: callId, err: (err as Error).message }, 'call failed to start');
+      close(1011, 'server_error', 'The call could not be started.');
+    }
+  }
+
+  function handle(event: CarrierInbound): void {
+    switch (event.type) {
+      case 'start':
+        if (starting) return close(1008, 'malformed_frame', 'A second start message on one stream.');
+        void begin(event.start);
+        return;
+      case 'media':
+        // Audio before the call is authenticated and open is not processed (and not kept).
+        if (call && !call.ended) call.media(event.audio);
+        return;
+      case 'dtmf':
+        call?.dtmf(event.digit);
+        return;
+      case 'mark':
+        call?.mark(event.name);
+        return;
+      case 'stop':
+        closed = true;
+        clearTimeout(startTimer);
+        void call?.end('caller_hangup');
+        peer.close(1000, 'stop');
+        return;
+      default:
+        return;
+    }
+  }
+
+  const onFrame = (parse: () => CarrierInbound[]): void => {
+    if (closed) return;
+    let events: CarrierInbound[];
+    try {
+      events = parse();
+    } catch (err) {
+      if (err instanceof CarrierFrameError) return close(1008, 'malformed_frame', err.message);
+      throw err;
+    }
+    for (const event of events) handle(event);
+  };
+
+  return {
+    onText: (text) => onFrame(() => adapter.parseText(text)),
+    onBinary: (bytes) => onFrame(() => adapter.parseBinary(bytes)),
+    onClose() {
+      clearTimeout(startTimer);
+      closed = true;
+      void call?.end('caller_hangup');
+    },
+    onShutdown() {
+      void call?.end('shutdown');
+    },
+  };
+}

@@ -1,0 +1,319 @@
+/**
+ * The call's voice: Bambara text in (the app's reply tokens, a greeting), paced carrier frames out.
+ *
+ * Text is spoken in talk cycles (a greeting, or an app reply up to its `last` token), one after another. A
+ * cycle is a phrase splitter and a phrase speaker (pipeline/) encoding straight to the phone leg's format, cut
+ * into whole 20 ms frames and handed to the call's paced stream (frame-pacer.ts). After each phrase a marker
+ * goes out with the frames: it sends the carrier a `mark` (when the carrier has marks) and records what has
+ * been sent. Synthesis runs ahead of the pacer by at most MAX_QUEUED_FRAMES, so an interrupted reply has not
+ * cost synthesis of what nobody will hear.
+ *
+ * What was heard: the carrier echoes marks as the audio before them plays; between marks, the frames sent
+ * (less the pacer's lead) estimate it. An interruption reports the cycle's text up to the last whole word
+ * whose audio began before that point, and how long the cycle had played.
+ *
+ * Billing: one hold per cycle, grown by each phrase's price before it is queued; settled to the characters of
+ * the phrases whose frames were all sent to the carrier (the speech socket's rule). Phrases cut by an
+ * interruption are not charged.
+ */
+import { InsufficientQuotaError } from '../../billing/errors.js';
+import type { ChargeContext, Ledger, Reservation } from '../../billing/ledger.js';
+import type { SpeechFormat } from '../../codecs/types.js';
+import type { Logger } from '../../observability/logger.js';
+import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../pipeline/phrase-speaker.js';
+import { createEncoder } from '../../codecs/encoders/index.js';
+import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
+import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
+import { FRAME_MS, type PacedStream } from './frame-pacer.js';
+
+/** Frames queued ahead of the pacer before synthesis waits (2 s of audio). */
+const MAX_QUEUED_FRAMES = 100;
+/** Frames the pacer sends ahead of real time (its lead): sent, but not yet heard. */
+const LEAD_FRAMES = 2;
+
+export interface VoiceSetup {
+  model: string;
+  engine: PhraseEngine;
+  voice: Voice;
+  speakable: ReadonlySet<string> | null;
+  /** The phone leg's format as a speech format (ulaw, alaw, l16_8000, l16_16000). */
+  format: SpeechFormat;
+  /** Bytes of one 20 ms frame. */
+  frameBytes: number;
+  /** The byte that is silence in this format (padding of a cycle's last frame). */
+  silenceByte: number;
+  ledger: Ledger;
+  charge: ChargeContext;
+  logger: Logger;
+}
+
+export interface VoiceOutput {
+  paced: PacedStream;
+  /** Sends a carrier mark; false when the carrier has no marks. */
+  mark(name: string): boolean;
+  /** Tells the carrier to drop the audio it holds. */
+  clear(): void;
+  /** The balance cannot pay for more speech: the call should end. */
+  quotaExhausted(message: string): void;
+  /** A cycle's audio has all been sent (or it was cut): for the call record. */
+  cycleDone(characters: number): void;
+}
+
+export interface Interruption {
+  utteranceUntilInterrupt: string;
+  durationUntilInterruptMs: number;
+}
+
+class TalkCycle {
+  readonly splitter = new TextPhraseSplitter();
+  readonly stop = new AbortController();
+  readonly speaker: PhraseSpeaker;
+  /** Where the cycle's audio comes from: its speaker, or (play, DTMF) audio encoded as it is. */
+  source: AsyncIterable<SpokenAudio>;
+  reservation: Reservation | null = null;
+  held = 0;
+  sent = 0; // characters of phrases whose frames were all sent
+  ended = false; // no more text will come
+  done = false;
+  /** The cycle's text, character by character, with when its audio begins on the cycle's clock (ms). */
+  readonly chars: Array<{ char: string; startMs: number }> = [];
+  firstFrame = -1; // index in the stream's frame count of the cycle's first frame
+  frames = 0;
+  confirmedMs = 0; // played, as confirmed by the carrier's mark echoes
+  private remainder = new Uint8Array(0);
+  finished: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly id: number,
+    setup: VoiceSetup,
+    readonly interruptible: boolean,
+  ) {
+    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal });
+    this.source = this.speaker;
+  }
+
+  /** Whole frames of `bytes` (with what was left over before); the rest waits for more. */
+  frameOut(bytes: Uint8Array, frameBytes: number): Uint8Array[] {
+    const all = this.remainder.length ? concat(this.remainder, bytes) : bytes;
+    const frames: Uint8Array[] = [];
+    let offset = 0;
+    for (; offset + frameBytes <= all.length; offset += frameBytes) frames.push(all.slice(offset, offset + frameBytes));
+    this.remainder = all.slice(offset);
+    return frames;
+  }
+
+  /** The last partial frame, padded with silence to a whole one. */
+  lastFrame(frameBytes: number, silence: number): Uint8Array | null {
+    if (!this.remainder.length) return null;
+    const frame = new Uint8Array(frameBytes).fill(silence);
+    frame.set(this.remainder);
+    this.remainder = new Uint8Array(0);
+    return frame;
+  }
+
+  addAlignments(alignments: PhraseAlignment[]): void {
+    for (const a of alignments) a.text.chars.forEach((char, i) => this.chars.push({ char, startMs: a.text.charStartTimesMs[i]! }));
+  }
+
+  /** The text whose audio began before `ms`, cut back to the last whole word unless everything was heard. */
+  heardText(ms: number): string {
+    const heard = this.chars.filter((c) => c.startMs < ms).map((c) => c.char).join('');
+    const all = this.chars.map((c) => c.char).join('');
+    if (heard.length === all.length) return all.trim();
+    const cut = heard.search(/\s\S*$/);
+    return (cut >= 0 ? heard.slice(0, cut) : '').trim();
+  }
+}
+
+export class CallVoice {
+  private cycles: TalkCycle[] = [];
+  private nextId = 0;
+  private framesQueued = 0;
+  private readonly marks = new Map<string, { cycle: TalkCycle; ms: number }>();
+  private closed = false;
+
+  constructor(
+    private readonly setup: VoiceSetup,
+    private readonly out: VoiceOutput,
+  ) {}
+
+  /** Adds Bambara text to the current talk cycle (a new one when none is open); `last` ends the cycle. */
+  async say(text: string, last: boolean, interruptible: boolean): Promise<void> {
+    if (this.closed) return;
+    let cycle = this.cycles.find((c) => !c.ended && !c.done);
+    if (!cycle) {
+      cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
+      this.cycles.push(cycle);
+      cycle.finished = this.play(cycle);
+    }
+    await this.queue(cycle, cycle.splitter.push(text));
+    if (last) {
+      await this.queue(cycle, cycle.splitter.flush());
+      cycle.ended = true;
+      cycle.speaker.end();
+    }
+  }
+
+  /**
+   * Plays audio that is not speech of text (a `play` file, DTMF tones) as a cycle of its own, after the ones
+   * queued: `samples` at `sampleRate`, encoded to the phone leg's format, `loop` times (0 = until interrupted
+   * or the call ends).
+   */
+  playAudio(samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): void {
+    if (this.closed) return;
+    const cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
+    cycle.ended = true;
+    cycle.speaker.end();
+    cycle.source = encoded(this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
+    this.cycles.push(cycle);
+    cycle.finished = this.play(cycle);
+  }
+
+  /** True while a cycle's audio is being made or played: caller speech now is a barge-in. */
+  get speaking(): boolean {
+    return this.cycles.some((c) => !c.done) || !this.out.paced.idle;
+  }
+
+  /** Whether the audio being played may be interrupted (the first cycle not yet done decides). */
+  get interruptible(): boolean {
+    return this.cycles.find((c) => !c.done)?.interruptible ?? true;
+  }
+
+  /** The carrier echoed a mark: the audio before it has been heard. */
+  onMark(name: string): void {
+    const mark = this.marks.get(name);
+    if (!mark) return;
+    this.marks.delete(name);
+    mark.cycle.confirmedMs = Math.max(mark.cycle.confirmedMs, mark.ms);
+  }
+
+  /**
+   * Barge-in: stops every cycle, drops the queued frames here and at the carrier, and reports what the
+   * caller heard of the cycle that was playing (null when nothing was).
+   */
+  interrupt(): Interruption | null {
+    const playing = this.cycles.find((c) => !c.done && c.firstFrame >= 0) ?? null;
+    let report: Interruption | null = null;
+    if (playing) {
+      const sentFrames = Math.min(this.out.paced.framesSent - playing.firstFrame, playing.frames);
+      const heardMs = Math.max(playing.confirmedMs, (sentFrames - LEAD_FRAMES) * FRAME_MS, 0);
+      report = { utteranceUntilInterrupt: playing.heardText(heardMs), durationUntilInterruptMs: heardMs };
+    }
+    for (const cycle of this.cycles) cycle.stop.abort();
+    this.cycles = [];
+    this.marks.clear();
+    this.out.paced.clear();
+    // The dropped frames were never sent: the count of queued frames goes back to what was sent.
+    this.framesQueued = this.out.paced.framesSent;
+    this.out.clear();
+    return report;
+  }
+
+  /** Ends every cycle now (the call is over); each settles what it sent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = this.cycles.map((c) => c.finished);
+    for (const cycle of this.cycles) cycle.stop.abort();
+    await Promise.all(pending);
+  }
+
+  /** Holds each phrase's price, then queues it; on an empty balance the cycle stops and the call is told. */
+  private async queue(cycle: TalkCycle, chunks: TextChunk[]): Promise<void> {
+    const { ledger, charge } = this.setup;
+    for (const chunk of chunks) {
+      if (cycle.stop.signal.aborted) return;
+      try {
+        cycle.reservation ??= await ledger.reserve(charge, 0);
+        await cycle.reservation.growTo(ledger.costOf(cycle.held + chunk.characters, ledger.priceOf('character', 'speech')));
+      } catch (err) {
+        if (!(err instanceof InsufficientQuotaError)) throw err;
+        cycle.ended = true;
+        cycle.speaker.end();
+        this.out.quotaExhausted(err.message);
+        return;
+      }
+      cycle.held += chunk.characters;
+      cycle.speaker.say(chunk);
+    }
+  }
+
+  /** Moves one cycle's audio to the pacer (after the cycles before it), then settles its bill. */
+  private async play(cycle: TalkCycle): Promise<void> {
+    const before = this.cycles.slice(0, -1).map((c) => c.finished);
+    await Promise.all(before);
+    const { frameBytes, silenceByte } = this.setup;
+    const paced = this.out.paced;
+    let markCount = 0;
+    try {
+      for await (const item of cycle.source) {
+        if (cycle.stop.signal.aborted) break;
+        cycle.addAlignments(item.alignments);
+        for (const frame of cycle.frameOut(item.bytes, frameBytes)) this.queueFrame(cycle, frame);
+        if (item.charactersComplete > cycle.sent) {
+          const characters = item.charactersComplete;
+          const name = `kuma-${cycle.id}-${markCount++}`;
+          const ms = cycle.frames * FRAME_MS;
+          paced.marker(() => {
+            cycle.sent = Math.max(cycle.sent, characters);
+            if (this.out.mark(name)) this.marks.set(name, { cycle, ms });
+          });
+        }
+        while (paced.queuedFrames > MAX_QUEUED_FRAMES && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
+      }
+      const last = cycle.stop.signal.aborted ? null : cycle.lastFrame(frameBytes, silenceByte);
+      if (last) this.queueFrame(cycle, last);
+      // The cycle is done once its frames are out (or it was cut).
+      while (!paced.idle && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
+    } catch (err) {
+      if (!cycle.stop.signal.aborted) this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'call voice failed');
+    } finally {
+      cycle.done = true;
+      cycle.stop.abort();
+      await this.settle(cycle);
+      this.cycles = this.cycles.filter((c) => c !== cycle);
+      this.out.cycleDone(cycle.sent);
+    }
+  }
+
+  private queueFrame(cycle: TalkCycle, frame: Uint8Array): void {
+    if (cycle.firstFrame < 0) cycle.firstFrame = this.framesQueued;
+    cycle.frames++;
+    this.framesQueued++;
+    this.out.paced.frame(frame);
+  }
+
+  private async settle(cycle: TalkCycle): Promise<void> {
+    const reservation = cycle.reservation;
+    if (!reservation) return;
+    try {
+      await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: cycle.sent }]);
+    } catch (err) {
+      this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
+    }
+  }
+}
+
+/** `samples` encoded in one-second slices, `loop` times (0: until `signal`). */
+async function* encoded(format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<SpokenAudio> {
+  const encoder = await createEncoder(format, { inputRate: sampleRate });
+  try {
+    for (let round = 0; (loop === 0 || round < loop) && !signal.aborted && samples.length; round++) {
+      for (let offset = 0; offset < samples.length && !signal.aborted; offset += sampleRate) {
+        const bytes = await encoder.push(samples.subarray(offset, offset + sampleRate));
+        yield { bytes, alignments: [], charactersComplete: 0 };
+      }
+    }
+    yield { bytes: await encoder.flush(), alignments: [], charactersComplete: 0 };
+  } finally {
+    encoder.close();
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

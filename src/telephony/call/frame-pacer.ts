@@ -1,0 +1,176 @@
+/**
+ * Sends every call's outbound audio at real-time pace, 20 ms frame by 20 ms frame, from ONE timer for all
+ * calls. Carriers play what they receive into a jitter buffer; audio sent faster than real time piles up
+ * there, where a barge-in `clear` is the only way to drop it and where Kuma cannot know what has been heard.
+ * Paced frames keep the carrier's buffer short (barge-in stops the voice within a frame or two) and make "what
+ * was played" a matter of counting frames.
+ *
+ * The timer is scheduled on absolute time (tick n is due at t0 + n × 20 ms), so lateness does not accumulate:
+ * a late tick sends every frame that is due by then, each stream catching up to its own clock. A stream's
+ * clock starts when its first frame is queued after a silence (a `PacedStream` that ran dry restarts there),
+ * with `leadFrames` sent at once so the carrier's buffer never runs empty on a late tick.
+ *
+ * Lateness is measured per frame (actual send time − due time) for the jitter histogram.
+ */
+
+export const FRAME_MS = 20;
+
+/** What a paced stream hands out: audio frames, or markers to send right after the frame before them. */
+export type PacedItem = { kind: 'frame'; bytes: Uint8Array } | { kind: 'marker'; send(): void };
+
+export interface PacerObserver {
+  /** A frame went out this many ms after it was due (0 when on time). */
+  frameLateness(ms: number): void;
+}
+
+export class PacedStream {
+  private readonly items: PacedItem[] = [];
+  private head = 0;
+  /** Due time (performance.now()) of the next frame; NaN while the stream is idle. */
+  nextDue = Number.NaN;
+  framesSent = 0;
+  private closed = false;
+
+  constructor(
+    private readonly pacer: FramePacer,
+    private readonly sendFrame: (bytes: Uint8Array) => boolean,
+  ) {}
+
+  /** Queues one frame (exactly 20 ms of audio, except a playback's last). */
+  frame(bytes: Uint8Array): void {
+    if (this.closed) return;
+    this.items.push({ kind: 'frame', bytes });
+    this.pacer.wake(this);
+  }
+
+  /** Queues a marker: `send` runs once every frame queued before it has been sent. */
+  marker(send: () => void): void {
+    if (this.closed) return;
+    this.items.push({ kind: 'marker', send });
+    this.pacer.wake(this);
+  }
+
+  /** Frames queued and not yet sent. */
+  get queuedFrames(): number {
+    let n = 0;
+    for (let i = this.head; i < this.items.length; i++) if (this.items[i]!.kind === 'frame') n++;
+    return n;
+  }
+
+  get idle(): boolean {
+    return this.head >= this.items.length;
+  }
+
+  /** Drops everything queued (barge-in); returns how many frames were dropped. */
+  clear(): number {
+    const dropped = this.queuedFrames;
+    this.items.length = 0;
+    this.head = 0;
+    this.nextDue = Number.NaN;
+    return dropped;
+  }
+
+  close(): void {
+    this.clear();
+    this.closed = true;
+    this.pacer.remove(this);
+  }
+
+  /** Sends what is due at `now`; returns false when the stream ran dry (it leaves the pacer's active set). */
+  service(now: number, observer: PacerObserver | undefined): boolean {
+    while (this.head < this.items.length) {
+      const item = this.items[this.head]!;
+      if (item.kind === 'marker') {
+        this.head++;
+        item.send();
+        continue;
+      }
+      if (now < this.nextDue) return true;
+      this.head++;
+      observer?.frameLateness(Math.max(0, now - this.nextDue));
+      this.nextDue += FRAME_MS;
+      this.framesSent++;
+      if (!this.sendFrame(item.bytes)) {
+        this.close();
+        return false;
+      }
+    }
+    // Dry: forget the sent items; the next frame starts a new clock.
+    this.items.length = 0;
+    this.head = 0;
+    this.nextDue = Number.NaN;
+    return false;
+  }
+
+  /** Starts the stream's clock: `lead` frames are due at once, the rest every 20 ms after. */
+  startClock(now: number, leadFrames: number): void {
+    this.nextDue = now - leadFrames * FRAME_MS;
+  }
+}
+
+export class FramePacer {
+  private readonly active = new Set<PacedStream>();
+  private timer: NodeJS.Timeout | null = null;
+  private origin = 0;
+  private tick = 0;
+
+  constructor(
+    /** Frames sent at once when a stream starts (its first audio after a silence): the carrier's cushion. */
+    private readonly leadFrames = 2,
+    private readonly observer?: PacerObserver,
+  ) {}
+
+  stream(sendFrame: (bytes: Uint8Array) => boolean): PacedStream {
+    return new PacedStream(this, sendFrame);
+  }
+
+  /** A stream has something new: start its clock if it was idle, and send what is due now. */
+  wake(stream: PacedStream): void {
+    const now = performance.now();
+    if (!this.timer) {
+      this.origin = now;
+      this.tick = 0;
+    }
+    // On the timer's grid: the stream's frames fall due exactly when a tick runs.
+    if (Number.isNaN(stream.nextDue)) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadFrames);
+    if (stream.service(now, this.observer)) this.active.add(stream);
+    else this.active.delete(stream);
+    if (!this.timer && this.active.size) this.schedule();
+  }
+
+  remove(stream: PacedStream): void {
+    this.active.delete(stream);
+  }
+
+  get activeStreams(): number {
+    return this.active.size;
+  }
+
+  private schedule(): void {
+    this.tick++;
+    const delay = Math.max(0, this.origin + this.tick * FRAME_MS - performance.now());
+    this.timer = setTimeout(() => this.run(), delay);
+  }
+
+  private run(): void {
+    const now = performance.now();
+    for (const stream of this.active) if (!stream.service(now, this.observer)) this.active.delete(stream);
+    if (!this.active.size) {
+      this.timer = null;
+      return;
+    }
+    // Far behind (a long pause of the event loop): re-anchor rather than firing a burst of catch-up ticks.
+    if (now - (this.origin + this.tick * FRAME_MS) > 5 * FRAME_MS) {
+      this.origin = now;
+      this.tick = 0;
+    }
+    this.schedule();
+  }
+
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const stream of this.active) stream.clear();
+    this.active.clear();
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Voice relay mode: the call's app side is a ConversationRelay application that Kuma dials (relay/
+ * relay-link.ts). Kuma sends what Twilio's ConversationRelay sends — `setup` first, then a `prompt` per final
+ * caller turn, `dtmf`, `interrupt` with what the caller heard — and acts on what the app answers: `text`
+ * tokens are spoken as they arrive, `language` switches languages, `sendDigits` plays DTMF tones, `play`
+ * plays an audio file, `end` ends the call (its handoffData is logged with the call).
+ *
+ * Bilingual bridge: with a French or English app, `prompt.voicePrompt` is the translation and
+ * `prompt.original` carries the caller's Bambara words; the app's replies are translated before they are
+ * spoken (call-session.ts).
+ */
+import type { Logger } from '../../observability/logger.js';
+import { RelayLink } from '../relay/relay-link.js';
+import { dtmfMessage, errorMessage, interruptMessage, promptMessage, setupMessage, type AppMessage } from '../relay/relay-messages.js';
+import type { CallApp, CallSession } from './call-session.js';
+import { appLanguageOf, LANGUAGE_TAGS } from './call-settings.js';
+
+export interface RelayBridgeOptions {
+  checkUrl(url: URL): Promise<void>;
+  logger: Logger;
+  /** Plays `play` sources and `sendDigits` tones on the call; absent: those messages are answered with an error. */
+  media?: {
+    play(call: CallSession, source: string, loop: number, interruptible: boolean | undefined): Promise<void>;
+    digits(call: CallSession, digits: string): Promise<void>;
+  };
+}
+
+/** Dials the app and sends `setup`; resolves with the app side of the call (rejects when the app cannot be reached). */
+export async function connectRelay(call: CallSession, url: string, options: RelayBridgeOptions, signal: AbortSignal): Promise<CallApp> {
+  const requestId = call.identity.callId;
+  const link = await RelayLink.connect(url, {
+    checkUrl: options.checkUrl,
+    signal,
+    onMessage: (message) => {
+      handle(message).catch((err: Error) => {
+        options.logger.warn({ requestId, err: err.message, type: message.type }, 'relay message failed');
+        link.send(errorMessage(`The ${message.type} message could not be carried out: ${err.message}`));
+      });
+    },
+    onInvalid: (error) => options.logger.info({ requestId, reason: error.message }, 'relay app sent an invalid message'),
+    onClose: (code, reason) => {
+      if (!call.ended) void call.end(code === 1000 ? 'app_disconnected' : 'app_disconnected');
+      options.logger.info({ requestId, code, reason }, 'relay link closed');
+    },
+  });
+
+  async function handle(message: AppMessage): Promise<void> {
+    switch (message.type) {
+      case 'text': {
+        const interruptible = message.interruptible === undefined ? undefined : message.interruptible !== 'none';
+        return call.say(message.token, message.last, interruptible === undefined ? {} : { interruptible });
+      }
+      case 'language':
+        return call.setLanguages({ tts: appLanguageOf(message.ttsLanguage) ?? undefined, transcription: appLanguageOf(message.transcriptionLanguage) ?? undefined });
+      case 'end':
+        options.logger.info({ requestId, handoffData: message.handoffData?.slice(0, 2000) }, 'relay app ended the call');
+        return call.end('app_ended');
+      case 'sendDigits':
+        if (!options.media) throw new Error('sendDigits is not available on this server');
+        return options.media.digits(call, message.digits);
+      case 'play':
+        if (!options.media) throw new Error('play is not available on this server');
+        return options.media.play(call, message.source, message.loop ?? 1, message.interruptible === undefined ? undefined : message.interruptible !== 'none');
+    }
+  }
+
+  const { start } = call;
+  link.send(
+    setupMessage({
+      sessionId: call.identity.callId,
+      callSid: start.callId,
+      from: start.from ?? '',
+      to: start.to ?? '',
+      direction: start.direction ?? 'inbound',
+      // The call token is Kuma's, not the app's.
+      customParameters: Object.fromEntries(Object.entries(start.customParameters).filter(([name]) => name !== 'token')),
+    }),
+  );
+
+  return {
+    interim() {
+      // ConversationRelay sends final prompts only (partial prompts are off by default).
+    },
+    final(turn) {
+      const lang = LANGUAGE_TAGS[turn.lang];
+      const original = turn.lang === 'bam' ? undefined : { lang: LANGUAGE_TAGS.bam, voicePrompt: turn.original };
+      link.send(promptMessage({ voicePrompt: turn.text, lang, last: true, ...(original ? { original } : {}) }));
+    },
+    dtmf(digit) {
+      link.send(dtmfMessage(digit));
+    },
+    interrupted(heard) {
+      link.send(interruptMessage(heard.utteranceUntilInterrupt, heard.durationUntilInterruptMs));
+    },
+    ended() {
+      link.close(1000, 'call ended');
+    },
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Everything the server's phone calls share: the frame pacer (one timer for every call's outbound audio),
+ * the webhook sender, the live-call hub for control sockets, the call-token secret, the outbound allow-list,
+ * the per-account call cap, and the models a call uses. It opens calls for the carrier connections
+ * (call/call-connection.ts `CallOpener`).
+ */
+import { InsufficientQuotaError } from '../billing/errors.js';
+import type { Ledger } from '../billing/ledger.js';
+import type { ModelEngine } from '../engines/runtime/model-engine.js';
+import { RateLimitedError } from '../limits/errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { VadService } from '../realtime/vad/contract.js';
+import type { Store } from '../store/store.js';
+import { SessionCap } from '../limits/session-cap.js';
+import type { CallStart, CarrierAdapter } from './carriers/contract.js';
+import { CallRefused, type CallGrant, type CallOpener } from './call/call-connection.js';
+import { CallEventHub } from './call/call-event-hub.js';
+import { CallSession, type CallApp, type CallCarrier, type CallIdentity } from './call/call-session.js';
+import type { CallSettings } from './call/call-settings.js';
+import { FramePacer, type PacerObserver } from './call/frame-pacer.js';
+import { connectRelay, type RelayBridgeOptions } from './call/relay-bridge.js';
+import { transcriptionSink, type EventSink } from './call/transcription-sink.js';
+import { checkCallTokenKey, verifyCallToken, type CallTokenClaims } from './call-token.js';
+import { CallTokenError } from './errors.js';
+import { checkOutbound, type OutboundPolicy } from './outbound-policy.js';
+
+export interface TelephonyModels {
+  asr: { id: string; engine: ModelEngine };
+  tts: { id: string; engine: ModelEngine };
+  mt: { id: string; engine: ModelEngine } | null;
+  vad: VadService | null;
+}
+
+export interface TelephonyDeps {
+  store: Store;
+  ledger: Ledger;
+  logger: Logger;
+  models: TelephonyModels;
+  webhooks: EventSink;
+  tokenSecret: string;
+  policy: OutboundPolicy;
+  maxCallsPerAccount: number;
+  maxBufferSeconds: number;
+  pacerObserver?: PacerObserver;
+  /** `play` and `sendDigits` for relay apps (absent: refused with an error to the app). */
+  media?: RelayBridgeOptions['media'];
+}
+
+export class TelephonyService implements CallOpener {
+  readonly pacer: FramePacer;
+  readonly hub = new CallEventHub();
+  private readonly cap: SessionCap;
+  private readonly releases = new Map<CallGrant, () => void>();
+  readonly logger: Logger;
+
+  constructor(private readonly deps: TelephonyDeps) {
+    this.pacer = new FramePacer(2, deps.pacerObserver);
+    this.cap = new SessionCap(deps.maxCallsPerAccount);
+    this.logger = deps.logger;
+  }
+
+  /** The allow-list check every outbound connection (relay, webhook, play) goes through. */
+  readonly checkUrl = async (url: URL): Promise<void> => {
+    await checkOutbound(url.toString(), this.deps.policy);
+  };
+
+  /** A token → the grant; used before the upgrade (`?token=`) and on `start` (custom parameters). */
+  async authorize(token: string | null, start: CallStart | null): Promise<CallGrant> {
+    if (!token) throw new CallRefused(1008, 'invalid_call_token', 'No call token: give ?token= on the stream URL or a "token" custom parameter (mint one with POST /telephony/v1/tokens).');
+    let claims: CallTokenClaims;
+    try {
+      claims = verifyCallToken(this.deps.tokenSecret, token);
+      await checkCallTokenKey(this.deps.store, claims);
+    } catch (err) {
+      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${err.message}`);
+      throw err;
+    }
+    const settings = settingsOf(claims);
+    const override = start?.customParameters.relay_url;
+    if (override && claims.allowRelayOverride) settings.relayUrl = override;
+    if (settings.mode === 'relay' && !settings.relayUrl) throw new CallRefused(1008, 'invalid_call_token', 'A relay call needs a relay URL: the token has none and the call gave no relay_url parameter.');
+    return { accountId: claims.accountId, keyId: claims.keyId, settings };
+  }
+
+  async createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession> {
+    try {
+      await this.deps.ledger.assertCanStart(grant.accountId);
+    } catch (err) {
+      if (err instanceof InsufficientQuotaError) throw new CallRefused(1008, 'insufficient_quota', 'The account has no balance left for calls.');
+      throw err;
+    }
+    try {
+      this.releases.set(grant, this.cap.acquire(grant.accountId));
+    } catch (err) {
+      if (err instanceof RateLimitedError) throw new CallRefused(1008, 'call_limit', `The account already has ${this.deps.maxCallsPerAccount} calls in progress.`);
+      throw err;
+    }
+    const { models } = this.deps;
+    const alphabet = models.tts.engine.info.alphabet;
+    return new CallSession(
+      {
+        store: this.deps.store,
+        ledger: this.deps.ledger,
+        logger: this.deps.logger,
+        pacer: this.pacer,
+        vad: models.vad,
+        asr: models.asr,
+        tts: { model: models.tts.id, engine: models.tts.engine, speakable: typeof alphabet === 'string' ? new Set(alphabet) : null },
+        mt: models.mt,
+        maxBufferSeconds: this.deps.maxBufferSeconds,
+      },
+      { ...identity, accountId: grant.accountId, keyId: grant.keyId },
+      start,
+      grant.settings,
+      carrier,
+      adapter.outboundFormat(start),
+      adapter.frameBytes(start),
+    );
+  }
+
+  async connectApp(call: CallSession, grant: CallGrant): Promise<CallApp> {
+    if (grant.settings.mode === 'transcription') return transcriptionSink(call, this.deps.webhooks, this.hub);
+    try {
+      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.checkUrl, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
+    } catch (err) {
+      void call.end('app_unreachable');
+      throw new CallRefused(1011, 'app_unreachable', `The relay application could not be reached: ${(err as Error).message}`);
+    }
+  }
+
+  released(grant: CallGrant): void {
+    this.releases.get(grant)?.();
+    this.releases.delete(grant);
+  }
+
+  close(): void {
+    this.pacer.close();
+  }
+}
+
+function settingsOf(claims: CallTokenClaims): CallSettings {
+  return {
+    mode: claims.mode,
+    relayUrl: claims.relayUrl ?? null,
+    transcriptionLanguage: claims.transcriptionLanguage,
+    ttsLanguage: claims.ttsLanguage,
+    welcomeGreeting: claims.welcomeGreeting ?? null,
+    welcomeGreetingInterruptible: claims.interruptible !== 'none',
+    interruptible: claims.interruptible,
+  };
+}
