@@ -132,7 +132,7 @@ describe('WebhookSender', () => {
           for (const call of calls) {
             const seen = r.received.filter((x) => x.event.call_id === call.id);
             // Deduped by event id, in first-arrival order: exactly what was sent, in send order.
-            const firstArrivals = [...new Map(seen.map((x) => [x.event.id, x.event.data.digit])).values()];
+            const firstArrivals = [...new Map(seen.map((x) => [x.event.id, (x.event.data as { digit: string }).digit])).values()];
             expect(firstArrivals).toEqual(call.sent);
             // A repeat only follows a failed (or lost) attempt of the same event, never a 200.
             seen.forEach((x, i) => {
