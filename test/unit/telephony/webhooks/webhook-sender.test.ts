@@ -103,6 +103,27 @@ describe('WebhookSender', () => {
     expect(await count('kuma_webhook_events_delivered_total')).toBe(3);
   });
 
+  it('retries an attempt that gets no answer within the timeout, and gives up after the last attempt', async () => {
+    let answered = 0;
+    const r = await receiver((req) => {
+      if (req.event.type === 'call.started' && answered++ === 0) return new Promise<Answer>(() => undefined); // first attempt hangs
+      return req.event.type === 'dtmf' ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 };
+    });
+    const { accountId } = await accountWithWebhook(r.url);
+    const { sender, count } = newSender({ ...FAST, attemptTimeoutMs: 1_500, retry: { ...FAST.retry, maxAttempts: 3 } });
+    sender.send(accountId, 'call_t', started);
+    sender.send(accountId, 'call_t', dtmf('1'));
+    sender.send(accountId, 'call_t', ended);
+    expect(await sender.close(10_000)).toEqual({ abandoned: 0 });
+    // (On a very loaded machine another attempt may time out too; the dtmf still gets exactly its 3 attempts.)
+    const types = r.received.map((x) => x.event.type);
+    expect(types.filter((t) => t === 'call.started').length).toBeGreaterThanOrEqual(2);
+    expect(types.slice(types.lastIndexOf('call.started') + 1)).toEqual(['dtmf', 'dtmf', 'dtmf', 'call.ended']);
+    expect(await count('kuma_webhook_events_given_up_total', { reason: 'attempts_exhausted' })).toBe(1);
+    expect(await count('kuma_webhook_events_delivered_total')).toBe(2);
+    expect(logs.find((l) => l.includes('attempts_exhausted'))).toContain('status 503');
+  });
+
   it('keeps each call\'s events in send order under any failure script, with no repeat after a success', async () => {
     const answers: Answer[] = [{ status: 200 }, { status: 500 }, { status: 503 }, { status: 429 }, { status: 408 }, 'drop'];
     const r = await receiver();
