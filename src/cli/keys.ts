@@ -1,6 +1,7 @@
 /**
  * Key administration from the command line: `npm run keys -- <command>`. Creates accounts and keys,
- * lists them, adds credit, revokes keys and shows recent usage, on the database named by KUMA_DB_PATH.
+ * lists them, adds credit, revokes keys, shows recent usage and phone calls, and sets account webhooks, on the
+ * database named by KUMA_DB_PATH.
  * The logic is `runKeysCommand`, which writes through output functions so tests need not spawn a process.
  */
 import { parseArgs } from 'node:util';
@@ -12,6 +13,8 @@ import type { Store } from '../store/store.js';
 import { isEntryPoint } from './entry-point.js';
 import { UsageError } from './usage-error.js';
 import { LIMITS_HELP, limitsCommand } from './keys-limits.js';
+import { WEBHOOK_HELP, webhookCommand } from './keys-webhooks.js';
+import { callLines } from './keys-calls.js';
 import { limitDefaultsOf, type LimitDefaults } from '../limits/limits.js';
 
 export type Output = (line: string) => void;
@@ -28,8 +31,9 @@ Commands:
   list                        Accounts with their balances, and their keys (never the keys themselves)
   credit ACCOUNT_ID UNITS     Add UNITS to the balance (negative to remove, e.g. -2.5)
   revoke KEY_ID               Revoke a key; requests using it are refused from now on
-  usage [ACCOUNT_ID]          The last ${USAGE_ROWS_SHOWN} usage records, for one account or all
+  usage [ACCOUNT_ID]          The last ${USAGE_ROWS_SHOWN} usage records and phone calls, for one account or all
 ${LIMITS_HELP}
+${WEBHOOK_HELP}
   help                        This text
 
 Amounts are in units (1 unit = ${MICROS_PER_UNIT.toLocaleString('en-US')} micros), with up to 6 decimals.
@@ -146,15 +150,16 @@ async function usageCommand(args: string[], store: Store, out: Output): Promise<
   const { positionals } = parse(args, {}, ['ACCOUNT_ID'], 0);
   const accountId = positionals[0];
   if (accountId !== undefined && !(await store.getAccount(accountId))) throw new UsageError(`No account with id ${accountId}`);
-  const rows = (await store.listUsage(accountId === undefined ? {} : { accountId })).slice(-USAGE_ROWS_SHOWN);
-  if (rows.length === 0) {
-    out('No usage recorded yet.');
-    return;
-  }
+  const filter = accountId === undefined ? {} : { accountId };
+  const rows = (await store.listUsage(filter)).slice(-USAGE_ROWS_SHOWN);
+  if (rows.length === 0) out('No usage recorded yet.');
   for (const r of rows) {
     out(`${r.createdAt}  ${r.requestId}  ${r.accountId}  ${r.keyId}  ${r.model}  ${r.quantity} ${r.unit}` +
       ` × ${r.unitPriceMicros} micros = ${formatUnits(r.costMicros)}`);
   }
+  const calls = callLines(await store.listCalls(filter), formatUnits);
+  if (calls.length > 0) out('');
+  for (const line of calls) out(line);
 }
 
 export interface KeysCommandOptions {
@@ -169,6 +174,7 @@ const COMMANDS: Record<string, (args: string[], store: Store, out: Output, optio
   revoke: revokeCommand,
   usage: usageCommand,
   limits: (args, store, out, options) => limitsCommand(args, store, out, options.limitDefaults),
+  webhook: (args, store, out) => webhookCommand(args, store, out),
 };
 
 /** Runs one command; returns the process exit code. Bad input goes to `err` with a hint, exit code 1. */

@@ -104,6 +104,9 @@ export const ConfigSchema = z.object({
   /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
+  /** Telephony webhooks: one delivery attempt's limit, and attempts per event (README "Telephony call events"). */
+  webhookTimeoutMs: z.coerce.number().int().min(100).default(5_000),
+  webhookMaxAttempts: z.coerce.number().int().min(1).max(20).default(6),
 }).refine((c) => Boolean(c.tlsCert) === Boolean(c.tlsKey), { message: 'KUMA_TLS_CERT and KUMA_TLS_KEY must be set together', path: ['tlsCert'] });
 
 export type Config = Readonly<z.infer<typeof ConfigSchema>>;
@@ -155,6 +158,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_VAD_RATE: 'vadRate',
   KUMA_TLS_CERT: 'tlsCert',
   KUMA_TLS_KEY: 'tlsKey',
+  KUMA_WEBHOOK_TIMEOUT_MS: 'webhookTimeoutMs',
+  KUMA_WEBHOOK_MAX_ATTEMPTS: 'webhookMaxAttempts',
 };
 
 const PRICE_ENV_NAMES: Record<string, keyof z.input<typeof PriceTableSchema>> = {
