@@ -61,6 +61,7 @@ export class RelayLink {
   /** Events that came before `connect` resolved, delivered once the caller holds the link (see connect). */
   private held: Array<() => void> | null = [];
   private handlerError: unknown;
+  private socketError: Error | undefined;
   private closeDelivered = false;
   private readonly onAbort = () => this.close(RELAY_CLOSE.goingAway, 'call ended');
 
@@ -72,8 +73,17 @@ export class RelayLink {
     ws.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
     ws.on('pong', () => (this.awaitingPong = false));
     // 'error' precedes 'close'; without a listener ws would throw it at the process.
-    ws.on('error', () => {});
-    ws.on('close', (code, reason) => this.finish(code, reason.toString('utf8')));
+    ws.on('error', (error) => (this.socketError ??= error));
+    ws.on('close', (code, reason) => this.finish(...this.describeClose(code, reason.toString('utf8'))));
+  }
+
+  /** ws reports a connection it dropped itself (oversized or broken frames) as 1006; say what happened. */
+  private describeClose(code: number, reason: string): [number, string] {
+    if (code !== 1006 || this.socketError === undefined) return [code, reason];
+    if ((this.socketError as { code?: string }).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
+      return [1009, `the relay application sent a message over ${this.options.maxMessageBytes ?? RELAY_LINK_DEFAULTS.maxMessageBytes} bytes`];
+    }
+    return [code, `the relay connection failed: ${this.socketError.message}`];
   }
 
   /** Checks the URL, dials, and resolves once the upgrade completed; rejects with a RelayLinkError. */
