@@ -5,6 +5,12 @@
  * messages (a malformed one is answered with `error` and the link goes on, as Twilio does), bounds what
  * waits in the socket toward an app that stops reading, and pings the app to notice a dead peer. It never
  * throws once open: `send` answers false when the link is gone, and the end is reported once, by `onClose`.
+ *
+ *   const link = await RelayLink.connect(relayUrl, { checkUrl, signal, onMessage, onInvalid, onClose });
+ *   link.send(setupMessage({ sessionId, callSid, from, to, direction, customParameters }));  // first, always
+ *
+ * Events reach the handlers only after `connect` has resolved (a message the app sent at once is held till
+ * then), so the caller always holds `link` when its handlers run.
  */
 import WebSocket from 'ws';
 import { RelayLinkError, RelayMessageError } from './relay-errors.js';
