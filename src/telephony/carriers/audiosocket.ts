@@ -57,7 +57,7 @@ export class AudioSocketAdapter implements CarrierAdapter {
         if (data.length - at < HEADER_BYTES + length) break;
         const kind = data[at]!;
         // A copy: the caller may reuse its read buffer, and the core keeps audio past this call.
-        const payload = Uint8Array.prototype.slice.call(data, at + HEADER_BYTES, at + HEADER_BYTES + length);
+        const payload = new Uint8Array(data.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length));
         const event = this.frame(kind, payload);
         if (event) events.push(event);
         at += HEADER_BYTES + length;
