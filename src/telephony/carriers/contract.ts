@@ -39,10 +39,13 @@ export type CarrierInbound =
   | { type: 'dtmf'; digit: string }
   /** The carrier has played our audio up to the mark of this name. */
   | { type: 'mark'; name: string }
-  /** The stream (call) ended. */
-  | { type: 'stop' }
-  /** A well-formed frame this adapter knows and ignores (e.g. a carrier's keep-alive or an inbound-track echo). */
-  | { type: 'ignored' };
+  /** The stream (call) ended; `reason` when the carrier said why (AudioSocket error code, Exotel stop reason). */
+  | { type: 'stop'; reason?: string }
+  /**
+   * A well-formed frame this adapter knows and ignores (e.g. a carrier's keep-alive, an outbound-track echo, an
+   * acknowledgement of our clear); `detail` names it, and carries a carrier-reported error worth logging.
+   */
+  | { type: 'ignored'; detail?: string };
 
 /** One frame to send to the carrier: a text frame (JSON) or a binary frame. */
 export type CarrierFrame = { text: string } | { binary: Uint8Array };
@@ -68,7 +71,11 @@ export interface CarrierAdapter {
   parseBinary(bytes: Uint8Array): CarrierInbound[];
   /** The format Kuma must send audio in, once the call has started. */
   outboundFormat(start: CallStart): CallAudioFormat;
-  /** Audio bytes per outbound frame: 20 ms of the outbound format (160 for G.711 8 kHz, 640 for L16 16 kHz). */
+  /**
+   * Audio bytes per outbound frame: 20 ms of the outbound format (160 for G.711 8 kHz, 640 for L16 16 kHz),
+   * except where the carrier documents another size (Exotel: 100 ms chunks). Pace by the bytes' duration
+   * (bytes ÷ bytes per second of `outboundFormat`), not by an assumed 20 ms.
+   */
   frameBytes(start: CallStart): number;
   /** One paced frame of outbound audio (exactly frameBytes, except possibly the last of a playback). */
   media(audio: Uint8Array): CarrierFrame;
