@@ -9,13 +9,14 @@ import type { Ledger } from '../billing/ledger.js';
 import type { ModelEngine } from '../engines/runtime/model-engine.js';
 import { RateLimitedError } from '../limits/errors.js';
 import type { Logger } from '../observability/logger.js';
+import type { TelephonyMetrics } from '../observability/telephony-metrics.js';
 import type { VadService } from '../realtime/vad/contract.js';
 import type { Store } from '../store/store.js';
 import { SessionCap } from '../limits/session-cap.js';
 import type { CallStart, CarrierAdapter } from './carriers/contract.js';
 import { CallRefused, type CallGrant, type CallOpener } from './call/call-connection.js';
 import { CallEventHub } from './call/call-event-hub.js';
-import { CallSession, type CallApp, type CallCarrier, type CallIdentity } from './call/call-session.js';
+import { CallSession, type CallApp, type CallCarrier, type CallIdentity, type CallObserver } from './call/call-session.js';
 import type { CallSettings } from './call/call-settings.js';
 import { FramePacer, type PacerObserver } from './call/frame-pacer.js';
 import { connectRelay, type RelayBridgeOptions } from './call/relay-bridge.js';
@@ -42,6 +43,7 @@ export interface TelephonyDeps {
   maxCallsPerAccount: number;
   maxBufferSeconds: number;
   pacerObserver?: PacerObserver;
+  metrics?: TelephonyMetrics;
   /** `play` and `sendDigits` for relay apps (absent: refused with an error to the app). */
   media?: RelayBridgeOptions['media'];
 }
@@ -72,7 +74,7 @@ export class TelephonyService implements CallOpener {
       claims = verifyCallToken(this.deps.tokenSecret, token);
       await checkCallTokenKey(this.deps.store, claims);
     } catch (err) {
-      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${err.message}`);
+      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${(err as Error).message}`);
       throw err;
     }
     const settings = settingsOf(claims);
@@ -108,6 +110,7 @@ export class TelephonyService implements CallOpener {
         tts: { model: models.tts.id, engine: models.tts.engine, speakable: typeof alphabet === 'string' ? new Set(alphabet) : null },
         mt: models.mt,
         maxBufferSeconds: this.deps.maxBufferSeconds,
+        ...(this.deps.metrics ? { observer: observerOf(this.deps.metrics, identity.carrier) } : {}),
       },
       { ...identity, accountId: grant.accountId, keyId: grant.keyId },
       start,
@@ -136,6 +139,18 @@ export class TelephonyService implements CallOpener {
   close(): void {
     this.pacer.close();
   }
+}
+
+function observerOf(metrics: TelephonyMetrics, carrier: string): CallObserver {
+  metrics.calls.inc({ carrier });
+  return {
+    bargeIn: () => metrics.bargeIns.inc(),
+    replyLatency: (seconds) => metrics.replyLatency.observe(seconds),
+    ended: (reason) => {
+      metrics.calls.dec({ carrier });
+      metrics.callsEnded.inc({ carrier, reason });
+    },
+  };
 }
 
 function settingsOf(claims: CallTokenClaims): CallSettings {

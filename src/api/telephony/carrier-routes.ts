@@ -8,7 +8,7 @@
  * KUMA_TWILIO_AUTH_TOKEN set, the Twilio path also requires a valid X-Twilio-Signature.
  */
 import { randomBytes } from 'node:crypto';
-import { CARRIERS } from '../../telephony/carriers/index.js';
+import { createCarrierAdapter, websocketCarrierNames, type CarrierName } from '../../telephony/carriers/index.js';
 import { callConnection, CallRefused, type CallGrant } from '../../telephony/call/call-connection.js';
 import type { TelephonyService } from '../../telephony/telephony-service.js';
 import { verifyTwilioSignature } from '../../telephony/twilio-signature.js';
@@ -24,7 +24,7 @@ export interface CarrierRouteDeps {
 }
 
 export function carrierRoutes(deps: CarrierRouteDeps): RouteDef[] {
-  const routes: RouteDef[] = Object.keys(CARRIERS).map((carrier) => ({
+  const routes: RouteDef[] = websocketCarrierNames.map((carrier) => ({
     method: 'GET' as const,
     path: `/${carrier}`,
     surface: 'telephony' as const,
@@ -42,7 +42,7 @@ export function carrierRoutes(deps: CarrierRouteDeps): RouteDef[] {
   return routes;
 }
 
-async function openStream(deps: CarrierRouteDeps, carrier: string, req: ApiRequest): Promise<ApiResult> {
+async function openStream(deps: CarrierRouteDeps, carrier: CarrierName, req: ApiRequest): Promise<ApiResult> {
   if (carrier === 'twilio' && deps.twilioAuthToken) checkTwilioSignature(deps, req);
   const token = req.query.get('token');
   let preGrant: CallGrant | null = null;
@@ -55,7 +55,7 @@ async function openStream(deps: CarrierRouteDeps, carrier: string, req: ApiReque
     }
   }
   const callId = `call_${randomBytes(12).toString('hex')}`;
-  const adapter = CARRIERS[carrier]!();
+  const adapter = createCarrierAdapter(carrier);
   return { kind: 'duplex', open: (peer: DuplexPeer) => callConnection(deps.telephony, adapter, callId, preGrant, peer) };
 }
 

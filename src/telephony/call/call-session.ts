@@ -57,7 +57,15 @@ export interface CallCarrier {
   hangup(reason: string): void;
 }
 
+export interface CallObserver {
+  bargeIn(): void;
+  /** Relay mode: end of the caller's speech → first reply frame, less the app's time (prompt → first reply text). */
+  replyLatency(seconds: number): void;
+  ended(reason: string): void;
+}
+
 export interface CallDeps {
+  observer?: CallObserver;
   store: Store;
   ledger: Ledger;
   logger: Logger;
@@ -98,6 +106,9 @@ export class CallSession {
   /** Whether the reply being translated may be interrupted (its text arrives in pieces, its audio later). */
   private pendingInterruptible = true;
   private record: CallRecord | null = null;
+  /** For the reply latency (performance.now()): the last end of caller speech, the prompt it led to, the reply's first text. */
+  private latency: { stoppedAt: number; promptAt: number; textAt: number } | null = null;
+  private lastStoppedAt = Number.NaN;
   private hearingFinished: (() => void) | null = null;
 
   constructor(
@@ -119,15 +130,18 @@ export class CallSession {
       turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
     };
     this.realtime = new RealtimeSession({ ledger: deps.ledger, charge, vad: deps.vad, translator: deps.mt, maxBufferSeconds: deps.maxBufferSeconds }, config, (o) => this.onHeard(o));
-    const paced = deps.pacer.stream((frame) => carrier.media(frame));
+    const frameMs = (frameBytes / bytesPerSecond(outboundFormat)) * 1000;
+    const paced = deps.pacer.stream((frame) => carrier.media(frame), frameMs);
     this.voice = new CallVoice(
       { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
       {
         paced,
+        leadMs: deps.pacer.leadMs,
         mark: (name) => carrier.mark(name),
         clear: () => carrier.clear(),
         quotaExhausted: () => this.end('insufficient_quota'),
         cycleDone: (characters) => (this.charactersSynthesized += characters),
+        firstAudio: () => this.replyAudible(),
       },
     );
     this.setTtsLanguage(settings.ttsLanguage);
@@ -162,6 +176,7 @@ export class CallSession {
    */
   async say(text: string, last: boolean, options: { interruptible?: boolean } = {}): Promise<void> {
     if (this.endReason) return;
+    if (this.latency && Number.isNaN(this.latency.textAt)) this.latency.textAt = performance.now();
     const interruptible = options.interruptible ?? this.settings.interruptible !== 'none';
     if (this.translator) {
       this.pendingInterruptible = interruptible;
@@ -198,6 +213,7 @@ export class CallSession {
       this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'reading the call usage failed');
     }
     this.app?.ended(reason);
+    this.deps.observer?.ended(reason);
     if (this.record) await this.deps.store.recordCall(this.record).catch((err: Error) => this.deps.logger.error({ requestId: this.identity.callId, err: err.message }, 'recording the call failed'));
   }
 
@@ -243,7 +259,15 @@ export class CallSession {
     );
   }
 
+  private replyAudible(): void {
+    const l = this.latency;
+    if (!l || Number.isNaN(l.textAt)) return;
+    this.latency = null;
+    this.deps.observer?.replyLatency((l.promptAt - l.stoppedAt + (performance.now() - l.textAt)) / 1000);
+  }
+
   private interrupt(): void {
+    this.deps.observer?.bargeIn();
     this.translator?.reset();
     const heard = this.voice.interrupt();
     if (heard) this.app?.interrupted(heard);
@@ -258,6 +282,9 @@ export class CallSession {
         this.turnsStarted.set(output.itemId, output.audioStartMs);
         if (this.voice.speaking && (this.settings.interruptible === 'speech' || this.settings.interruptible === 'any') && this.voice.interruptible) this.interrupt();
         return;
+      case 'speech_stopped':
+        this.lastStoppedAt = performance.now();
+        return;
       case 'delta':
         // Interim text is the caller's Bambara; an app in another language gets only finals (translated).
         if (this.settings.transcriptionLanguage === 'bam') this.app?.interim(output.itemId, output.delta);
@@ -271,6 +298,7 @@ export class CallSession {
         const lang = this.settings.transcriptionLanguage;
         const text = output.translation ? output.translation.text : output.transcript;
         if (!output.transcript.trim()) return; // a noise with no words is not a turn for the app
+        if (!Number.isNaN(this.lastStoppedAt)) this.latency = { stoppedAt: this.lastStoppedAt, promptAt: performance.now(), textAt: Number.NaN };
         this.app?.final({ itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 });
         return;
       }
@@ -310,6 +338,10 @@ export class CallSession {
       endReason: reason,
     };
   }
+}
+
+function bytesPerSecond(format: CallAudioFormat): number {
+  return format.codec === 'l16' ? format.sampleRate * 2 : format.sampleRate;
 }
 
 function inputFormatOf(format: CallAudioFormat): SessionConfig['format'] {

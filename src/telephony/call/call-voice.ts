@@ -26,10 +26,8 @@ import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
 import { FRAME_MS, type PacedStream } from './frame-pacer.js';
 
-/** Frames queued ahead of the pacer before synthesis waits (2 s of audio). */
-const MAX_QUEUED_FRAMES = 100;
-/** Frames the pacer sends ahead of real time (its lead): sent, but not yet heard. */
-const LEAD_FRAMES = 2;
+/** Audio queued ahead of the pacer before synthesis waits. */
+const MAX_QUEUED_MS = 2000;
 
 export interface VoiceSetup {
   model: string;
@@ -38,7 +36,7 @@ export interface VoiceSetup {
   speakable: ReadonlySet<string> | null;
   /** The phone leg's format as a speech format (ulaw, alaw, l16_8000, l16_16000). */
   format: SpeechFormat;
-  /** Bytes of one 20 ms frame. */
+  /** Bytes of one outbound frame (20 ms, or the carrier's frame duration). */
   frameBytes: number;
   /** The byte that is silence in this format (padding of a cycle's last frame). */
   silenceByte: number;
@@ -49,6 +47,8 @@ export interface VoiceSetup {
 
 export interface VoiceOutput {
   paced: PacedStream;
+  /** Audio the pacer sends ahead of real time when a stream starts. */
+  leadMs: number;
   /** Sends a carrier mark; false when the carrier has no marks. */
   mark(name: string): boolean;
   /** Tells the carrier to drop the audio it holds. */
@@ -57,6 +57,8 @@ export interface VoiceOutput {
   quotaExhausted(message: string): void;
   /** A cycle's audio has all been sent (or it was cut): for the call record. */
   cycleDone(characters: number): void;
+  /** A cycle's first frame is going out now. */
+  firstAudio?(): void;
 }
 
 export interface Interruption {
@@ -195,8 +197,10 @@ export class CallVoice {
     const playing = this.cycles.find((c) => !c.done && c.firstFrame >= 0) ?? null;
     let report: Interruption | null = null;
     if (playing) {
-      const sentFrames = Math.min(this.out.paced.framesSent - playing.firstFrame, playing.frames);
-      const heardMs = Math.max(playing.confirmedMs, (sentFrames - LEAD_FRAMES) * FRAME_MS, 0);
+      const paced = this.out.paced;
+      const sentFrames = Math.min(paced.framesSent - playing.firstFrame, playing.frames);
+      // Sent, less the pacer's lead (sent ahead of real time, not yet heard); never less than a mark confirmed.
+      const heardMs = Math.max(playing.confirmedMs, sentFrames * paced.frameMs - this.out.leadMs, 0);
       report = { utteranceUntilInterrupt: playing.heardText(heardMs), durationUntilInterruptMs: heardMs };
     }
     for (const cycle of this.cycles) cycle.stop.abort();
@@ -252,13 +256,13 @@ export class CallVoice {
         if (item.charactersComplete > cycle.sent) {
           const characters = item.charactersComplete;
           const name = `kuma-${cycle.id}-${markCount++}`;
-          const ms = cycle.frames * FRAME_MS;
+          const ms = cycle.frames * paced.frameMs;
           paced.marker(() => {
             cycle.sent = Math.max(cycle.sent, characters);
             if (this.out.mark(name)) this.marks.set(name, { cycle, ms });
           });
         }
-        while (paced.queuedFrames > MAX_QUEUED_FRAMES && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
+        while (paced.queuedFrames * paced.frameMs > MAX_QUEUED_MS && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
       }
       const last = cycle.stop.signal.aborted ? null : cycle.lastFrame(frameBytes, silenceByte);
       if (last) this.queueFrame(cycle, last);
@@ -276,7 +280,11 @@ export class CallVoice {
   }
 
   private queueFrame(cycle: TalkCycle, frame: Uint8Array): void {
-    if (cycle.firstFrame < 0) cycle.firstFrame = this.framesQueued;
+    if (cycle.firstFrame < 0) {
+      cycle.firstFrame = this.framesQueued;
+      const first = this.out.firstAudio;
+      if (first) this.out.paced.marker(first);
+    }
     cycle.frames++;
     this.framesQueued++;
     this.out.paced.frame(frame);

@@ -8,7 +8,8 @@
  * The timer is scheduled on absolute time (tick n is due at t0 + n × 20 ms), so lateness does not accumulate:
  * a late tick sends every frame that is due by then, each stream catching up to its own clock. A stream's
  * clock starts when its first frame is queued after a silence (a `PacedStream` that ran dry restarts there),
- * with `leadFrames` sent at once so the carrier's buffer never runs empty on a late tick.
+ * on the timer's grid, with `leadMs` of audio sent at once so the carrier's buffer never runs empty on a late
+ * tick. Frames last 20 ms, or what the carrier asks for (Exotel: 100 ms), a multiple of the 20 ms tick.
  *
  * Lateness is measured per frame (actual send time − due time) for the jitter histogram.
  */
@@ -34,6 +35,8 @@ export class PacedStream {
   constructor(
     private readonly pacer: FramePacer,
     private readonly sendFrame: (bytes: Uint8Array) => boolean,
+    /** Duration of one frame: 20 ms for most carriers, 100 ms for Exotel (a multiple of the tick). */
+    readonly frameMs: number = FRAME_MS,
   ) {}
 
   /** Queues one frame (exactly 20 ms of audio, except a playback's last). */
@@ -88,7 +91,7 @@ export class PacedStream {
       if (now < this.nextDue) return true;
       this.head++;
       observer?.frameLateness(Math.max(0, now - this.nextDue));
-      this.nextDue += FRAME_MS;
+      this.nextDue += this.frameMs;
       this.framesSent++;
       if (!this.sendFrame(item.bytes)) {
         this.close();
@@ -102,9 +105,9 @@ export class PacedStream {
     return false;
   }
 
-  /** Starts the stream's clock: `lead` frames are due at once, the rest every 20 ms after. */
-  startClock(now: number, leadFrames: number): void {
-    this.nextDue = now - leadFrames * FRAME_MS;
+  /** Starts the stream's clock: the first `leadMs` of frames are due at once, the rest one frame duration apart. */
+  startClock(now: number, leadMs: number): void {
+    this.nextDue = now - Math.ceil(leadMs / this.frameMs) * this.frameMs;
   }
 }
 
@@ -115,13 +118,13 @@ export class FramePacer {
   private tick = 0;
 
   constructor(
-    /** Frames sent at once when a stream starts (its first audio after a silence): the carrier's cushion. */
-    private readonly leadFrames = 2,
+    /** Audio sent at once when a stream starts (its first audio after a silence): the carrier's cushion. */
+    readonly leadMs = 40,
     private readonly observer?: PacerObserver,
   ) {}
 
-  stream(sendFrame: (bytes: Uint8Array) => boolean): PacedStream {
-    return new PacedStream(this, sendFrame);
+  stream(sendFrame: (bytes: Uint8Array) => boolean, frameMs = FRAME_MS): PacedStream {
+    return new PacedStream(this, sendFrame, frameMs);
   }
 
   /** A stream has something new: start its clock if it was idle, and send what is due now. */
@@ -132,7 +135,7 @@ export class FramePacer {
       this.tick = 0;
     }
     // On the timer's grid: the stream's frames fall due exactly when a tick runs.
-    if (Number.isNaN(stream.nextDue)) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadFrames);
+    if (Number.isNaN(stream.nextDue)) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs);
     if (stream.service(now, this.observer)) this.active.add(stream);
     else this.active.delete(stream);
     if (!this.timer && this.active.size) this.schedule();

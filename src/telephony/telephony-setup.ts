@@ -1,0 +1,98 @@
+/**
+ * Builds the server's telephony from its configuration: the call-token secret (configured, or made once and
+ * kept in the store), the outbound allow-list, the webhook sender, the TelephonyService with the models a
+ * call uses, its routes, and the AudioSocket listener when a port is configured. Without the models a call
+ * needs (speech-to-text, voice, VAD) only the token route is served (the carrier paths answer 404).
+ */
+import type { Config } from '../config/config.js';
+import type { Ledger } from '../billing/ledger.js';
+import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
+import type { EngineRegistry } from '../engines/engine-registry.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { telephonyMetrics } from '../observability/telephony-metrics.js';
+import type { VadService } from '../realtime/vad/contract.js';
+import type { Store } from '../store/store.js';
+import type { RouteDef } from '../api/types.js';
+import { carrierRoutes } from '../api/telephony/carrier-routes.js';
+import { callEventsRoute } from '../api/telephony/call-events-route.js';
+import { tokensRoute } from '../api/telephony/tokens-route.js';
+import { telephonyTokenSecret } from './call-token.js';
+import { callMedia } from './call/call-media.js';
+import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
+import { TelephonyService, type TelephonyModels } from './telephony-service.js';
+import { WebhookSender, webhookOptionsOf } from './webhooks/index.js';
+import { startAudioSocketServer, type AudioSocketServer } from '../transport/audiosocket-server.js';
+
+export interface TelephonySetupDeps {
+  config: Config;
+  store: Store;
+  ledger: Ledger;
+  logger: Logger;
+  metrics: Metrics;
+  engines: EngineRegistry | null;
+  vad: VadService | null;
+  decoder: DecoderPool;
+}
+
+export interface Telephony {
+  service: TelephonyService | null;
+  routes: RouteDef[];
+  close(graceMs: number): Promise<void>;
+}
+
+/** The model ids a call uses. */
+const ASR_MODEL = 'sunjata-1';
+const TTS_MODEL = 'jifili-1';
+const MT_MODEL = 'banjugu-1';
+
+export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephony> {
+  const { config, store, logger } = deps;
+  const policy = parseOutboundPolicy(config.outboundAllow);
+  const tokenSecret = await telephonyTokenSecret(config.telephonySecret, store);
+  const models = modelsOf(deps.engines, deps.vad);
+  const checkUrl = async (url: URL) => {
+    await checkOutbound(url.toString(), policy);
+  };
+  const webhooks = new WebhookSender({ store, checkUrl, metrics: deps.metrics, logger }, webhookOptionsOf(config));
+  const metrics = telephonyMetrics(deps.metrics);
+  const service = models
+    ? new TelephonyService({
+        store,
+        ledger: deps.ledger,
+        logger,
+        models,
+        webhooks,
+        tokenSecret,
+        policy,
+        maxCallsPerAccount: config.telephonyMaxCallsPerAccount,
+        maxBufferSeconds: config.realtimeMaxBufferSeconds,
+        pacerObserver: { frameLateness: (ms) => metrics.frameLateness.observe(ms / 1000) },
+        media: callMedia(deps.decoder, checkUrl),
+        metrics,
+      })
+    : null;
+  const routes: RouteDef[] = [tokensRoute({ store, policy, tokenSecret })];
+  if (service) routes.push(...carrierRoutes({ telephony: service, twilioAuthToken: config.twilioAuthToken, publicUrl: config.publicUrl }), callEventsRoute(service));
+  let audioSocket: AudioSocketServer | null = null;
+  if (service && config.audioSocketPort !== null) {
+    audioSocket = await startAudioSocketServer({ host: config.audioSocketHost, port: config.audioSocketPort, telephony: service, apiKey: config.audioSocketApiKey, settings: config.audioSocketSettings, store, logger });
+  }
+  return {
+    service,
+    routes,
+    async close(graceMs) {
+      await audioSocket?.close();
+      service?.close();
+      await webhooks.close(graceMs);
+    },
+  };
+}
+
+function modelsOf(engines: EngineRegistry | null, vad: VadService | null): TelephonyModels | null {
+  const asr = engines?.get(ASR_MODEL);
+  const tts = engines?.get(TTS_MODEL);
+  if (!asr || !tts || !vad) return null;
+  const mt = engines?.get(MT_MODEL);
+  return { asr: { id: ASR_MODEL, engine: asr }, tts: { id: TTS_MODEL, engine: tts }, mt: mt ? { id: MT_MODEL, engine: mt } : null, vad };
+}
