@@ -59,7 +59,7 @@ export function parseOutboundPolicy(spec: string): OutboundPolicy {
       try {
         ranges.push(ipaddr.parseCIDR(entry));
       } catch {
-        throw new OutboundPolicyError(`KUMA_OUTBOUND_ALLOW: "${raw.trim()}" is not a CIDR range (e.g. 10.0.0.0/8, fd00::/8); entries are host names, not URLs`);
+        throw new OutboundPolicyError(`the entry "${raw.trim()}" is not a CIDR range (e.g. 10.0.0.0/8, fd00::/8); entries are host names, not URLs`);
       }
     } else if (isIP(bare)) {
       const address = ipaddr.parse(bare);
@@ -67,7 +67,7 @@ export function parseOutboundPolicy(spec: string): OutboundPolicy {
     } else if (HOST_NAME.test(entry)) hosts.add(entry);
     else {
       throw new OutboundPolicyError(
-        `KUMA_OUTBOUND_ALLOW: "${raw.trim()}" is not a host name, *.domain wildcard, IP address, CIDR range or *`,
+        `the entry "${raw.trim()}" is not a host name, *.domain wildcard, IP address, CIDR range or *`,
       );
     }
   }
