@@ -37,6 +37,8 @@ export type LookupAll = (host: string) => Promise<{ address: string; family: num
 
 const systemLookup: LookupAll = (host) => dns.lookup(host, { all: true, verbatim: true });
 
+/** A resolver that does not answer within this is treated as a name that does not resolve. */
+const LOOKUP_TIMEOUT_MS = 5000;
 const SCHEMES = new Set(['http:', 'https:', 'ws:', 'wss:']);
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 const LIST_HINT = 'the outbound allow-list (KUMA_OUTBOUND_ALLOW)';
@@ -127,10 +129,16 @@ export async function checkOutbound(rawUrl: string, policy: OutboundPolicy, look
     throw new OutboundRefusedError('not_allowed_host', `the host ${host} is not on ${LIST_HINT}`);
   }
   let resolved: { address: string; family: number }[];
+  let timer: NodeJS.Timeout | undefined;
   try {
-    resolved = await lookup(host);
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('lookup timed out')), LOOKUP_TIMEOUT_MS);
+    });
+    resolved = await Promise.race([lookup(host), deadline]);
   } catch {
     resolved = [];
+  } finally {
+    clearTimeout(timer);
   }
   const addresses = resolved.filter((r) => isIP(r.address)).map((r) => unwrap(ipaddr.parse(r.address)));
   if (!addresses.length) throw new OutboundRefusedError('unresolvable', `the host ${host} could not be resolved`);
