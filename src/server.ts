@@ -23,6 +23,8 @@ import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 import { watchCpuLoad } from './observability/cpu-load.js';
+import { telephonyTokenSecret } from './telephony/call-token.js';
+import { parseOutboundPolicy } from './telephony/outbound-policy.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -98,7 +100,10 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const vad = vadEngine ? new VadScheduler(vadEngine, { rate: config.vadRate }) : null;
   // How busy the machine is, for the realtime courtesies that yield when it is saturated (unref'd timer).
   const cpuLoad = watchCpuLoad();
+  // Made once per database when KUMA_TELEPHONY_SECRET is not set: every process on it accepts the others' tokens.
+  const telephony = { tokenSecret: await telephonyTokenSecret(config.telephonySecret, store), outbound: parseOutboundPolicy(config.outboundAllow) };
   const { routes } = createApi({
+    telephony,
     realtime: {
       vad,
       maxBufferSeconds: config.realtimeMaxBufferSeconds,

@@ -7,6 +7,7 @@ import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError } from '../billing/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
+import { CallTokenError, OutboundRefusedError } from '../telephony/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -98,6 +99,8 @@ export function toApiError(err: unknown): ApiError {
       headers: { ...err.headers, 'retry-after': String(err.retryAfterSeconds) },
     });
   }
+  if (err instanceof CallTokenError) return new ApiError('invalid_api_key', err.message, { param: 'token' });
+  if (err instanceof OutboundRefusedError) return new ApiError('invalid_value', err.message);
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

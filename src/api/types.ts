@@ -108,7 +108,7 @@ interface StreamHeaders {
   lateHeaders?: () => Record<string, string>;
 }
 
-export type Surface = 'compat' | 'native' | 'ops';
+export type Surface = 'compat' | 'native' | 'ops' | 'telephony';
 
 /** One media type a documented response can have. */
 export interface OpenApiContent {
@@ -192,4 +192,5 @@ export const SURFACE_PREFIXES: Record<Surface, string[]> = {
   compat: ['/compat/v1', '/openai/v1'],
   native: ['', '/api'],
   ops: [''],
+  telephony: ['/telephony/v1'],
 };

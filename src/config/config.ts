@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { PriceTableSchema } from '../billing/prices.js';
+import { parseOutboundPolicy } from '../telephony/outbound-policy.js';
 
 const int = (def: number) => z.coerce.number().int().nonnegative().default(def);
 
@@ -101,6 +102,18 @@ export const ConfigSchema = z.object({
    * (src/engines/vad/silero-batch.ts, test/unit/realtime/vad).
    */
   vadRate: z.coerce.number().pipe(z.union([z.literal(16000), z.literal(8000)], { error: 'must be 16000 or 8000' })).default(16000),
+  /** Signs per-call tokens; empty = a random secret made once and kept in the store (README "Telephony"). */
+  telephonySecret: z.string().refine((s) => s === '' || Buffer.byteLength(s, 'utf8') >= 32, 'must be at least 32 bytes (e.g. `openssl rand -base64 48`)').default(''),
+  /** Hosts Kuma may connect to for calls (relay URLs, webhooks, `play`), README "Telephony"; empty = none. */
+  outboundAllow: z.string().superRefine((spec, ctx) => {
+    try {
+      parseOutboundPolicy(spec);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }).default(''),
+  /** The operator's Twilio auth token: when set, Twilio streams must carry a valid X-Twilio-Signature. */
+  twilioAuthToken: z.string().default(''),
   /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
@@ -156,6 +169,9 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_REALTIME_INTERIM_MAX_CPU: 'realtimeInterimMaxCpu',
   KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',
   KUMA_VAD_RATE: 'vadRate',
+  KUMA_TELEPHONY_SECRET: 'telephonySecret',
+  KUMA_OUTBOUND_ALLOW: 'outboundAllow',
+  KUMA_TWILIO_AUTH_TOKEN: 'twilioAuthToken',
   KUMA_TLS_CERT: 'tlsCert',
   KUMA_TLS_KEY: 'tlsKey',
   KUMA_WEBHOOK_TIMEOUT_MS: 'webhookTimeoutMs',

@@ -164,6 +164,7 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
       ];
     }),
     ...realtimeSecretCases(json, raw, bearer(limitedKey)),
+    ...telephonyTokenCases(json, raw, bearer(limitedKey)),
 
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
@@ -192,4 +193,19 @@ function realtimeSecretCases(json: JsonCase, raw: RawCase, limited: () => Record
     );
   }
   return cases;
+}
+
+/** Minting telephony call tokens (the /telephony/v1 surface: absolute paths). */
+function telephonyTokenCases(json: JsonCase, raw: RawCase, limited: () => Record<string, string>): ContractCase[] {
+  const [operation, path, at] = ['call tokens', '/telephony/v1/tokens', { absolute: true }] as const;
+  const body = { mode: 'transcription', language: 'fr-FR', ttl_seconds: 600 };
+  return [
+    json(operation, path, 'a token', body, 200, at),
+    json(operation, path, 'a lifetime under 60 s', { ttl_seconds: 5 }, 400, { ...at, requestValid: false }),
+    json(operation, path, 'an unknown field', { relay: 'wss://example.com' }, 400, { ...at, requestValid: false }),
+    json(operation, path, 'no key', body, 401, { ...at, headers: NO_KEY }),
+    json(operation, path, 'over a rate limit', body, 429, { ...at, headers: limited }),
+    json(operation, path, 'a body over the JSON limit', null, 413, { ...at, ...raw('application/json', JSON.stringify({ pad: 'x'.repeat(70 * 1024) })) }),
+    json(operation, path, 'an XML body', null, 415, { ...at, ...raw('application/xml', '<token/>') }),
+  ];
 }

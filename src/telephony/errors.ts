@@ -1,0 +1,43 @@
+/**
+ * Telephony's domain errors. Only src/api/ maps them to HTTP (src/api/errors.ts toApiError); the call
+ * routes map them to WebSocket close reasons. Other telephony parts add their own classes here.
+ */
+
+/** Why a per-call token was refused (src/telephony/call-token.ts). */
+export type CallTokenFailure = 'malformed' | 'bad_signature' | 'expired' | 'key_revoked';
+
+const TOKEN_TEXT: Record<CallTokenFailure, string> = {
+  malformed: 'The call token is malformed.',
+  bad_signature: 'The call token signature does not match.',
+  expired: 'The call token has expired. Mint a new one with POST /telephony/v1/tokens.',
+  key_revoked: 'The API key that minted this call token has been revoked.',
+};
+
+export class CallTokenError extends Error {
+  constructor(readonly code: CallTokenFailure) {
+    super(TOKEN_TEXT[code]);
+    this.name = 'CallTokenError';
+  }
+}
+
+/** Why an outbound URL was refused (src/telephony/outbound-policy.ts). */
+export type OutboundFailure = 'bad_url' | 'bad_scheme' | 'not_allowed_host' | 'private_address' | 'unresolvable';
+
+export class OutboundRefusedError extends Error {
+  constructor(
+    readonly code: OutboundFailure,
+    /** Says which rule refused and what to do about it; names the host, never resolver internals. */
+    readonly reason: string,
+  ) {
+    super(reason);
+    this.name = 'OutboundRefusedError';
+  }
+}
+
+/** An entry of KUMA_OUTBOUND_ALLOW that is neither a host name, a wildcard, an address nor a CIDR range. */
+export class OutboundPolicyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutboundPolicyError';
+  }
+}
