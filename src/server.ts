@@ -23,8 +23,7 @@ import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 import { watchCpuLoad } from './observability/cpu-load.js';
-import { telephonyTokenSecret } from './telephony/call-token.js';
-import { parseOutboundPolicy } from './telephony/outbound-policy.js';
+import { setupTelephony } from './telephony/telephony-setup.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -100,10 +99,10 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const vad = vadEngine ? new VadScheduler(vadEngine, { rate: config.vadRate }) : null;
   // How busy the machine is, for the realtime courtesies that yield when it is saturated (unref'd timer).
   const cpuLoad = watchCpuLoad();
-  // Made once per database when KUMA_TELEPHONY_SECRET is not set: every process on it accepts the others' tokens.
-  const telephony = { tokenSecret: await telephonyTokenSecret(config.telephonySecret, store), outbound: parseOutboundPolicy(config.outboundAllow) };
+  // Phone calls: call tokens, carrier streams, webhooks, the AudioSocket listener (src/telephony).
+  const telephony = await setupTelephony({ config, store, ledger, logger, metrics, engines, vad, decoder });
   const { routes } = createApi({
-    telephony,
+    telephonyRoutes: telephony.routes,
     realtime: {
       vad,
       maxBufferSeconds: config.realtimeMaxBufferSeconds,
@@ -162,6 +161,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     close: () =>
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);
+        await telephony.close(config.shutdownGraceMs);
         await vad?.close();
         cpuLoad.close();
         if (ownsEngines) await engines?.close();

@@ -30,7 +30,6 @@ import { ApiError, toApiError } from './errors.js';
 import { isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
 import { SessionCap } from '../limits/session-cap.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
-import { callTokenRoute, type CallTokenRouteDeps } from './telephony/tokens-route.js';
 
 export interface ApiDeps {
   store: Store;
@@ -53,8 +52,8 @@ export interface ApiDeps {
   realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number; interimAllowed?: () => boolean };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
-  /** Telephony (/telephony/v1): the call-token secret and the outbound allow-list; absent = no telephony routes. */
-  telephony?: CallTokenRouteDeps;
+  /** Telephony (/telephony/v1): call tokens, carrier streams, control sockets (src/telephony/telephony-setup.ts). */
+  telephonyRoutes?: RouteDef[];
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];
 }
@@ -71,7 +70,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     ...speechSocketRoutes(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
-    ...(deps.telephony ? [callTokenRoute(deps.telephony)] : []),
+    ...(deps.telephonyRoutes ?? []),
     ...(deps.extraRoutes ?? []),
   ];
   let openapi: unknown;

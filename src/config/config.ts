@@ -117,6 +117,16 @@ export const ConfigSchema = z.object({
   /** TLS certificate and key (PEM file paths): both set = https:// and wss:// on the same port. */
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
+  /** Calls one account may have in progress at once (README "Telephony"); 0 = unlimited. */
+  telephonyMaxCallsPerAccount: z.coerce.number().int().min(0).default(250),
+  /** The server's public base URL as carriers dial it (wss://kuma.example.com): what Twilio signs. Empty = the Host header. */
+  publicUrl: z.string().default(''),
+  /** Asterisk AudioSocket TCP listener: off unless a port is set; every call on it acts for the API key below. */
+  audioSocketPort: z.coerce.number().int().min(0).max(65535).optional(),
+  audioSocketHost: z.string().default('127.0.0.1'),
+  audioSocketApiKey: z.string().default(''),
+  /** The call settings of AudioSocket calls, as POST /telephony/v1/tokens takes them (JSON). */
+  audioSocketSettings: z.string().default('{}'),
   /** Telephony webhooks: one delivery attempt's limit, and attempts per event (README "Telephony call events"). */
   webhookTimeoutMs: z.coerce.number().int().min(100).default(5_000),
   webhookMaxAttempts: z.coerce.number().int().min(1).max(20).default(6),
@@ -170,6 +180,12 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',
   KUMA_VAD_RATE: 'vadRate',
   KUMA_TELEPHONY_SECRET: 'telephonySecret',
+  KUMA_TELEPHONY_MAX_CALLS_PER_ACCOUNT: 'telephonyMaxCallsPerAccount',
+  KUMA_PUBLIC_URL: 'publicUrl',
+  KUMA_AUDIOSOCKET_PORT: 'audioSocketPort',
+  KUMA_AUDIOSOCKET_HOST: 'audioSocketHost',
+  KUMA_AUDIOSOCKET_API_KEY: 'audioSocketApiKey',
+  KUMA_AUDIOSOCKET_SETTINGS: 'audioSocketSettings',
   KUMA_OUTBOUND_ALLOW: 'outboundAllow',
   KUMA_TWILIO_AUTH_TOKEN: 'twilioAuthToken',
   KUMA_TLS_CERT: 'tlsCert',

@@ -34,3 +34,17 @@ export function normaliseCallLanguage(tag: string): CallLanguage | undefined {
 }
 
 export const LANGUAGE_HINT = 'use bam, fra or eng (or a tag such as bm-ML, fr-FR, en-US)';
+
+/** The ConversationRelay-style tag of a language (what `lang` carries to the app). */
+export const LANGUAGE_TAGS: Record<CallLanguage, string> = { bam: 'bm-ML', fra: 'fr-FR', eng: 'en-US' };
+
+/** How one call behaves: from its token, and where the token allows it, the call's own parameters. */
+export interface CallSettings {
+  mode: CallMode;
+  relayUrl: string | null;
+  transcriptionLanguage: CallLanguage;
+  ttsLanguage: CallLanguage;
+  welcomeGreeting: string | null;
+  welcomeGreetingInterruptible: boolean;
+  interruptible: Interruptible;
+}

@@ -17,7 +17,7 @@ import type { CallStart, CarrierAdapter } from './carriers/contract.js';
 import { CallRefused, type CallGrant, type CallOpener } from './call/call-connection.js';
 import { CallEventHub } from './call/call-event-hub.js';
 import { CallSession, type CallApp, type CallCarrier, type CallIdentity, type CallObserver } from './call/call-session.js';
-import type { CallSettings } from './call/call-settings.js';
+import type { CallSettings } from './call-settings.js';
 import { FramePacer, type PacerObserver } from './call/frame-pacer.js';
 import { connectRelay, type RelayBridgeOptions } from './call/relay-bridge.js';
 import { transcriptionSink, type EventSink } from './call/transcription-sink.js';

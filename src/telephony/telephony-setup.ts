@@ -16,7 +16,11 @@ import type { Store } from '../store/store.js';
 import type { RouteDef } from '../api/types.js';
 import { carrierRoutes } from '../api/telephony/carrier-routes.js';
 import { callEventsRoute } from '../api/telephony/call-events-route.js';
-import { tokensRoute } from '../api/telephony/tokens-route.js';
+import { callTokenRoute } from '../api/telephony/tokens-route.js';
+import { CallTokenRequestSchema } from '../api/schemas/telephony-tokens.js';
+import { authenticateApiKey } from '../auth/api-keys.js';
+import { CallRefused, type CallGrant } from './call/call-connection.js';
+import { DEFAULT_CALL_LANGUAGE, DEFAULT_INTERRUPTIBLE, normaliseCallLanguage, type CallSettings } from './call-settings.js';
 import { telephonyTokenSecret } from './call-token.js';
 import { callMedia } from './call/call-media.js';
 import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
@@ -72,11 +76,20 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         metrics,
       })
     : null;
-  const routes: RouteDef[] = [tokensRoute({ store, policy, tokenSecret })];
+  const routes: RouteDef[] = [callTokenRoute({ tokenSecret, outbound: policy })];
   if (service) routes.push(...carrierRoutes({ telephony: service, twilioAuthToken: config.twilioAuthToken, publicUrl: config.publicUrl }), callEventsRoute(service));
   let audioSocket: AudioSocketServer | null = null;
-  if (service && config.audioSocketPort !== null) {
-    audioSocket = await startAudioSocketServer({ host: config.audioSocketHost, port: config.audioSocketPort, telephony: service, apiKey: config.audioSocketApiKey, settings: config.audioSocketSettings, store, logger });
+  if (service && config.audioSocketPort !== undefined) {
+    const settings = audioSocketSettings(config.audioSocketSettings);
+    const grant = async (): Promise<CallGrant> => {
+      try {
+        const caller = await authenticateApiKey(store, config.audioSocketApiKey || undefined);
+        return { accountId: caller.account.id, keyId: caller.key.id, settings };
+      } catch {
+        throw new CallRefused(1008, 'invalid_call_token', 'KUMA_AUDIOSOCKET_API_KEY is missing, unknown or revoked.');
+      }
+    };
+    audioSocket = await startAudioSocketServer({ host: config.audioSocketHost, port: config.audioSocketPort, opener: service, grant, logger });
   }
   return {
     service,
@@ -86,6 +99,21 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
       service?.close();
       await webhooks.close(graceMs);
     },
+  };
+}
+
+/** KUMA_AUDIOSOCKET_SETTINGS (the token request's JSON shape) → the settings of every AudioSocket call. */
+export function audioSocketSettings(json: string): CallSettings {
+  const body = CallTokenRequestSchema.parse(JSON.parse(json));
+  const both = body.language === undefined ? DEFAULT_CALL_LANGUAGE : normaliseCallLanguage(body.language)!;
+  return {
+    mode: body.mode ?? (body.relay_url !== undefined ? 'relay' : 'transcription'),
+    relayUrl: body.relay_url ?? null,
+    transcriptionLanguage: body.transcription_language === undefined ? both : normaliseCallLanguage(body.transcription_language)!,
+    ttsLanguage: body.tts_language === undefined ? both : normaliseCallLanguage(body.tts_language)!,
+    welcomeGreeting: body.welcome_greeting ?? null,
+    welcomeGreetingInterruptible: (body.interruptible ?? DEFAULT_INTERRUPTIBLE) !== 'none',
+    interruptible: body.interruptible ?? DEFAULT_INTERRUPTIBLE,
   };
 }
 

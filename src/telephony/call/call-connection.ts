@@ -13,7 +13,7 @@ import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
 import type { Logger } from '../../observability/logger.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
 import type { CallApp, CallCarrier, CallIdentity, CallSession } from './call-session.js';
-import type { CallSettings } from './call-settings.js';
+import type { CallSettings } from '../call-settings.js';
 
 /** A stream that has not sent `start` by then is closed. */
 export const START_TIMEOUT_MS = 10_000;

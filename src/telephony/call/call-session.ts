@@ -24,13 +24,14 @@ import type { CallAudioFormat, CallStart } from '../carriers/contract.js';
 import { CallVoice, type Interruption } from './call-voice.js';
 import type { FramePacer } from './frame-pacer.js';
 import { ReplyTranslator } from './reply-translator.js';
-import { callSpeechFormat, silenceByteOf, type AppLanguage, type CallSettings } from './call-settings.js';
+import { bytesPerSecond, callSpeechFormat, silenceByteOf } from './call-audio-format.js';
+import type { CallLanguage, CallSettings } from '../call-settings.js';
 
 export interface CallerTurn {
   itemId: string;
   /** In the app's language (the translation when the app does not speak Bambara). */
   text: string;
-  lang: AppLanguage;
+  lang: CallLanguage;
   /** The caller's own words, in Bambara (the same as `text` for a Bambara app). */
   original: string;
   audioStartMs: number;
@@ -88,7 +89,7 @@ export interface CallIdentity {
 /** How long an ending call waits for the caller's last turn to be transcribed. */
 const FINISH_HEARING_MS = 5_000;
 
-const TARGET_OF: Record<AppLanguage, TranslationTarget | null> = { bam: null, fra: 'fra_Latn', eng: 'eng_Latn' };
+const TARGET_OF: Record<CallLanguage, TranslationTarget | null> = { bam: null, fra: 'fra_Latn', eng: 'eng_Latn' };
 
 export class CallSession {
   private readonly realtime: RealtimeSession;
@@ -186,7 +187,7 @@ export class CallSession {
   }
 
   /** The app changed languages mid-call (ConversationRelay `language`). */
-  setLanguages(languages: { tts?: AppLanguage; transcription?: AppLanguage }): void {
+  setLanguages(languages: { tts?: CallLanguage; transcription?: CallLanguage }): void {
     if (languages.tts) this.setTtsLanguage(languages.tts);
     if (languages.transcription && languages.transcription !== this.settings.transcriptionLanguage) {
       this.settings = { ...this.settings, transcriptionLanguage: languages.transcription };
@@ -239,7 +240,7 @@ export class CallSession {
     return this.endReason !== null;
   }
 
-  private setTtsLanguage(language: AppLanguage): void {
+  private setTtsLanguage(language: CallLanguage): void {
     this.settings = { ...this.settings, ttsLanguage: language };
     this.translator?.reset();
     const source = TARGET_OF[language];
@@ -338,10 +339,6 @@ export class CallSession {
       endReason: reason,
     };
   }
-}
-
-function bytesPerSecond(format: CallAudioFormat): number {
-  return format.codec === 'l16' ? format.sampleRate * 2 : format.sampleRate;
 }
 
 function inputFormatOf(format: CallAudioFormat): SessionConfig['format'] {

@@ -15,6 +15,7 @@
  */
 
 export const FRAME_MS = 20;
+const EARLY_MS = 2;
 
 /** What a paced stream hands out: audio frames, or markers to send right after the frame before them. */
 export type PacedItem = { kind: 'frame'; bytes: Uint8Array } | { kind: 'marker'; send(): void };
@@ -88,7 +89,9 @@ export class PacedStream {
         item.send();
         continue;
       }
-      if (now < this.nextDue) return true;
+      // Timers fire on whole milliseconds, sometimes a fraction early: a frame due within EARLY_MS goes now
+      // rather than a whole tick late.
+      if (this.nextDue - now > EARLY_MS) return true;
       this.head++;
       observer?.frameLateness(Math.max(0, now - this.nextDue));
       this.nextDue += this.frameMs;
@@ -98,10 +101,10 @@ export class PacedStream {
         return false;
       }
     }
-    // Dry: forget the sent items; the next frame starts a new clock.
+    // Dry: forget the sent items. The clock stays: a frame queued before its due time keeps the cadence; one
+    // queued after a real pause starts a new clock (wake()).
     this.items.length = 0;
     this.head = 0;
-    this.nextDue = Number.NaN;
     return false;
   }
 
@@ -135,7 +138,8 @@ export class FramePacer {
       this.tick = 0;
     }
     // On the timer's grid: the stream's frames fall due exactly when a tick runs.
-    if (Number.isNaN(stream.nextDue)) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs);
+    // A stream whose schedule fell behind by more than the lead has let the carrier's buffer run dry: it starts anew.
+    if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs);
     if (stream.service(now, this.observer)) this.active.add(stream);
     else this.active.delete(stream);
     if (!this.timer && this.active.size) this.schedule();

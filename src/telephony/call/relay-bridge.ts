@@ -13,7 +13,7 @@ import type { Logger } from '../../observability/logger.js';
 import { RelayLink } from '../relay/relay-link.js';
 import { dtmfMessage, errorMessage, interruptMessage, promptMessage, setupMessage, type AppMessage } from '../relay/relay-messages.js';
 import type { CallApp, CallSession } from './call-session.js';
-import { appLanguageOf, LANGUAGE_TAGS } from './call-settings.js';
+import { LANGUAGE_TAGS, normaliseCallLanguage } from '../call-settings.js';
 
 export interface RelayBridgeOptions {
   checkUrl(url: URL): Promise<void>;
@@ -51,7 +51,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
         return call.say(message.token, message.last, interruptible === undefined ? {} : { interruptible });
       }
       case 'language':
-        return call.setLanguages({ tts: appLanguageOf(message.ttsLanguage) ?? undefined, transcription: appLanguageOf(message.transcriptionLanguage) ?? undefined });
+        return call.setLanguages({ tts: message.ttsLanguage ? normaliseCallLanguage(message.ttsLanguage) : undefined, transcription: message.transcriptionLanguage ? normaliseCallLanguage(message.transcriptionLanguage) : undefined });
       case 'end':
         options.logger.info({ requestId, handoffData: message.handoffData?.slice(0, 2000) }, 'relay app ended the call');
         return call.end('app_ended');

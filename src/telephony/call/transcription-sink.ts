@@ -9,7 +9,7 @@ import type { CallEvent, WebhookEnvelope } from '../webhooks/index.js';
 import { envelopeOf } from '../webhooks/events.js';
 import type { CallApp, CallSession } from './call-session.js';
 import type { CallEventHub } from './call-event-hub.js';
-import { LANGUAGE_TAGS } from './call-settings.js';
+import { LANGUAGE_TAGS } from '../call-settings.js';
 
 export interface EventSink {
   send(accountId: string, callId: string, event: CallEvent): void;
