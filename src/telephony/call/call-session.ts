@@ -254,6 +254,8 @@ export class CallSession {
       this.cancel.signal,
       async (piece) => {
         this.charactersTranslated += piece.characters;
+        // The bilingual bridge's record of each reply: what the app wrote and what the caller hears.
+        if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
         await this.voice.say(piece.text, piece.last, this.pendingInterruptible);
       },
       (err) => this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed'),
@@ -299,6 +301,7 @@ export class CallSession {
         const lang = this.settings.transcriptionLanguage;
         const text = output.translation ? output.translation.text : output.transcript;
         if (!output.transcript.trim()) return; // a noise with no words is not a turn for the app
+        if (output.translation) this.deps.logger.info({ requestId: this.identity.callId, item: output.itemId, heard: output.transcript, app: output.translation.text, language: lang }, 'call turn translated');
         if (!Number.isNaN(this.lastStoppedAt)) this.latency = { stoppedAt: this.lastStoppedAt, promptAt: performance.now(), textAt: Number.NaN };
         this.app?.final({ itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 });
         return;

@@ -36,6 +36,8 @@ export class ReplyTranslator {
   private pending = '';
   private chain: Promise<void> = Promise.resolve();
   private generation = 0;
+  /** A sentence of the current reply has been handed on: the next one is joined to it by a space. */
+  private midReply = false;
 
   constructor(
     private readonly deps: ReplyTranslatorDeps,
@@ -60,6 +62,7 @@ export class ReplyTranslator {
   /** Drops what is waiting (an interruption): sentences not yet translated are not. */
   reset(): void {
     this.pending = '';
+    this.midReply = false;
     this.generation++;
   }
 
@@ -71,7 +74,10 @@ export class ReplyTranslator {
   private async translate(sentence: string, last: boolean, generation: number): Promise<void> {
     const text = sentence.trim();
     if (!text) {
-      if (last) await this.onPiece({ original: '', text: '', last, characters: 0 });
+      if (last) {
+        this.midReply = false;
+        await this.onPiece({ original: '', text: '', last, characters: 0 });
+      }
       return;
     }
     const { ledger, charge, engine, model, source } = this.deps;
@@ -82,7 +88,11 @@ export class ReplyTranslator {
       // Interrupted (or the call ended) while it ran: nobody will hear it, so it is not charged.
       if (this.signal.aborted || generation !== this.generation) return await reservation.release();
       await reservation.settle([{ model, kind: 'translation', unit: 'character', quantity: characters }]);
-      await this.onPiece({ original: text, text: `${result.translations[0] ?? ''} `, last, characters });
+      // Sentences of one reply are joined by a space (the app's own separator went with the sentence it ended).
+      const translated = (result.translations[0] ?? '').trim();
+      const joined = this.midReply && translated ? ` ${translated}` : translated;
+      this.midReply = !last;
+      await this.onPiece({ original: text, text: joined, last, characters });
     } catch (err) {
       await reservation.release();
       throw err;
