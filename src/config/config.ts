@@ -119,6 +119,10 @@ export const ConfigSchema = z.object({
   tlsKey: z.string().default(''),
   /** Calls one account may have in progress at once (README "Telephony"); 0 = unlimited. */
   telephonyMaxCallsPerAccount: z.coerce.number().int().min(0).default(250),
+  /** A carrier stream that has not sent its start message by then is closed (1008 start_timeout). */
+  telephonyStartTimeoutMs: z.coerce.number().int().min(100).default(10_000),
+  /** How long Kuma waits for a relay application to accept its WebSocket (then the call ends, app_unreachable). */
+  telephonyRelayConnectTimeoutMs: z.coerce.number().int().min(100).default(5_000),
   /** The server's public base URL as carriers dial it (wss://kuma.example.com): what Twilio signs. Empty = the Host header. */
   publicUrl: z.string().default(''),
   /** Asterisk AudioSocket TCP listener: off unless a port is set; every call on it acts for the API key below. */
@@ -182,6 +186,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_TELEPHONY_SECRET: 'telephonySecret',
   KUMA_TELEPHONY_MAX_CALLS_PER_ACCOUNT: 'telephonyMaxCallsPerAccount',
   KUMA_PUBLIC_URL: 'publicUrl',
+  KUMA_TELEPHONY_START_TIMEOUT_MS: 'telephonyStartTimeoutMs',
+  KUMA_TELEPHONY_RELAY_CONNECT_TIMEOUT_MS: 'telephonyRelayConnectTimeoutMs',
   KUMA_AUDIOSOCKET_PORT: 'audioSocketPort',
   KUMA_AUDIOSOCKET_HOST: 'audioSocketHost',
   KUMA_AUDIOSOCKET_API_KEY: 'audioSocketApiKey',

@@ -41,6 +41,8 @@ export interface TelephonyDeps {
   tokenSecret: string;
   policy: OutboundPolicy;
   maxCallsPerAccount: number;
+  startTimeoutMs: number;
+  relayConnectTimeoutMs: number;
   maxBufferSeconds: number;
   pacerObserver?: PacerObserver;
   metrics?: TelephonyMetrics;
@@ -54,11 +56,13 @@ export class TelephonyService implements CallOpener {
   private readonly cap: SessionCap;
   private readonly releases = new Map<CallGrant, () => void>();
   readonly logger: Logger;
+  readonly startTimeoutMs: number;
 
   constructor(private readonly deps: TelephonyDeps) {
     this.pacer = new FramePacer(2, deps.pacerObserver);
     this.cap = new SessionCap(deps.maxCallsPerAccount);
     this.logger = deps.logger;
+    this.startTimeoutMs = deps.startTimeoutMs;
   }
 
   /** The allow-list check every outbound connection (relay, webhook, play) goes through. */
@@ -124,7 +128,7 @@ export class TelephonyService implements CallOpener {
   async connectApp(call: CallSession, grant: CallGrant): Promise<CallApp> {
     if (grant.settings.mode === 'transcription') return transcriptionSink(call, this.deps.webhooks, this.hub);
     try {
-      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.checkUrl, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
+      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.checkUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
     } catch (err) {
       void call.end('app_unreachable');
       throw new CallRefused(1011, 'app_unreachable', `The relay application could not be reached: ${(err as Error).message}`);

@@ -70,6 +70,8 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         tokenSecret,
         policy,
         maxCallsPerAccount: config.telephonyMaxCallsPerAccount,
+        startTimeoutMs: config.telephonyStartTimeoutMs,
+        relayConnectTimeoutMs: config.telephonyRelayConnectTimeoutMs,
         maxBufferSeconds: config.realtimeMaxBufferSeconds,
         pacerObserver: { frameLateness: (ms) => metrics.frameLateness.observe(ms / 1000) },
         media: callMedia(deps.decoder, checkUrl),

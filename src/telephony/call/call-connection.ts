@@ -5,7 +5,7 @@
  * (a ConversationRelay link or the transcription sink), and carrier events drive it.
  *
  * Closes (code, reason): 1008 `invalid_call_token` (no or bad token), 1008 `start_timeout` (no `start`
- * within START_TIMEOUT_MS), 1008 `malformed_frame` (not this carrier's protocol; the reason names what), 1008
+ * within the opener's startTimeoutMs), 1008 `malformed_frame` (not this carrier's protocol; the reason names what), 1008
  * `call_limit` (the account's concurrent calls), 1008 `insufficient_quota`, 1011 `app_unreachable` (the relay
  * app could not be reached), 1000 when the call ends normally.
  */
@@ -14,9 +14,6 @@ import type { Logger } from '../../observability/logger.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
 import type { CallApp, CallCarrier, CallIdentity, CallSession } from './call-session.js';
 import type { CallSettings } from '../call-settings.js';
-
-/** A stream that has not sent `start` by then is closed. */
-export const START_TIMEOUT_MS = 10_000;
 
 /** Who the call is billed to and how it behaves, once its token checked out. */
 export interface CallGrant {
@@ -46,6 +43,8 @@ export interface CallOpener {
   connectApp(call: CallSession, grant: CallGrant): Promise<CallApp>;
   /** The call's session place is given back (concurrent-call cap). */
   released(grant: CallGrant): void;
+  /** A stream that has not sent `start` by then is closed. */
+  startTimeoutMs: number;
   logger: Logger;
 }
 
@@ -54,7 +53,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   let grant: CallGrant | null = preGrant;
   let starting = false;
   let closed = false;
-  const startTimer = setTimeout(() => close(1008, 'start_timeout', `No start message within ${START_TIMEOUT_MS / 1000} s.`), START_TIMEOUT_MS);
+  const startTimer = setTimeout(() => close(1008, 'start_timeout', `No start message within ${opener.startTimeoutMs / 1000} s.`), opener.startTimeoutMs);
   startTimer.unref();
 
   const send = (frame: CarrierFrame | null): boolean => {

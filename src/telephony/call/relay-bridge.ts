@@ -17,6 +17,7 @@ import { LANGUAGE_TAGS, normaliseCallLanguage } from '../call-settings.js';
 
 export interface RelayBridgeOptions {
   checkUrl(url: URL): Promise<void>;
+  connectTimeoutMs?: number;
   logger: Logger;
   /** Plays `play` sources and `sendDigits` tones on the call; absent: those messages are answered with an error. */
   media?: {
@@ -30,6 +31,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
   const requestId = call.identity.callId;
   const link = await RelayLink.connect(url, {
     checkUrl: options.checkUrl,
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
     signal,
     onMessage: (message) => {
       handle(message).catch((err: Error) => {

@@ -78,14 +78,14 @@ describe('transcription mode', () => {
     const order = delivered.map((r) => r.event.type);
     expect(order[0]).toBe('call.started');
     expect(order.at(-1)).toBe('call.ended');
-    const finals = delivered.filter((r) => r.event.type === 'transcript.final').map((r) => r.event.data);
+    const finals = delivered.filter((r) => r.event.type === 'transcript.final').map((r) => r.event.data as { text: string; language: string });
     expect(finals.map((f) => f.text)).toEqual([TURN_1, TURN_2]);
     expect(finals[0]!.language).toBe('bm-ML');
     expect(order.indexOf('dtmf')).toBeGreaterThan(order.indexOf('transcript.final'));
     expect(delivered.find((r) => r.event.type === 'dtmf')!.event.data).toEqual({ digit: '5' });
     // The failed event was attempted three times, with the same id.
     expect([...failures.values()]).toContain(3);
-    const ended = delivered.find((r) => r.event.type === 'call.ended')!.event.data;
+    const ended = delivered.find((r) => r.event.type === 'call.ended')!.event.data as { usage: { cost_micros: number } };
     expect(ended).toMatchObject({ reason: 'caller_hangup', turns: 2 });
     expect(ended.usage.cost_micros).toBeGreaterThan(0);
     // The control socket saw the same finals, in order, then the end.
