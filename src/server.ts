@@ -51,6 +51,8 @@ export interface KumaServer {
   routes: readonly HttpRoute[];
   /** Resolves when every model is loaded and warmed (rejects if one fails to load). */
   enginesReady: Promise<void>;
+  /** The Asterisk AudioSocket listener's port; null when KUMA_AUDIOSOCKET_PORT is not set. */
+  audioSocketPort: number | null;
   /** The per-key and per-account limiter; null when KUMA_RATE_LIMITS=off. */
   limiter: RateLimiter | null;
   /** Graceful: stop accepting, finish in-flight work within the config's grace period, close the store. */
@@ -158,6 +160,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     routes,
     enginesReady,
     limiter,
+    audioSocketPort: telephony.audioSocketPort,
     close: () =>
       (closing ??= (async () => {
         await http.close(config.shutdownGraceMs);

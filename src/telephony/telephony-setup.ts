@@ -42,6 +42,8 @@ export interface TelephonySetupDeps {
 export interface Telephony {
   service: TelephonyService | null;
   routes: RouteDef[];
+  /** The AudioSocket listener's port (null: off). */
+  audioSocketPort: number | null;
   close(graceMs: number): Promise<void>;
 }
 
@@ -96,6 +98,7 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
   return {
     service,
     routes,
+    audioSocketPort: audioSocket?.port ?? null,
     async close(graceMs) {
       await audioSocket?.close();
       service?.close();

@@ -54,3 +54,15 @@ export async function callerSpeech(t: TestServer, text: string): Promise<Int16Ar
 export function transcribePhone(t: TestServer, pcm: Int16Array, rate = 8000): Promise<string> {
   return transcribeWith(t.server.engines!, Float32Array.from(pcm, (v) => v / 32768), rate);
 }
+
+/** Demo speech of `text` as 16-bit PCM at `rate` (8000 or 16000), for carriers that carry linear PCM. */
+export async function callerSpeechPcm(t: TestServer, text: string, rate: 8000 | 16000): Promise<Int16Array> {
+  const res = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'jifili-1', input: text, voice: 'alloy', response_format: `l16_${rate}` }),
+  });
+  if (res.status !== 200) throw new Error(`speech ${res.status}`);
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+}
