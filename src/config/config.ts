@@ -131,7 +131,7 @@ export const ConfigSchema = z.object({
   audioSocketApiKey: z.string().default(''),
   /** The call settings of AudioSocket calls, as POST /telephony/v1/tokens takes them (JSON). */
   audioSocketSettings: z.string().default('{}'),
-  /** Telephony webhooks: one delivery attempt's limit, and attempts per event (README "Telephony call events"). */
+  /** Telephony webhooks: one delivery attempt's limit, and attempts per event (README "Telephony", "Call events"). */
   webhookTimeoutMs: z.coerce.number().int().min(100).default(5_000),
   webhookMaxAttempts: z.coerce.number().int().min(1).max(20).default(6),
 }).refine((c) => Boolean(c.tlsCert) === Boolean(c.tlsKey), { message: 'KUMA_TLS_CERT and KUMA_TLS_KEY must be set together', path: ['tlsCert'] });

@@ -9,7 +9,6 @@ import type { CallEvent, WebhookEnvelope } from '../webhooks/index.js';
 import { envelopeOf } from '../webhooks/events.js';
 import type { CallApp, CallSession } from './call-session.js';
 import type { CallEventHub } from './call-event-hub.js';
-import { LANGUAGE_TAGS } from '../call-settings.js';
 
 export interface EventSink {
   send(accountId: string, callId: string, event: CallEvent): void;
@@ -38,8 +37,8 @@ export function transcriptionSink(call: CallSession, webhooks: EventSink, hub: C
         data: {
           item_id: turn.itemId,
           text: turn.original,
-          language: LANGUAGE_TAGS.bam,
-          ...(translated ? { translation: { language: LANGUAGE_TAGS[turn.lang], text: turn.text } } : {}),
+          language: 'bam',
+          ...(translated ? { translation: { language: turn.lang, text: turn.text } } : {}),
           audio_start_ms: turn.audioStartMs,
           audio_end_ms: turn.audioEndMs,
         },

@@ -80,7 +80,7 @@ describe('transcription mode', () => {
     expect(order.at(-1)).toBe('call.ended');
     const finals = delivered.filter((r) => r.event.type === 'transcript.final').map((r) => r.event.data as { text: string; language: string });
     expect(finals.map((f) => f.text)).toEqual([TURN_1, TURN_2]);
-    expect(finals[0]!.language).toBe('bm-ML');
+    expect(finals[0]!.language).toBe('bam');
     expect(order.indexOf('dtmf')).toBeGreaterThan(order.indexOf('transcript.final'));
     expect(delivered.find((r) => r.event.type === 'dtmf')!.event.data).toEqual({ digit: '5' });
     // The failed event was attempted three times, with the same id.
