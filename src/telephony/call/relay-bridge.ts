@@ -29,12 +29,14 @@ export interface RelayBridgeOptions {
 /** Dials the app and sends `setup`; resolves with the app side of the call (rejects when the app cannot be reached). */
 export async function connectRelay(call: CallSession, url: string, options: RelayBridgeOptions, signal: AbortSignal): Promise<CallApp> {
   const requestId = call.identity.callId;
+  let work: Promise<void> = Promise.resolve();
   const link = await RelayLink.connect(url, {
     checkUrl: options.checkUrl,
     ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
     signal,
+    // One message after the other: a `text` after a `play` is spoken after the file (whose fetch takes time).
     onMessage: (message) => {
-      handle(message).catch((err: Error) => {
+      work = work.then(() => handle(message)).catch((err: Error) => {
         options.logger.warn({ requestId, err: err.message, type: message.type }, 'relay message failed');
         link.send(errorMessage(`The ${message.type} message could not be carried out: ${err.message}`));
       });

@@ -1,0 +1,72 @@
+/**
+ * The relay app's non-speech audio: `sendDigits` plays DTMF tones to the caller (each digit's two keypad
+ * frequencies, found in the received audio by a Goertzel filter), and `play` fetches an audio file from an
+ * allowed host, decodes it and plays it, in order with the speech around it. A `play` the server cannot
+ * carry out (a 404) is answered with `error` and the call goes on.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestServer } from '../../helpers/test-server.js';
+import { scriptedApp, startRelayApp, startStaticServer, type RelayApp, type StaticServer } from '../../helpers/relay-app.js';
+import { dialCarrier, mintToken, startTelephonyServer, transcribePhone } from '../../helpers/telephony.js';
+
+const PLAYED = 'an bɛ malo san';
+
+let t: TestServer;
+let files: StaticServer;
+let app: RelayApp;
+beforeAll(async () => {
+  t = await startTelephonyServer();
+  const res = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'jifili-1', input: PLAYED, response_format: 'wav' }),
+  });
+  files = await startStaticServer({ '/prompt.wav': { body: new Uint8Array(await res.arrayBuffer()) } });
+}, 120_000);
+afterAll(async () => {
+  await app?.close();
+  await files.close();
+  await t.close();
+});
+
+/** Power of `freq` in `pcm` (Goertzel), relative to the signal's total power. */
+function toneShare(pcm: Int16Array, freq: number, rate = 8000): number {
+  const k = 2 * Math.cos((2 * Math.PI * freq) / rate);
+  let s1 = 0;
+  let s2 = 0;
+  let total = 0;
+  for (const v of pcm) {
+    const s0 = v + k * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+    total += v * v;
+  }
+  return (s1 * s1 + s2 * s2 - k * s1 * s2) / (total * pcm.length || 1);
+}
+
+describe('relay media', () => {
+  it('sendDigits plays the keypad tones; play plays the file, which says its words; a bad source gets an error', async () => {
+    app = await startRelayApp(scriptedApp([{ type: 'sendDigits', digits: '1' }, { type: 'play', source: `${files.baseUrl}/missing.wav` }, { type: 'play', source: `${files.baseUrl}/prompt.wav` }]));
+    const token = await mintToken(t, { relay_url: app.url });
+    const connection = app.nextConnection();
+    const { call, closed } = await dialCarrier(t, 'twilio', { token });
+    const relay = await connection;
+    const error = (await relay.next('error')).json;
+    expect(error.description).toMatch(/play/);
+    await call.waitFor((log) => log.audio.length > 0, 20_000);
+    const received = () => call.log.audio.length;
+    for (let before = -1; before !== received(); ) {
+      before = received();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+    }
+    const pcm = call.receivedPcm();
+    const tone = pcm.subarray(0, 800); // the first 100 ms: digit 1 = 697 Hz + 1209 Hz
+    expect(toneShare(tone, 697)).toBeGreaterThan(10 * toneShare(tone, 941));
+    expect(toneShare(tone, 1209)).toBeGreaterThan(10 * toneShare(tone, 1477));
+    // After the tone (100 ms) and its gap (100 ms), the file.
+    expect(await transcribePhone(t, pcm.subarray(1600))).toBe(PLAYED);
+    expect(files.requests).toEqual(['/missing.wav', '/prompt.wav']);
+    call.hangup();
+    await closed;
+  }, 60_000);
+});
