@@ -110,15 +110,15 @@ export class PacedStream {
 
   /** Starts the stream's clock: the first `leadMs` of frames are due at once, the rest one frame duration apart. */
   startClock(now: number, leadMs: number): void {
-    this.nextDue = now - Math.ceil(leadMs / this.frameMs) * this.frameMs;
+    this.nextDue = now - Math.floor(leadMs / this.frameMs) * this.frameMs;
   }
 }
 
 export class FramePacer {
   private readonly active = new Set<PacedStream>();
   private timer: NodeJS.Timeout | null = null;
-  private origin = 0;
-  private tick = 0;
+  /** The timer's grid: ticks fall at origin + k × 20 ms, whether or not the timer ran in between. */
+  private origin = performance.now();
 
   constructor(
     /** Audio sent at once when a stream starts (its first audio after a silence): the carrier's cushion. */
@@ -133,10 +133,6 @@ export class FramePacer {
   /** A stream has something new: start its clock if it was idle, and send what is due now. */
   wake(stream: PacedStream): void {
     const now = performance.now();
-    if (!this.timer) {
-      this.origin = now;
-      this.tick = 0;
-    }
     // On the timer's grid: the stream's frames fall due exactly when a tick runs.
     // A stream whose schedule fell behind by more than the lead has let the carrier's buffer run dry: it starts anew.
     if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs);
@@ -153,24 +149,22 @@ export class FramePacer {
     return this.active.size;
   }
 
+  /** The next tick on the grid after now. */
   private schedule(): void {
-    this.tick++;
-    const delay = Math.max(0, this.origin + this.tick * FRAME_MS - performance.now());
-    this.timer = setTimeout(() => this.run(), delay);
+    const now = performance.now();
+    const next = this.origin + (Math.floor((now - this.origin) / FRAME_MS) + 1) * FRAME_MS;
+    this.timer = setTimeout(() => this.run(next), next - now);
   }
 
-  private run(): void {
+  private run(due: number): void {
     const now = performance.now();
     for (const stream of this.active) if (!stream.service(now, this.observer)) this.active.delete(stream);
     if (!this.active.size) {
       this.timer = null;
       return;
     }
-    // Far behind (a long pause of the event loop): re-anchor rather than firing a burst of catch-up ticks.
-    if (now - (this.origin + this.tick * FRAME_MS) > 5 * FRAME_MS) {
-      this.origin = now;
-      this.tick = 0;
-    }
+    // Far behind (a long pause of the event loop): the grid moves to now rather than firing catch-up ticks.
+    if (now - due > 5 * FRAME_MS) this.origin = now;
     this.schedule();
   }
 
