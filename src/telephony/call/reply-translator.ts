@@ -49,12 +49,19 @@ export class ReplyTranslator {
 
   push(token: string, last: boolean): void {
     this.pending += token;
-    let cut = 0;
-    for (const match of this.pending.matchAll(SENTENCE_END)) cut = match.index + match[0].length;
-    if (last) cut = this.pending.length;
-    if (cut === 0) return;
-    const sentence = this.pending.slice(0, cut);
-    this.pending = this.pending.slice(cut);
+    // Every sentence end followed by more text releases the sentence before it; `last` releases the rest.
+    let from = 0;
+    for (const match of this.pending.matchAll(SENTENCE_END)) {
+      const cut = match.index + match[0].length;
+      this.release(this.pending.slice(from, cut), false);
+      from = cut;
+    }
+    const rest = this.pending.slice(from);
+    this.pending = last ? '' : rest;
+    if (last) this.release(rest, true);
+  }
+
+  private release(sentence: string, last: boolean): void {
     const generation = this.generation;
     this.chain = this.chain.then(() => (generation === this.generation ? this.translate(sentence, last, generation) : undefined)).catch((err) => this.onError(err));
   }
