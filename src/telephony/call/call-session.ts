@@ -104,6 +104,8 @@ export class CallSession {
   private charactersTranslated = 0;
   private endReason: string | null = null;
   private app: CallApp | null = null;
+  /** App events from before the app side was connected. */
+  private readonly waiting: Array<(app: CallApp) => void> = [];
   /** Whether the reply being translated may be interrupted (its text arrives in pieces, its audio later). */
   private pendingInterruptible = true;
   private record: CallRecord | null = null;
@@ -146,12 +148,14 @@ export class CallSession {
       },
     );
     this.setTtsLanguage(settings.ttsLanguage);
+    // Hearing starts at once: a carrier streams from its start message on, while the app is still being dialled.
+    this.realtime.start();
   }
 
-  /** Starts hearing; the app side receives the call's events from now on. */
+  /** Connects the app side: what the call produced meanwhile (a turn, a key) is handed over first, in order. */
   open(app: CallApp): void {
     this.app = app;
-    this.realtime.start();
+    for (const event of this.waiting.splice(0)) event(app);
     if (this.settings.welcomeGreeting) void this.say(this.settings.welcomeGreeting, true, { interruptible: this.settings.welcomeGreetingInterruptible });
   }
 
@@ -164,7 +168,7 @@ export class CallSession {
   dtmf(digit: string): void {
     if (this.endReason) return;
     if (this.voice.speaking && (this.settings.interruptible === 'dtmf' || this.settings.interruptible === 'any') && this.voice.interruptible) this.interrupt();
-    this.app?.dtmf(digit);
+    this.toApp((app) => app.dtmf(digit));
   }
 
   mark(name: string): void {
@@ -262,6 +266,11 @@ export class CallSession {
     );
   }
 
+  private toApp(event: (app: CallApp) => void): void {
+    if (this.app) event(this.app);
+    else this.waiting.push(event);
+  }
+
   private replyAudible(): void {
     const l = this.latency;
     if (!l || Number.isNaN(l.textAt)) return;
@@ -273,7 +282,7 @@ export class CallSession {
     this.deps.observer?.bargeIn();
     this.translator?.reset();
     const heard = this.voice.interrupt();
-    if (heard) this.app?.interrupted(heard);
+    if (heard) this.toApp((app) => app.interrupted(heard));
   }
 
   private onHeard(output: SessionOutput): void {
@@ -290,7 +299,7 @@ export class CallSession {
         return;
       case 'delta':
         // Interim text is the caller's Bambara; an app in another language gets only finals (translated).
-        if (this.settings.transcriptionLanguage === 'bam') this.app?.interim(output.itemId, output.delta);
+        if (this.settings.transcriptionLanguage === 'bam') this.toApp((app) => app.interim(output.itemId, output.delta));
         return;
       case 'completed': {
         this.turns++;
@@ -303,7 +312,8 @@ export class CallSession {
         if (!output.transcript.trim()) return; // a noise with no words is not a turn for the app
         if (output.translation) this.deps.logger.info({ requestId: this.identity.callId, item: output.itemId, heard: output.transcript, app: output.translation.text, language: lang }, 'call turn translated');
         if (!Number.isNaN(this.lastStoppedAt)) this.latency = { stoppedAt: this.lastStoppedAt, promptAt: performance.now(), textAt: Number.NaN };
-        this.app?.final({ itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 });
+        const turn = { itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 };
+        this.toApp((app) => app.final(turn));
         return;
       }
       case 'failed':

@@ -55,6 +55,20 @@ describe('Twilio voice relay', () => {
     expect(record!.costMicros).toBeGreaterThan(0);
   }, 60_000);
 
+  it('a caller who speaks from the first frame, while Kuma is still dialling the app, is heard whole', async () => {
+    reply = REPLY;
+    const token = await mintToken(t, { relay_url: app.url });
+    const speech = await callerSpeech(t, CALLER);
+    const connection = app.nextConnection();
+    const { call } = await dialCarrier(t, 'twilio', { token });
+    await call.speak(speech);
+    await call.silence(1200);
+    const relay = await connection;
+    expect((await relay.next('prompt')).json.voicePrompt).toBe(CALLER);
+    expect(relay.received[0]!.json.type).toBe('setup');
+    call.hangup();
+  }, 60_000);
+
   it('barge-in: caller speech during the reply → clear to Twilio, interrupt to the app with the words heard', async () => {
     reply = LONG_REPLY;
     const token = await mintToken(t, { relay_url: app.url });
