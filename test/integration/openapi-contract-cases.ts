@@ -165,6 +165,14 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     }),
     ...realtimeSecretCases(json, raw, bearer(limitedKey)),
     ...telephonyTokenCases(json, raw, bearer(limitedKey)),
+    // The carrier streams over plain HTTP: a bad ?token= is refused before anything else; then 426.
+    ...['twilio', 'telnyx', 'plivo', 'exotel', 'vonage'].flatMap((carrier) => [
+      get(`openCallStream_${carrier}`, `/telephony/v1/${carrier}`, 'plain HTTP, not an upgrade', 426, { absolute: true, headers: NO_KEY }),
+      get(`openCallStream_${carrier}`, `/telephony/v1/${carrier}?token=kct1.not.valid`, 'a bad call token', 401, { absolute: true, headers: NO_KEY }),
+    ]),
+    get('followCall', '/telephony/v1/calls/call_unknown/events', 'no such live call', 404, { absolute: true }),
+    get('followCall', '/telephony/v1/calls/call_unknown/events', 'no key', 401, { absolute: true, headers: NO_KEY }),
+    get('followCall', '/telephony/v1/calls/call_unknown/events', 'over a rate limit', 429, { absolute: true, headers: bearer(limitedKey) }),
 
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
