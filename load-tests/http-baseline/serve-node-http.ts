@@ -141,6 +141,7 @@ const server = http.createServer((req, res) => {
         get query() {
           return (query ??= new URLSearchParams(rawQuery));
         },
+        queryString: rawQuery,
         headers,
         requestId,
         get signal() {

@@ -25,6 +25,8 @@ export interface ApiRequest {
   /** Path parameters of the matched route, URL-decoded. */
   params: Record<string, string>;
   query: URLSearchParams;
+  /** The query string exactly as received, without `?` (what a signature over the URL covers). */
+  queryString: string;
   /** Lower-cased header names. */
   headers: Record<string, string>;
   requestId: string;

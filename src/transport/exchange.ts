@@ -80,6 +80,11 @@ export class Exchange implements ApiRequest, WriteContext {
   }
 
   // ApiRequest: the parts most handlers never touch are made on first use.
+  /** The query string as received (without `?`): what a signature over the URL covers. */
+  get queryString(): string {
+    return this.rawQuery;
+  }
+
   get query(): URLSearchParams {
     return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
   }

@@ -32,8 +32,8 @@ export interface CarrierCall {
 }
 
 /** Opens Kuma's carrier path (with `query`, e.g. `?token=`) and starts a simulated call on it. */
-export async function dialCarrier(t: TestServer, carrier: keyof typeof simulators, options: TokenOptions = {}, query = ''): Promise<CarrierCall> {
-  const ws = new WebSocket(wsUrl(t.baseUrl, `/telephony/v1/${carrier}${query}`));
+export async function dialCarrier(t: TestServer, carrier: keyof typeof simulators, options: TokenOptions = {}, query = '', headers: Record<string, string> = {}): Promise<CarrierCall> {
+  const ws = new WebSocket(wsUrl(t.baseUrl, `/telephony/v1/${carrier}${query}`), { headers });
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());

@@ -62,7 +62,7 @@ async function openStream(deps: CarrierRouteDeps, carrier: CarrierName, req: Api
 function checkTwilioSignature(deps: CarrierRouteDeps, req: ApiRequest): void {
   const signature = req.headers['x-twilio-signature'];
   const base = deps.publicUrl || `wss://${req.headers.host ?? ''}`;
-  const query = req.query.toString();
+  const query = req.queryString;
   const url = `${base.replace(/\/$/, '')}${req.path}${query ? `?${query}` : ''}`;
   if (!signature || !verifyTwilioSignature(deps.twilioAuthToken, signature, url)) {
     throw new ApiError('invalid_api_key', 'The X-Twilio-Signature header is missing or does not match this stream URL.');
