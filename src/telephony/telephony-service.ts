@@ -24,6 +24,7 @@ import { transcriptionSink, type EventSink } from './call/transcription-sink.js'
 import { checkCallTokenKey, verifyCallToken, type CallTokenClaims } from './call-token.js';
 import { CallTokenError } from './errors.js';
 import { checkOutbound, type OutboundPolicy } from './outbound-policy.js';
+import type { PinnedAddress } from './relay/relay-link.js';
 
 export interface TelephonyModels {
   asr: { id: string; engine: ModelEngine };
@@ -68,6 +69,12 @@ export class TelephonyService implements CallOpener {
   /** The allow-list check every outbound connection (relay, webhook, play) goes through. */
   readonly checkUrl = async (url: URL): Promise<void> => {
     await checkOutbound(url.toString(), this.deps.policy);
+  };
+
+  /** The check for the relay link, which connects to the vetted address (no second resolution to rebind). */
+  private readonly vetRelayUrl = async (url: URL): Promise<PinnedAddress> => {
+    const target = await checkOutbound(url.toString(), this.deps.policy);
+    return { address: target.address, family: target.family };
   };
 
   /** A token → the grant; used before the upgrade (`?token=`) and on `start` (custom parameters). */
@@ -128,7 +135,7 @@ export class TelephonyService implements CallOpener {
   async connectApp(call: CallSession, grant: CallGrant): Promise<CallApp> {
     if (grant.settings.mode === 'transcription') return transcriptionSink(call, this.deps.webhooks, this.hub);
     try {
-      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.checkUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
+      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.vetRelayUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
     } catch (err) {
       void call.end('app_unreachable');
       throw new CallRefused(1011, 'app_unreachable', `The relay application could not be reached: ${(err as Error).message}`);

@@ -10,13 +10,13 @@
  * spoken (call-session.ts).
  */
 import type { Logger } from '../../observability/logger.js';
-import { RelayLink } from '../relay/relay-link.js';
+import { RelayLink, type PinnedAddress } from '../relay/relay-link.js';
 import { dtmfMessage, errorMessage, interruptMessage, promptMessage, setupMessage, type AppMessage } from '../relay/relay-messages.js';
 import type { CallApp, CallSession } from './call-session.js';
 import { LANGUAGE_TAGS, normaliseCallLanguage } from '../call-settings.js';
 
 export interface RelayBridgeOptions {
-  checkUrl(url: URL): Promise<void>;
+  checkUrl(url: URL): Promise<PinnedAddress | void>;
   connectTimeoutMs?: number;
   logger: Logger;
   /** Plays `play` sources and `sendDigits` tones on the call; absent: those messages are answered with an error. */

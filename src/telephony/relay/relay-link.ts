@@ -29,9 +29,19 @@ export interface RelayLinkEvents {
   onClose(code: number, reason: string, error?: unknown): void;
 }
 
+/** An address the allow-list vetted for the URL's host. */
+export interface PinnedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
 export interface RelayLinkOptions extends RelayLinkEvents {
   /** The operator's allow-list check; throws (anything) to refuse. Runs before any connection is made. */
-  checkUrl(url: URL): Promise<void> | void;
+  /**
+   * May answer the vetted address to connect to: the link then connects there rather than resolving the
+   * name again (a second resolution could be rebound to an address the check never saw).
+   */
+  checkUrl(url: URL): Promise<PinnedAddress | void> | PinnedAddress | void;
   connectTimeoutMs?: number;
   /** Aborts the connect; after the link opened, closes it (1001). */
   signal?: AbortSignal;
@@ -59,6 +69,14 @@ export const RELAY_CLOSE = {
   /** The app stopped reading (buffered past the bound) or stopped answering pings. */
   unresponsive: 1011,
 } as const;
+
+/** A dns.lookup that answers the vetted address (TLS still checks the certificate against the host name). */
+function pinnedLookup(pinned: PinnedAddress) {
+  return (_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void): void => {
+    if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
+    else callback(null, pinned.address, pinned.family);
+  };
+}
 
 export class RelayLink {
   private closed = false;
@@ -96,8 +114,9 @@ export class RelayLink {
   static async connect(url: string, options: RelayLinkOptions): Promise<RelayLink> {
     const target = parseRelayUrl(url);
     if (options.signal?.aborted) throw new RelayLinkError('aborted', 'the call ended before the relay link opened');
+    let pinned: PinnedAddress | void;
     try {
-      await options.checkUrl(target);
+      pinned = await options.checkUrl(target);
     } catch (cause) {
       const why = cause instanceof Error ? `: ${cause.message}` : '';
       throw new RelayLinkError('not_allowed', `the relay URL's host ${target.host} is not allowed${why}`, { cause });
@@ -110,6 +129,7 @@ export class RelayLink {
       followRedirects: false,
       handshakeTimeout: timeoutMs,
       perMessageDeflate: false,
+      ...(pinned ? { lookup: pinnedLookup(pinned) } : {}),
     });
     const link = new RelayLink(ws, options);
     try {

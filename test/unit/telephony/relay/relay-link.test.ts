@@ -70,6 +70,14 @@ describe('RelayLink: talking with the application', () => {
     expect(connection.received.map((m) => m.json)).toEqual([setup, { type: 'prompt', voicePrompt: 'I ni sogoma', lang: 'bm-ML', last: true }]);
   });
 
+  it('connects to the address the allow-list check vetted, not to a second resolution of the name', async () => {
+    const a = await app(echoApp);
+    // `.invalid` never resolves (RFC 2606): only the pinned address can reach the app.
+    const { relay } = await link(`ws://kuma-relay.invalid:${a.port}/relay`, { checkUrl: async () => ({ address: '127.0.0.1', family: 4 }) });
+    expect(relay.isOpen).toBe(true);
+    expect(a.connections).toHaveLength(1);
+  });
+
   it('passes the upgrade headers it was given (e.g. a signature the app verifies)', async () => {
     const server = await app(echoApp);
     await link(server.url, { headers: { 'x-kuma-signature': 'abc' } });
