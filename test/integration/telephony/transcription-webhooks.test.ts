@@ -19,7 +19,8 @@ const SECRET = 'whsec_test_secret_for_kuma_webhooks';
 let t: TestServer;
 let receiver: WebhookReceiver;
 beforeAll(async () => {
-  t = await startTelephonyServer();
+  // A short grace: the hanging endpoint's requests are still in flight when the server stops.
+  t = await startTelephonyServer({ shutdownGraceMs: 1000 });
   receiver = await startWebhookReceiver();
 }, 120_000);
 afterAll(async () => {
