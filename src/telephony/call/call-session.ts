@@ -106,8 +106,8 @@ export class CallSession {
   private app: CallApp | null = null;
   /** App events from before the app side was connected. */
   private readonly waiting: Array<(app: CallApp) => void> = [];
-  /** Whether the reply being translated may be interrupted (its text arrives in pieces, its audio later). */
-  private pendingInterruptible = true;
+  /** How the reply being translated may be cut short (its text arrives in pieces, its audio later). */
+  private pendingOptions = { interruptible: true, preemptible: false };
   private record: CallRecord | null = null;
   /** For the reply latency (performance.now()): the last end of caller speech, the prompt it led to, the reply's first text. */
   private latency: { stoppedAt: number; promptAt: number; textAt: number } | null = null;
@@ -156,7 +156,7 @@ export class CallSession {
   open(app: CallApp): void {
     this.app = app;
     for (const event of this.waiting.splice(0)) event(app);
-    if (this.settings.welcomeGreeting) void this.say(this.settings.welcomeGreeting, true, { interruptible: this.settings.welcomeGreetingInterruptible });
+    if (this.settings.welcomeGreeting) void this.say(this.settings.welcomeGreeting, true, { interruptible: this.settings.welcomeGreetingInterruptible }).catch(() => {});
   }
 
   /** Caller audio, in the phone leg's codec. */
@@ -179,15 +179,16 @@ export class CallSession {
    * App text to speak: in the app's TTS language (translated to Bambara first when that is French or
    * English). `last` ends the talk cycle.
    */
-  async say(text: string, last: boolean, options: { interruptible?: boolean } = {}): Promise<void> {
+  async say(text: string, last: boolean, options: { interruptible?: boolean; preemptible?: boolean } = {}): Promise<void> {
     if (this.endReason) return;
     if (this.latency && Number.isNaN(this.latency.textAt)) this.latency.textAt = performance.now();
     const interruptible = options.interruptible ?? this.settings.interruptible !== 'none';
+    const preemptible = options.preemptible ?? false;
     if (this.translator) {
-      this.pendingInterruptible = interruptible;
+      this.pendingOptions = { interruptible, preemptible };
       return this.translator.push(text, last);
     }
-    await this.voice.say(text, last, interruptible);
+    await this.voice.say(text, last, { interruptible, preemptible });
   }
 
   /** The app changed languages mid-call (ConversationRelay `language`). */
@@ -260,7 +261,7 @@ export class CallSession {
         this.charactersTranslated += piece.characters;
         // The bilingual bridge's record of each reply: what the app wrote and what the caller hears.
         if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
-        await this.voice.say(piece.text, piece.last, this.pendingInterruptible);
+        await this.voice.say(piece.text, piece.last, this.pendingOptions);
       },
       (err) => this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed'),
     );

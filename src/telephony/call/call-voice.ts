@@ -26,6 +26,19 @@ import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
 import { FRAME_MS, type PacedStream } from './frame-pacer.js';
 
+/** Longest text of one app message, in characters. */
+const MAX_TEXT_CHARACTERS = 10_000;
+/** Text received and not yet synthesized, in characters (minutes of speech). */
+const MAX_PENDING_CHARACTERS = 5_000;
+
+/** The app sent more text than may wait to be spoken. */
+export class VoiceBusyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'VoiceBusyError';
+  }
+}
+
 /** Audio queued ahead of the pacer before synthesis waits. */
 const MAX_QUEUED_MS = 2000;
 
@@ -89,6 +102,7 @@ class TalkCycle {
     readonly id: number,
     setup: VoiceSetup,
     readonly interruptible: boolean,
+    readonly preemptible = false,
   ) {
     this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal });
     this.source = this.speaker;
@@ -139,12 +153,23 @@ export class CallVoice {
     private readonly out: VoiceOutput,
   ) {}
 
-  /** Adds Bambara text to the current talk cycle (a new one when none is open); `last` ends the cycle. */
-  async say(text: string, last: boolean, interruptible: boolean): Promise<void> {
+  /**
+   * Adds Bambara text to the current talk cycle (a new one when none is open); `last` ends the cycle. A new
+   * cycle preempts the cycles before it that were marked `preemptible` (they stop, and the carrier drops their
+   * audio). Text beyond what may wait unspoken is refused whole (VoiceBusyError).
+   */
+  async say(text: string, last: boolean, options: { interruptible: boolean; preemptible?: boolean }): Promise<void> {
     if (this.closed) return;
+    const waiting = this.cycles.reduce((n, c) => n + c.splitter.pendingCharacters + c.speaker.unsynthesizedCharacters, 0);
+    const length = [...text].length;
+    if (length > MAX_TEXT_CHARACTERS || waiting + length > MAX_PENDING_CHARACTERS) {
+      throw new VoiceBusyError(`${waiting} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait (${MAX_TEXT_CHARACTERS} per message); send this text again once more of the reply has been spoken.`);
+    }
     let cycle = this.cycles.find((c) => !c.ended && !c.done);
     if (!cycle) {
-      cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
+      const preempted = this.cycles.filter((c) => c.preemptible && !c.done);
+      if (preempted.length) this.stop(preempted);
+      cycle = new TalkCycle(this.nextId++, this.setup, options.interruptible, options.preemptible ?? false);
       this.cycles.push(cycle);
       cycle.finished = this.play(cycle);
     }
@@ -154,6 +179,15 @@ export class CallVoice {
       cycle.ended = true;
       cycle.speaker.end();
     }
+  }
+
+  /** Stops these cycles now: their synthesis, their queued frames here and at the carrier. */
+  private stop(cycles: TalkCycle[]): void {
+    for (const cycle of cycles) cycle.stop.abort();
+    this.cycles = this.cycles.filter((c) => !cycles.includes(c));
+    this.out.paced.clear();
+    this.framesQueued = this.out.paced.framesSent;
+    this.out.clear();
   }
 
   /**
@@ -203,13 +237,9 @@ export class CallVoice {
       const heardMs = Math.max(playing.confirmedMs, sentFrames * paced.frameMs - this.out.leadMs, 0);
       report = { utteranceUntilInterrupt: playing.heardText(heardMs), durationUntilInterruptMs: heardMs };
     }
-    for (const cycle of this.cycles) cycle.stop.abort();
-    this.cycles = [];
     this.marks.clear();
-    this.out.paced.clear();
-    // The dropped frames were never sent: the count of queued frames goes back to what was sent.
-    this.framesQueued = this.out.paced.framesSent;
-    this.out.clear();
+    // The dropped frames were never sent: stop() sets the count of queued frames back to what was sent.
+    this.stop([...this.cycles]);
     return report;
   }
 

@@ -52,7 +52,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     switch (message.type) {
       case 'text': {
         const interruptible = message.interruptible === undefined ? undefined : message.interruptible !== 'none';
-        return call.say(message.token, message.last, interruptible === undefined ? {} : { interruptible });
+        return call.say(message.token, message.last, { ...(interruptible === undefined ? {} : { interruptible }), ...(message.preemptible ? { preemptible: true } : {}) });
       }
       case 'language':
         return call.setLanguages({ tts: message.ttsLanguage ? normaliseCallLanguage(message.ttsLanguage) : undefined, transcription: message.transcriptionLanguage ? normaliseCallLanguage(message.transcriptionLanguage) : undefined });

@@ -45,6 +45,32 @@ function toneShare(pcm: Int16Array, freq: number, rate = 8000): number {
 }
 
 describe('relay media', () => {
+  it('a preemptible reply gives way to the next one; text beyond what may wait is refused with an error', async () => {
+    const long = Array.from({ length: 30 }, () => 'an bɛ taa dugu la sini sɔgɔma').join(' ');
+    app = await startRelayApp(
+      scriptedApp([
+        { type: 'text', token: long, last: true, preemptible: true },
+        { type: 'text', token: 'i ni ce', last: true },
+        { type: 'text', token: 'a'.repeat(10_001), last: false },
+      ]),
+    );
+    const token = await mintToken(t, { relay_url: app.url });
+    const connection = app.nextConnection();
+    const { call, closed } = await dialCarrier(t, 'twilio', { token });
+    const relay = await connection;
+    expect((await relay.next('error')).json.description).toMatch(/at most 5000 may wait/);
+    await call.waitFor((log) => log.clears.length > 0 && log.audio.length > 0, 20_000);
+    const received = () => call.log.audio.length;
+    for (let before = -1; before !== received(); ) {
+      before = received();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+    }
+    expect(await transcribePhone(t, call.playedPcm())).toBe('i ni ce');
+    call.hangup();
+    await closed;
+    await app.close();
+  }, 60_000);
+
   it('sendDigits plays the keypad tones; play plays the file, which says its words; a bad source gets an error', async () => {
     app = await startRelayApp(scriptedApp([{ type: 'sendDigits', digits: '1' }, { type: 'play', source: `${files.baseUrl}/missing.wav` }, { type: 'play', source: `${files.baseUrl}/prompt.wav` }]));
     const token = await mintToken(t, { relay_url: app.url });
