@@ -157,7 +157,8 @@ export class CallSession {
 
   /** Caller audio, in the phone leg's codec. */
   media(audio: Uint8Array): void {
-    if (this.endReason) return;
+    // Before open() the relay app is still being dialled and hearing has not started: the audio is dropped.
+    if (this.endReason || !this.app) return;
     this.realtime.input({ kind: 'append', audio });
   }
 
