@@ -74,7 +74,10 @@ export class TwilioCaller {
   failed = false;
   closed = false;
   private hungUp = false;
+  /** Cleared when the window closes: the caller says no new phrase. */
   speaking = true;
+  /** Sending a phrase's speech (it is finished even once `speaking` is cleared). */
+  private midPhrase = false;
   /** Wall time at which the modelled playout queue runs dry. */
   private playoutFreeAt = 0;
   private readonly pendingMarks = new Map<string, NodeJS.Timeout>();
@@ -121,14 +124,19 @@ export class TwilioCaller {
     while (this.startedAt + this.chunk * FRAME_MS <= now) {
       if (now - (this.startedAt + this.chunk * FRAME_MS) > 40) this.tally.framesLate++;
       const index = (this.firstFrame + this.chunk) % payloads.length;
-      const payload = this.speaking || !speech[index] ? payloads[index]! : silencePayload;
+      // A caller told to stop talking finishes the phrase it is in (a phrase cut short would be a turn of its own).
+      if (speech[index] && !this.midPhrase) this.midPhrase = this.speaking;
+      const payload = !speech[index] || this.midPhrase ? payloads[index]! : silencePayload;
       const timestamp = this.chunk * FRAME_MS;
       this.chunk++;
       // Built as a template: JSON.stringify per frame would cost the generator ~10 000 times a second.
       this.send(`{"event":"media","sequenceNumber":"${++this.sequence}","media":{"track":"inbound","chunk":"${this.chunk}","timestamp":"${timestamp}","payload":"${payload}"},"streamSid":"${this.streamSid}"}`);
       this.tally.framesSent++;
       const phrase = speechEnds[index];
-      if (phrase !== undefined && this.speaking) this.turns.push({ phrase, speechEndAt: performance.now(), arrivals: [] });
+      if (phrase !== undefined && this.midPhrase) {
+        this.midPhrase = false;
+        this.turns.push({ phrase, speechEndAt: performance.now(), arrivals: [] });
+      }
     }
   }
 
