@@ -24,7 +24,13 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   fs.writeFileSync(manifest, JSON.stringify({ models }));
   const child = spawn(process.execPath, [...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
   const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+    const lines = readline.createInterface({ input: child.stdout! });
+    lines.once('line', (line) => {
+      resolve(JSON.parse(line));
+      // After the hello, stdout is the server's log (warnings and errors): shown, so a failing run says why,
+      // and read, so a full pipe never blocks the server.
+      lines.on('line', (log) => process.stderr.write(`server: ${log}\n`));
+    });
     child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
   });
   return {

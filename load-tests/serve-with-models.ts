@@ -7,9 +7,13 @@ import { loadConfig } from '../src/config/config.js';
 import { startKuma } from '../src/server.js';
 import { generateApiKey, hashApiKey } from '../src/auth/api-keys.js';
 
-/** Only the realtime settings come from the environment (the load tests set them); everything else is fixed here. */
+/**
+ * Only the realtime and telephony settings come from the environment (the load tests set them); everything else
+ * is fixed here. KUMA_OUTBOUND_ALLOW lets the telephony test's relay app on 127.0.0.1 be dialled.
+ */
+const PASSED_ENV_PREFIXES = ['KUMA_REALTIME_', 'KUMA_WS_', 'KUMA_TELEPHONY_'];
 function realtimeEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('KUMA_REALTIME_') || name.startsWith('KUMA_WS_')));
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => name === 'KUMA_OUTBOUND_ALLOW' || PASSED_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))));
 }
 
 const [dbPath, manifest] = process.argv.slice(2);

@@ -60,7 +60,8 @@ export class TelephonyService implements CallOpener {
   readonly startTimeoutMs: number;
 
   constructor(private readonly deps: TelephonyDeps) {
-    this.pacer = new FramePacer(2, deps.pacerObserver);
+    // 40 ms of audio ahead of real time when a playback starts: the carrier's cushion against a late tick.
+    this.pacer = new FramePacer(40, deps.pacerObserver);
     this.cap = new SessionCap(deps.maxCallsPerAccount);
     this.logger = deps.logger;
     this.startTimeoutMs = deps.startTimeoutMs;

@@ -31,6 +31,8 @@ export class PacedStream {
   /** Due time (performance.now()) of the next frame; NaN while the stream is idle. */
   nextDue = Number.NaN;
   framesSent = 0;
+  /** When the clock last started (performance.now()). */
+  private startedAt = 0;
   private closed = false;
 
   constructor(
@@ -93,7 +95,8 @@ export class PacedStream {
       // rather than a whole tick late.
       if (this.nextDue - now > EARLY_MS) return true;
       this.head++;
-      observer?.frameLateness(Math.max(0, now - this.nextDue));
+      // The lead frames were due (on the schedule) before the clock started: they are on time when it starts.
+      observer?.frameLateness(Math.max(0, now - Math.max(this.nextDue, this.startedAt)));
       this.nextDue += this.frameMs;
       this.framesSent++;
       if (!this.sendFrame(item.bytes)) {
@@ -108,9 +111,13 @@ export class PacedStream {
     return false;
   }
 
-  /** Starts the stream's clock: the first `leadMs` of frames are due at once, the rest one frame duration apart. */
-  startClock(now: number, leadMs: number): void {
-    this.nextDue = now - Math.floor(leadMs / this.frameMs) * this.frameMs;
+  /**
+   * Starts the stream's clock on `anchor` (the timer's last grid point): the first `leadMs` of frames are due at
+   * once, the rest one frame duration apart.
+   */
+  startClock(anchor: number, leadMs: number, now: number): void {
+    this.nextDue = anchor - Math.floor(leadMs / this.frameMs) * this.frameMs;
+    this.startedAt = now;
   }
 }
 
@@ -135,7 +142,7 @@ export class FramePacer {
     const now = performance.now();
     // On the timer's grid: the stream's frames fall due exactly when a tick runs.
     // A stream whose schedule fell behind by more than the lead has let the carrier's buffer run dry: it starts anew.
-    if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs);
+    if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs, now);
     if (stream.service(now, this.observer)) this.active.add(stream);
     else this.active.delete(stream);
     if (!this.timer && this.active.size) this.schedule();

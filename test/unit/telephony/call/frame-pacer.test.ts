@@ -92,3 +92,32 @@ describe('FramePacer', () => {
     );
   });
 });
+
+describe('FramePacer under concurrency (found by load-tests/telephony)', () => {
+  it('a chunk queued frame by frame while another stream keeps the timer running is paced, not sent at once', () => {
+    const pacer = new FramePacer(40);
+    const other = pacer.stream(() => true);
+    for (let i = 0; i < 100; i++) other.frame(frame());
+    vi.advanceTimersByTime(95); // 15 ms past the timer's grid
+    let sent = 0;
+    const stream = pacer.stream(() => (sent++, true));
+    for (let i = 0; i < 10; i++) stream.frame(frame());
+    // The lead (two frames) and the one due now; the other seven one per 20 ms.
+    expect(sent).toBe(3);
+    vi.advanceTimersByTime(60);
+    expect(sent).toBe(6);
+    pacer.close();
+  });
+
+  it('the lead frames a stream sends ahead on purpose are not reported late', () => {
+    const lateness: number[] = [];
+    const pacer = new FramePacer(40, { frameLateness: (ms) => lateness.push(ms) });
+    vi.advanceTimersByTime(13); // off the grid
+    const stream = pacer.stream(() => true);
+    for (let i = 0; i < 5; i++) stream.frame(frame());
+    vi.advanceTimersByTime(200);
+    pacer.close();
+    expect(lateness).toHaveLength(5);
+    for (const ms of lateness) expect(ms).toBeLessThan(2);
+  });
+});
