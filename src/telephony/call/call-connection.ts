@@ -12,7 +12,8 @@
 import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
 import type { Logger } from '../../observability/logger.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
-import type { CallApp, CallCarrier, CallIdentity, CallSession } from './call-session.js';
+import type { CallSession } from './call-session.js';
+import type { CallApp, CallCarrier, CallIdentity } from './call-contract.js';
 import type { CallSettings } from '../call-settings.js';
 
 /** Who the call is billed to and how it behaves, once its token checked out. */

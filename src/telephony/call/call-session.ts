@@ -12,79 +12,17 @@
  *   interruptible, stops the voice (carrier `clear`) and tells the app what was heard.
  * - The record: turns, caller seconds, characters, cost (from the ledger rows under the call's id), reason.
  */
-import type { Ledger } from '../../billing/ledger.js';
-import type { Logger } from '../../observability/logger.js';
-import type { PhraseEngine } from '../../pipeline/phrase-synthesis.js';
 import { RealtimeSession } from '../../realtime/realtime-session.js';
-import { DEFAULT_SERVER_VAD, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
+import { DEFAULT_SERVER_VAD, type SessionConfig, type TranslationTarget } from '../../realtime/session-config.js';
 import type { SessionOutput } from '../../realtime/session-events.js';
-import type { VadService } from '../../realtime/vad/contract.js';
-import type { CallRecord, Store } from '../../store/store.js';
+import type { CallRecord } from '../../store/store.js';
 import type { CallAudioFormat, CallStart } from '../carriers/contract.js';
-import { CallVoice, type Interruption } from './call-voice.js';
-import type { FramePacer } from './frame-pacer.js';
+import { CallVoice } from './call-voice.js';
+import type { CallApp, CallCarrier, CallDeps, CallIdentity } from './call-contract.js';
 import { ReplyTranslator } from './reply-translator.js';
+import { CallTally, ReplyLatency } from './call-tally.js';
 import { bytesPerSecond, callSpeechFormat, silenceByteOf } from './call-audio-format.js';
 import type { CallLanguage, CallSettings } from '../call-settings.js';
-
-export interface CallerTurn {
-  itemId: string;
-  /** In the app's language (the translation when the app does not speak Bambara). */
-  text: string;
-  lang: CallLanguage;
-  /** The caller's own words, in Bambara (the same as `text` for a Bambara app). */
-  original: string;
-  audioStartMs: number;
-  audioEndMs: number;
-}
-
-/** What the call tells its application, whatever protocol carries it. */
-export interface CallApp {
-  interim(itemId: string, text: string): void;
-  final(turn: CallerTurn): void;
-  dtmf(digit: string): void;
-  interrupted(interruption: Interruption): void;
-  /** The call is over; nothing follows. */
-  ended(reason: string): void;
-}
-
-/** What the call sends to the carrier, already in its wire format (the adapter's frames). */
-export interface CallCarrier {
-  media(frame: Uint8Array): boolean;
-  /** false: this carrier has no marks. */
-  mark(name: string): boolean;
-  clear(): void;
-  /** Ends the call from Kuma's side (closes the media stream). */
-  hangup(reason: string): void;
-}
-
-export interface CallObserver {
-  bargeIn(): void;
-  /** Relay mode: end of the caller's speech → first reply frame, less the app's time (prompt → first reply text). */
-  replyLatency(seconds: number): void;
-  ended(reason: string): void;
-}
-
-export interface CallDeps {
-  observer?: CallObserver;
-  store: Store;
-  ledger: Ledger;
-  logger: Logger;
-  pacer: FramePacer;
-  vad: VadService | null;
-  asr: SpeechModel;
-  tts: { model: string; engine: PhraseEngine; speakable: ReadonlySet<string> | null };
-  /** The translation model (bilingual calls). */
-  mt: SpeechModel | null;
-  maxBufferSeconds: number;
-}
-
-export interface CallIdentity {
-  callId: string;
-  accountId: string;
-  keyId: string;
-  carrier: string;
-}
 
 /** How long an ending call waits for the caller's last turn to be transcribed. */
 const FINISH_HEARING_MS = 5_000;
@@ -96,12 +34,9 @@ export class CallSession {
   readonly voice: CallVoice;
   private translator: ReplyTranslator | null = null;
   private readonly cancel = new AbortController();
-  private readonly startedAt = new Date();
   private readonly turnsStarted = new Map<string, number>();
-  private turns = 0;
-  private callerSeconds = 0;
-  private charactersSynthesized = 0;
-  private charactersTranslated = 0;
+  private readonly tally: CallTally;
+  private readonly latency = new ReplyLatency();
   private endReason: string | null = null;
   private app: CallApp | null = null;
   /** App events from before the app side was connected. */
@@ -109,9 +44,6 @@ export class CallSession {
   /** How the reply being translated may be cut short (its text arrives in pieces, its audio later). */
   private pendingOptions = { interruptible: true, preemptible: false };
   private record: CallRecord | null = null;
-  /** For the reply latency (performance.now()): the last end of caller speech, the prompt it led to, the reply's first text. */
-  private latency: { stoppedAt: number; promptAt: number; textAt: number } | null = null;
-  private lastStoppedAt = Number.NaN;
   private hearingFinished: (() => void) | null = null;
 
   constructor(
@@ -124,6 +56,7 @@ export class CallSession {
     frameBytes: number,
   ) {
     const charge = { requestId: identity.callId, accountId: identity.accountId, keyId: identity.keyId };
+    this.tally = new CallTally({ id: identity.callId, accountId: identity.accountId, keyId: identity.keyId, carrier: identity.carrier, carrierCallId: start.callId || null });
     const config: SessionConfig = {
       format: inputFormatOf(start.format),
       model: deps.asr,
@@ -143,7 +76,7 @@ export class CallSession {
         mark: (name) => carrier.mark(name),
         clear: () => carrier.clear(),
         quotaExhausted: () => this.end('insufficient_quota'),
-        cycleDone: (characters) => (this.charactersSynthesized += characters),
+        cycleDone: (characters) => (this.tally.charactersSynthesized += characters),
         firstAudio: () => this.replyAudible(),
       },
     );
@@ -181,7 +114,7 @@ export class CallSession {
    */
   async say(text: string, last: boolean, options: { interruptible?: boolean; preemptible?: boolean } = {}): Promise<void> {
     if (this.endReason) return;
-    if (this.latency && Number.isNaN(this.latency.textAt)) this.latency.textAt = performance.now();
+    this.latency.replied();
     const interruptible = options.interruptible ?? this.settings.interruptible !== 'none';
     const preemptible = options.preemptible ?? false;
     if (this.translator) {
@@ -214,7 +147,7 @@ export class CallSession {
     await this.voice.close();
     if (reason !== 'caller_hangup') this.carrier.hangup(reason);
     try {
-      this.record = await this.buildRecord(reason);
+      this.record = await this.tally.finalRecord(this.deps.store, this.settings.mode, reason);
     } catch (err) {
       this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'reading the call usage failed');
     }
@@ -225,7 +158,7 @@ export class CallSession {
 
   /** The call's figures so far (final once the call has ended). */
   summary(): CallRecord {
-    return this.record ?? this.recordOf(this.endReason ?? 'in_progress', 0);
+    return this.record ?? this.tally.recordOf(this.settings.mode, this.endReason ?? 'in_progress', 0);
   }
 
   private finishHearing(): Promise<void> {
@@ -258,7 +191,7 @@ export class CallSession {
       { engine: this.deps.mt.engine, model: this.deps.mt.id, source, ledger: this.deps.ledger, charge },
       this.cancel.signal,
       async (piece) => {
-        this.charactersTranslated += piece.characters;
+        this.tally.charactersTranslated += piece.characters;
         // The bilingual bridge's record of each reply: what the app wrote and what the caller hears.
         if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
         await this.voice.say(piece.text, piece.last, this.pendingOptions);
@@ -273,10 +206,8 @@ export class CallSession {
   }
 
   private replyAudible(): void {
-    const l = this.latency;
-    if (!l || Number.isNaN(l.textAt)) return;
-    this.latency = null;
-    this.deps.observer?.replyLatency((l.promptAt - l.stoppedAt + (performance.now() - l.textAt)) / 1000);
+    const seconds = this.latency.audible();
+    if (seconds !== null) this.deps.observer?.replyLatency(seconds);
   }
 
   private interrupt(): void {
@@ -296,23 +227,23 @@ export class CallSession {
         if (this.voice.speaking && (this.settings.interruptible === 'speech' || this.settings.interruptible === 'any') && this.voice.interruptible) this.interrupt();
         return;
       case 'speech_stopped':
-        this.lastStoppedAt = performance.now();
+        this.latency.speechStopped();
         return;
       case 'delta':
         // Interim text is the caller's Bambara; an app in another language gets only finals (translated).
         if (this.settings.transcriptionLanguage === 'bam') this.toApp((app) => app.interim(output.itemId, output.delta));
         return;
       case 'completed': {
-        this.turns++;
-        this.callerSeconds += output.seconds;
-        if (output.translation) this.charactersTranslated += output.translation.characters;
+        this.tally.turns++;
+        this.tally.callerSeconds += output.seconds;
+        if (output.translation) this.tally.charactersTranslated += output.translation.characters;
         const start = this.turnsStarted.get(output.itemId) ?? 0;
         this.turnsStarted.delete(output.itemId);
         const lang = this.settings.transcriptionLanguage;
         const text = output.translation ? output.translation.text : output.transcript;
         if (!output.transcript.trim()) return; // a noise with no words is not a turn for the app
         if (output.translation) this.deps.logger.info({ requestId: this.identity.callId, item: output.itemId, heard: output.transcript, app: output.translation.text, language: lang }, 'call turn translated');
-        if (!Number.isNaN(this.lastStoppedAt)) this.latency = { stoppedAt: this.lastStoppedAt, promptAt: performance.now(), textAt: Number.NaN };
+        this.latency.prompted();
         const turn = { itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 };
         this.toApp((app) => app.final(turn));
         return;
@@ -326,32 +257,6 @@ export class CallSession {
       default:
         return;
     }
-  }
-
-  private async buildRecord(reason: string): Promise<CallRecord> {
-    const rows = await this.deps.store.listUsage({ requestId: this.identity.callId });
-    return this.recordOf(reason, rows.reduce((sum, r) => sum + r.costMicros, 0));
-  }
-
-  private recordOf(reason: string, costMicros: number): CallRecord {
-    const endedAt = new Date();
-    return {
-      id: this.identity.callId,
-      accountId: this.identity.accountId,
-      keyId: this.identity.keyId,
-      carrier: this.identity.carrier,
-      mode: this.settings.mode,
-      carrierCallId: this.start.callId || null,
-      startedAt: this.startedAt.toISOString(),
-      endedAt: endedAt.toISOString(),
-      durationMs: endedAt.getTime() - this.startedAt.getTime(),
-      turns: this.turns,
-      callerSeconds: this.callerSeconds,
-      charactersSynthesized: this.charactersSynthesized,
-      charactersTranslated: this.charactersTranslated,
-      costMicros,
-      endReason: reason,
-    };
   }
 }
 

@@ -17,14 +17,13 @@
  * interruption are not charged.
  */
 import { InsufficientQuotaError } from '../../billing/errors.js';
-import type { ChargeContext, Ledger, Reservation } from '../../billing/ledger.js';
+import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import type { Logger } from '../../observability/logger.js';
-import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../pipeline/phrase-speaker.js';
-import { createEncoder } from '../../codecs/encoders/index.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
-import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
+import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
 import { FRAME_MS, type PacedStream } from './frame-pacer.js';
+import { encodedAudio, TalkCycle } from './talk-cycle.js';
 
 /** Longest text of one app message, in characters. */
 const MAX_TEXT_CHARACTERS = 10_000;
@@ -77,68 +76,6 @@ export interface VoiceOutput {
 export interface Interruption {
   utteranceUntilInterrupt: string;
   durationUntilInterruptMs: number;
-}
-
-class TalkCycle {
-  readonly splitter = new TextPhraseSplitter();
-  readonly stop = new AbortController();
-  readonly speaker: PhraseSpeaker;
-  /** Where the cycle's audio comes from: its speaker, or (play, DTMF) audio encoded as it is. */
-  source: AsyncIterable<SpokenAudio>;
-  reservation: Reservation | null = null;
-  held = 0;
-  sent = 0; // characters of phrases whose frames were all sent
-  ended = false; // no more text will come
-  done = false;
-  /** The cycle's text, character by character, with when its audio begins on the cycle's clock (ms). */
-  readonly chars: Array<{ char: string; startMs: number }> = [];
-  firstFrame = -1; // index in the stream's frame count of the cycle's first frame
-  frames = 0;
-  confirmedMs = 0; // played, as confirmed by the carrier's mark echoes
-  private remainder = new Uint8Array(0);
-  finished: Promise<void> = Promise.resolve();
-
-  constructor(
-    readonly id: number,
-    setup: VoiceSetup,
-    readonly interruptible: boolean,
-    readonly preemptible = false,
-  ) {
-    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal });
-    this.source = this.speaker;
-  }
-
-  /** Whole frames of `bytes` (with what was left over before); the rest waits for more. */
-  frameOut(bytes: Uint8Array, frameBytes: number): Uint8Array[] {
-    const all = this.remainder.length ? concat(this.remainder, bytes) : bytes;
-    const frames: Uint8Array[] = [];
-    let offset = 0;
-    for (; offset + frameBytes <= all.length; offset += frameBytes) frames.push(all.slice(offset, offset + frameBytes));
-    this.remainder = all.slice(offset);
-    return frames;
-  }
-
-  /** The last partial frame, padded with silence to a whole one. */
-  lastFrame(frameBytes: number, silence: number): Uint8Array | null {
-    if (!this.remainder.length) return null;
-    const frame = new Uint8Array(frameBytes).fill(silence);
-    frame.set(this.remainder);
-    this.remainder = new Uint8Array(0);
-    return frame;
-  }
-
-  addAlignments(alignments: PhraseAlignment[]): void {
-    for (const a of alignments) a.text.chars.forEach((char, i) => this.chars.push({ char, startMs: a.text.charStartTimesMs[i]! }));
-  }
-
-  /** The text whose audio began before `ms`, cut back to the last whole word unless everything was heard. */
-  heardText(ms: number): string {
-    const heard = this.chars.filter((c) => c.startMs < ms).map((c) => c.char).join('');
-    const all = this.chars.map((c) => c.char).join('');
-    if (heard.length === all.length) return all.trim();
-    const cut = heard.search(/\s\S*$/);
-    return (cut >= 0 ? heard.slice(0, cut) : '').trim();
-  }
 }
 
 export class CallVoice {
@@ -200,7 +137,7 @@ export class CallVoice {
     const cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
     cycle.ended = true;
     cycle.speaker.end();
-    cycle.source = encoded(this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
+    cycle.source = encodedAudio(this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
     this.cycles.push(cycle);
     cycle.finished = this.play(cycle);
   }
@@ -329,29 +266,6 @@ export class CallVoice {
       this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
     }
   }
-}
-
-/** `samples` encoded in one-second slices, `loop` times (0: until `signal`). */
-async function* encoded(format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<SpokenAudio> {
-  const encoder = await createEncoder(format, { inputRate: sampleRate });
-  try {
-    for (let round = 0; (loop === 0 || round < loop) && !signal.aborted && samples.length; round++) {
-      for (let offset = 0; offset < samples.length && !signal.aborted; offset += sampleRate) {
-        const bytes = await encoder.push(samples.subarray(offset, offset + sampleRate));
-        yield { bytes, alignments: [], charactersComplete: 0 };
-      }
-    }
-    yield { bytes: await encoder.flush(), alignments: [], charactersComplete: 0 };
-  } finally {
-    encoder.close();
-  }
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

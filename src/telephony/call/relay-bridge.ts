@@ -12,7 +12,8 @@
 import type { Logger } from '../../observability/logger.js';
 import { RelayLink, type PinnedAddress } from '../relay/relay-link.js';
 import { dtmfMessage, errorMessage, interruptMessage, promptMessage, setupMessage, type AppMessage } from '../relay/relay-messages.js';
-import type { CallApp, CallSession } from './call-session.js';
+import type { CallSession } from './call-session.js';
+import type { CallApp } from './call-contract.js';
 import { LANGUAGE_TAGS, normaliseCallLanguage } from '../call-settings.js';
 
 export interface RelayBridgeOptions {

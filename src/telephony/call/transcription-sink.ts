@@ -7,7 +7,8 @@
  */
 import type { CallEvent, WebhookEnvelope } from '../webhooks/index.js';
 import { envelopeOf } from '../webhooks/events.js';
-import type { CallApp, CallSession } from './call-session.js';
+import type { CallSession } from './call-session.js';
+import type { CallApp } from './call-contract.js';
 import type { CallEventHub } from './call-event-hub.js';
 
 export interface EventSink {
