@@ -58,6 +58,13 @@ export interface SpeakerOptions {
   signal: AbortSignal;
   /** Phrases synthesized ahead of the one being encoded. */
   ahead?: number;
+  /**
+   * Seconds of audio per encoder slice: the first after a pause, and the most the doubling reaches. The
+   * default (0.1 s, up to 0.8 s) lets a listener's first bytes leave early. A consumer that paces the audio
+   * itself (a phone line) takes longer slices: each slice is one trip through the encoder pool, and under load
+   * a short slice plays out before the next one is back.
+   */
+  slices?: { first: number; max: number };
 }
 
 interface Queued {
@@ -158,7 +165,7 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<SpokenAudio> {
-    const stream = new EncodedStream(this.options.format);
+    const stream = new EncodedStream(this.options.format, this.options.slices ?? { first: SLICE_SECONDS_FIRST, max: SLICE_SECONDS_MAX });
     try {
       for (;;) {
         const next = this.ready.shift();
@@ -195,13 +202,18 @@ class EncodedStream {
   private rate = 0;
   private lag = 0;
   private pushed = 0;
-  private sliceSeconds = SLICE_SECONDS_FIRST;
+  private sliceSeconds: number;
   private readonly ends: Array<{ end: number; characters: number }> = []; // phrase ends on the clock, cumulative characters
   private complete = 0;
   private alignments: PhraseAlignment[] = [];
   private reported = 0; // charactersComplete of the last item
 
-  constructor(private readonly format: SpeechFormat) {}
+  constructor(
+    private readonly format: SpeechFormat,
+    private readonly slices: { first: number; max: number },
+  ) {
+    this.sliceSeconds = slices.first;
+  }
 
   async *phrase(p: Synthesized): AsyncGenerator<SpokenAudio> {
     if (!this.encoder) {
@@ -217,7 +229,7 @@ class EncodedStream {
     this.ends.push({ end: this.pushed + p.samples.length, characters: before + p.characters });
     for (let offset = 0; offset < p.samples.length; ) {
       const slice = Math.max(1, Math.round(this.rate * this.sliceSeconds));
-      this.sliceSeconds = Math.min(SLICE_SECONDS_MAX, this.sliceSeconds * 2);
+      this.sliceSeconds = Math.min(this.slices.max, this.sliceSeconds * 2);
       const bytes = await this.push(p.samples.subarray(offset, offset + slice));
       offset += slice;
       if (bytes.length) yield this.item(bytes, this.pushed - this.lag);
@@ -230,7 +242,7 @@ class EncodedStream {
     const covered = this.pushed;
     const bytes = await this.push(new Float32Array(this.lag));
     // The next phrase is a first audio again: short first slice.
-    this.sliceSeconds = SLICE_SECONDS_FIRST;
+    this.sliceSeconds = this.slices.first;
     const reportedBefore = this.reported;
     const item = this.item(bytes, covered);
     if (bytes.length || item.alignments.length || item.charactersComplete > reportedBefore) yield item;

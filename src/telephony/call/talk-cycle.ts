@@ -11,6 +11,9 @@ import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../pip
 import { TextPhraseSplitter } from '../../pipeline/text-phrase-splitter.js';
 import type { VoiceSetup } from './call-voice.js';
 
+/** Encoder slices of the phone leg (seconds): the first after a pause, and the longest. */
+const PHONE_SLICES = { first: 1, max: 4 };
+
 export class TalkCycle {
   readonly splitter = new TextPhraseSplitter();
   readonly stop = new AbortController();
@@ -36,7 +39,9 @@ export class TalkCycle {
     readonly interruptible: boolean,
     readonly preemptible = false,
   ) {
-    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal });
+    // Whole seconds per encoder slice: the pacer plays the audio out in real time, and each slice is one trip
+    // through the encoder pool, which under load can take longer than a short slice lasts.
+    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal, slices: PHONE_SLICES });
     this.source = this.speaker;
   }
 
