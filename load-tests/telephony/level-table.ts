@@ -6,7 +6,7 @@
 import { percentile } from '../results.js';
 import type { TurnReport, WorkerReport } from './call-worker.js';
 import type { PhraseInfo } from './caller-script.js';
-import { bucketPercentile, type Buckets } from './server-histograms.js';
+import { bucketPercentile, bucketUpperMs, type Buckets } from './server-histograms.js';
 
 export interface LevelFigures {
   calls: number;
@@ -26,7 +26,7 @@ export const TARGET_JITTER_P99_MS = 20;
 const REPLY_LENGTH_RANGE = [0.7, 1.5] as const;
 
 export const TABLE_HEAD = [
-  '| calls | connected | phrases / prompted / replied | exact prompts | reply latency p50 / p99 ms (client) | same, server histogram p50 / p99 ms | latency p99 ≤ 400 | frame cadence deviation, whole reply, p50 / p99 ms (client) | pacing jitter, between gaps, p50 / p99 ms (client) | frame lateness p50 / p99 ms (server histogram) | pacing jitter p99 ≤ 20 | playout gaps (turns) | reply length off | closed abnormally / no prompt / no reply / extra prompts / protocol errors / clears | server CPU (cores) | generator CPU (cores; µs per frame in+out) | generator loop lag p99 ms | vs first level: latency p99 × / jitter p99 × / server CPU per call × |',
+  '| calls | connected | phrases / prompted / replied | exact prompts | reply latency p50 / p99 ms (client) | same, server histogram p50 / p99 ms | latency p99 ≤ 400 | frame cadence deviation, whole reply, p50 / p99 ms (client) | pacing jitter, between gaps, p50 / p99 ms (client) | frame lateness p50 / p99 ms (server histogram) | frame lateness p99 ≤ 20 (server) | playout gaps (turns) | reply length off | closed abnormally / no prompt / no reply / extra prompts / protocol errors / clears | server CPU (cores) | generator CPU (cores; µs per frame in+out) | generator loop lag p99 ms | vs first level: latency p99 × / jitter p99 × / server CPU per call × |',
   '|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|',
 ];
 
@@ -104,7 +104,9 @@ export function levelRow(figures: LevelFigures, baseline: LevelFigures, phrases:
     pcts(summary.deviations),
     pcts(summary.pacing),
     `${bucketPercentile(f0, f1, 50)} / ${bucketPercentile(f0, f1, 99)}`,
-    mark(jitterP99 <= TARGET_JITTER_P99_MS),
+    // Kuma's pacing is what the target is about: the server's own send-time lateness. The client's figures
+    // beside it also hold the generator's lag, which shares these 2 cores.
+    mark(bucketUpperMs(f0, f1, 99) <= TARGET_JITTER_P99_MS),
     `${gaps} (${gapTurns})`,
     lengthOff.length,
     `${report.closedAbnormally + report.failedToConnect} / ${turns.length - prompted.length} / ${noReply} / ${report.extraPrompts} / ${report.protocolErrors} / ${report.clears}`,

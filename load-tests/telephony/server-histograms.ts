@@ -24,6 +24,16 @@ export function observations(before: Buckets, after: Buckets): number {
 }
 
 /** "≤ 150" (ms): the first bucket bound holding p % of the observations between the scrapes; "—" when none. */
+/** The upper bound (ms) of the bucket holding the p-th percentile: the percentile is at most this. NaN when empty. */
+export function bucketUpperMs(before: Buckets, after: Buckets, p: number): number {
+  const total = observations(before, after);
+  if (total <= 0) return Number.NaN;
+  for (const bound of [...after.keys()].sort((a, b) => a - b)) {
+    if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100) return bound * 1000;
+  }
+  return Number.NaN;
+}
+
 export function bucketPercentile(before: Buckets, after: Buckets, p: number): string {
   const total = observations(before, after);
   if (total <= 0) return '—';
