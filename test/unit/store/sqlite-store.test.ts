@@ -42,7 +42,7 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(4);
+      expect(raw.pragma('user_version', { simple: true })).toBe(5);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
@@ -63,7 +63,7 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets');
+    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -77,7 +77,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets');
+    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
     raw.pragma('user_version = 2');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -91,7 +91,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'c'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE client_secrets');
+    raw.exec('DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
     raw.pragma('user_version = 3');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -103,6 +103,28 @@ describe('opening', () => {
     expect(await store.consumeClientSecret('old')).toBeUndefined();
     expect(await store.consumeClientSecret('new')).toEqual({ ...secret, secretHash: 'new', expiresAt: now + 60_000 });
     expect(await store.consumeClientSecret('new')).toBeUndefined();
+  });
+
+  it('upgrades a version-4 file (before telephony) in place; the server secret is made once, webhooks and call records kept', async () => {
+    const account = await store.createAccount('old', 700);
+    const key = await store.createKey(account.id, 'd'.repeat(64), 'old');
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.exec('DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
+    raw.pragma('user_version = 4');
+    raw.close();
+    store = await openSqliteStore(dbPath);
+    expect((await store.findKeyByHash('d'.repeat(64)))?.key).toEqual(key);
+    expect(await store.serverSecret('telephony-token', () => 'first')).toBe('first');
+    expect(await store.serverSecret('telephony-token', () => 'second')).toBe('first');
+    await store.setWebhook(account.id, { url: 'https://example.com/hooks', secret: 'whsec_x' });
+    expect(await store.getWebhook(account.id)).toMatchObject({ accountId: account.id, url: 'https://example.com/hooks', secret: 'whsec_x' });
+    await store.setWebhook(account.id, null);
+    expect(await store.getWebhook(account.id)).toBeUndefined();
+    const call = { id: 'call_1', accountId: account.id, keyId: key.id, carrier: 'twilio', mode: 'relay', carrierCallId: 'CA1', startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:01:00.000Z', durationMs: 60_000, turns: 3, callerSeconds: 7.5, charactersSynthesized: 40, charactersTranslated: 0, costMicros: 1234, endReason: 'caller_hangup' };
+    await store.recordCall(call);
+    expect(await store.listCalls({ accountId: account.id })).toEqual([call]);
+    expect(await store.listCalls({ accountId: 'acct_other' })).toEqual([]);
   });
 
   it('refuses a database written by a newer schema', async () => {
