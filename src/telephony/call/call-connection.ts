@@ -5,9 +5,10 @@
  * (a ConversationRelay link or the transcription sink), and carrier events drive it.
  *
  * Closes (code, reason): 1008 `invalid_call_token` (no or bad token), 1008 `start_timeout` (no `start`
- * within the opener's startTimeoutMs), 1008 `malformed_frame` (not this carrier's protocol; the reason names what), 1008
- * `call_limit` (the account's concurrent calls), 1008 `insufficient_quota`, 1011 `app_unreachable` (the relay
- * app could not be reached), 1000 when the call ends normally.
+ * within the opener's startTimeoutMs), 1008 `malformed_frame` (not this carrier's protocol; the reason names
+ * what), 1009 `frame_too_big` (over 64 KiB), 1008 `call_limit` (the account's concurrent calls), 1008
+ * `insufficient_quota`, 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends
+ * normally.
  */
 import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
 import type { Logger } from '../../observability/logger.js';
@@ -15,6 +16,9 @@ import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFra
 import type { CallSession } from './call-session.js';
 import type { CallApp, CallCarrier, CallIdentity } from './call-contract.js';
 import type { CallSettings } from '../call-settings.js';
+
+/** Largest carrier frame taken (a start message with many custom parameters is a few kB). */
+const MAX_FRAME_BYTES = 64 * 1024;
 
 /** Who the call is billed to and how it behaves, once its token checked out. */
 export interface CallGrant {
@@ -127,8 +131,10 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     }
   }
 
-  const onFrame = (parse: () => CarrierInbound[]): void => {
+  const onFrame = (size: number, parse: () => CarrierInbound[]): void => {
     if (closed) return;
+    // A carrier's frames are small (20–100 ms of audio, or a start message): a huge one is not a carrier.
+    if (size > MAX_FRAME_BYTES) return close(1009, 'frame_too_big', `A ${size}-byte frame; carrier frames are at most ${MAX_FRAME_BYTES} bytes.`);
     let events: CarrierInbound[];
     try {
       events = parse();
@@ -140,8 +146,9 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   };
 
   return {
-    onText: (text) => onFrame(() => adapter.parseText(text)),
-    onBinary: (bytes) => onFrame(() => adapter.parseBinary(bytes)),
+    // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: its length × 3 bounds its size.
+    onText: (text) => onFrame(text.length * 3 > MAX_FRAME_BYTES ? Buffer.byteLength(text) : text.length, () => adapter.parseText(text)),
+    onBinary: (bytes) => onFrame(bytes.length, () => adapter.parseBinary(bytes)),
     onClose() {
       clearTimeout(startTimer);
       closed = true;
