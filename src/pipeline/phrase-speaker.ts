@@ -178,10 +178,13 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
         if (this.failure || this.controller.signal.aborted) break;
         const caughtUp = !this.queue.length && !this.inFlight;
         if (caughtUp && this.ended) break;
-        if (caughtUp) {
+        if (caughtUp && !this.idle) {
           // Everything said so far is encoded and no text waits: let the last words leave now, not with the next text.
-          if (!this.idle) yield* stream.drain();
+          yield* stream.drain();
           this.idle = true;
+          // Look again: while the drained audio was being taken, more text or the end may have come, and their
+          // wake() found no consumer asleep. Only a check with no await before the sleep below is safe.
+          continue;
         }
         if (this.ready.length || this.failure || this.controller.signal.aborted) continue;
         await this.sleep('consumer');
