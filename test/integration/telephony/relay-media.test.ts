@@ -14,6 +14,7 @@ const PLAYED = 'an bɛ malo san';
 let t: TestServer;
 let files: StaticServer;
 let app: RelayApp;
+let wav: Uint8Array;
 beforeAll(async () => {
   t = await startTelephonyServer();
   const res = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
@@ -21,13 +22,20 @@ beforeAll(async () => {
     headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'jifili-1', input: PLAYED, response_format: 'wav' }),
   });
-  files = await startStaticServer({ '/prompt.wav': { body: new Uint8Array(await res.arrayBuffer()) } });
+  wav = new Uint8Array(await res.arrayBuffer());
+  files = await startStaticServer({ '/prompt.wav': { body: wav } });
 }, 120_000);
 afterAll(async () => {
   await app?.close();
   await files.close();
   await t.close();
 });
+
+/** Duration of a 16-bit mono PCM WAV (its header's rate, its data's length). */
+function wavDurationMs(bytes: Uint8Array): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return ((bytes.length - 44) / 2 / view.getUint32(24, true)) * 1000;
+}
 
 /** Power of `freq` in `pcm` (Goertzel), relative to the signal's total power. */
 function toneShare(pcm: Int16Array, freq: number, rate = 8000): number {
@@ -79,7 +87,10 @@ describe('relay media', () => {
     const relay = await connection;
     const error = (await relay.next('error')).json;
     expect(error.description).toMatch(/play/);
-    await call.waitFor((log) => log.audio.length > 0, 20_000);
+    // The tone (100 ms + its 100 ms gap, 1600 μ-law bytes), then the whole file: its fetch and decoding may
+    // take a while on a loaded machine, so wait for its length rather than for a pause in the audio.
+    const fileMs = wavDurationMs(wav);
+    await call.waitFor((log) => log.audio.reduce((n, a) => n + a.bytes.length, 0) >= 1600 + fileMs * 8 * 0.95, 30_000);
     const received = () => call.log.audio.length;
     for (let before = -1; before !== received(); ) {
       before = received();
