@@ -91,8 +91,11 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       grant ??= await opener.authorize(start.customParameters.token ?? null, start);
       if (closed) return;
       call = await opener.createCall(grant, { callId, carrier: adapter.carrier }, start, carrier, adapter);
+      // The call's place under the account's cap comes back when the stream closes — at once if it already
+      // closed while the call was being created (an 'abort' listener added now would never fire).
       const releaseGrant = grant;
-      peer.signal.addEventListener('abort', () => opener.released(releaseGrant), { once: true });
+      if (peer.signal.aborted) opener.released(releaseGrant);
+      else peer.signal.addEventListener('abort', () => opener.released(releaseGrant), { once: true });
       if (closed) return void call.end('caller_hangup');
       const app = await opener.connectApp(call, grant);
       if (closed) return;
