@@ -30,6 +30,8 @@ import { ApiError, toApiError } from './errors.js';
 import { isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
 import { SessionCap } from '../limits/session-cap.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
+import { nativeSurface } from './native/native-surface.js';
+import { nativeRoutes } from './native/native-routes.js';
 
 export interface ApiDeps {
   store: Store;
@@ -70,6 +72,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     ...speechSocketRoutes(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
+    ...nativeSurface(nativeRoutes(compat), deps.catalog),
     ...(deps.telephonyRoutes ?? []),
     ...(deps.extraRoutes ?? []),
   ];
@@ -107,6 +110,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
 
 async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
   try {
+    def.gate?.(req);
     const caller = def.auth ? await authorize(deps, def, req) : null;
     const result = await def.handler(req, caller);
     return result.kind === 'duplex' && caller ? holdSessionPlace(sessionCap, caller, req, result) : result;

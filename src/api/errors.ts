@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   audio_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_content_type: { status: 415, type: 'invalid_request_error' },
   invalid_request: { status: 422, type: 'invalid_request_error' },
+  validation_failed: { status: 422, type: 'invalid_request_error' },
+  endpoint_retired: { status: 410, type: 'invalid_request_error' },
   upgrade_required: { status: 426, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   server_error: { status: 500, type: 'api_error' },
@@ -45,6 +47,16 @@ export interface ApiErrorOptions {
   headers?: Record<string, string>;
   /** The envelope's `type` when it is not the code's usual one (OpenAI's 429s say `requests` or `tokens`). */
   type?: string;
+  /** Native surface only: the validation problems, sent as the body's `detail` array (PROTOCOLS §4). */
+  detail?: NativeDetailEntry[];
+}
+
+/** One entry of a native 422 body, in the shape the Djelia SDKs parse: `{loc, msg, type, input?}`. */
+export interface NativeDetailEntry {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  input?: unknown;
 }
 
 /** A failure meant for the client: its message is safe to show. */
@@ -54,6 +66,7 @@ export class ApiError extends Error {
   readonly type: string;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly detail: NativeDetailEntry[] | undefined;
 
   constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
     super(message);
@@ -63,11 +76,23 @@ export class ApiError extends Error {
     this.type = options.type ?? ERROR_CODES[code].type;
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    this.detail = options.detail;
   }
 
   toEnvelope(): ErrorEnvelope {
     // PROTOCOLS §4 lists 402 with no code; SPEC's issue text names insufficient_quota, so it is sent as both.
     return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+
+  /**
+   * The body on the native surface (/v1, /v2, /api): `{detail: [...]}` for validation problems, `{detail:
+   * "message"}` for the rest, as the Djelia SDKs read them. A retired route answers the primary envelope
+   * (its code is what a migrating client looks for) with the message as `detail` too.
+   */
+  toNativeBody(): unknown {
+    if (this.detail) return { detail: this.detail };
+    if (this.code === 'endpoint_retired') return { ...this.toEnvelope(), detail: this.message };
+    return { detail: this.message };
   }
 }
 

@@ -36,8 +36,8 @@ export class ModelCatalog {
 
   constructor(
     private readonly vendor: string,
-    /** ISO date (YYYY-MM-DD, UTC): from this day on the legacy ids are gone. */
-    private readonly retirementDate: string,
+    /** ISO date (YYYY-MM-DD, UTC): from this day on the legacy ids (and the native routes) are gone. */
+    readonly retirementDate: string,
     private readonly clock: Clock = () => new Date(),
   ) {
     this.retiresAtMs = Date.parse(`${retirementDate}T00:00:00Z`);
@@ -64,6 +64,17 @@ export class ModelCatalog {
       ['gpt-4o-mini-tts', 'jifili-1'],
       [`${vendor}-translate-v1`, 'banjugu-1'],
     ]);
+  }
+
+  /** The retirement day's first instant (UTC): the `Sunset` of everything it retires. */
+  retiresAt(): Date {
+    return new Date(this.retiresAtMs);
+  }
+
+  /** The canonical model that replaces a legacy id (retired or not), or undefined for any other id. */
+  replacementOf(id: string): string | undefined {
+    const legacy = this.legacy.find((m) => m.id === id);
+    return legacy ? this.canonical.find((m) => m.capability === legacy.capability)?.id : undefined;
   }
 
   /** True from the retirement date (UTC) on. */

@@ -6,7 +6,7 @@
  * body and the transport imply.
  */
 import type { ZodType } from 'zod';
-import { ErrorEnvelopeSchema } from './schemas/common.js';
+import { ErrorEnvelopeSchema, NativeErrorSchema, RetiredEndpointSchema } from './schemas/common.js';
 import { errorDescription } from './schemas/responses.js';
 import { SchemaComponents } from './openapi-components.js';
 import { MEDIA_TYPES } from './media-types.js';
@@ -81,8 +81,10 @@ function operation(route: RouteDef, components: SchemaComponents): JsonObject {
     ...(op.request
       ? { requestBody: { required: true, content: { [op.request.contentType]: { schema: components.input(op.request.schema) } } } }
       : {}),
+    ...(op.deprecated ? { deprecated: true } : {}),
     responses: responses(route, components),
-    security: route.auth ? [{ bearerAuth: [] }, { apiKeyHeader: [] }] : [],
+    // The native surface takes x-api-key only (SPEC §5.3).
+    security: !route.auth ? [] : route.surface === 'native' ? [{ apiKeyHeader: [] }] : [{ bearerAuth: [] }, { apiKeyHeader: [] }],
   };
 }
 
@@ -91,8 +93,11 @@ function responses(route: RouteDef, components: SchemaComponents): JsonObject {
   const op = route.openapi!;
   const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
   const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? BODY_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  // A native route answers its errors as `{detail}` (its 410 after retirement is the envelope plus `detail`).
+  if (route.surface === 'native') errorStatuses.add(410);
   for (const status of errorStatuses) {
-    const envelope = { contentType: MEDIA_TYPES.json, schema: ErrorEnvelopeSchema };
+    const schema = route.surface !== 'native' ? ErrorEnvelopeSchema : status === 410 ? RetiredEndpointSchema : NativeErrorSchema;
+    const envelope = { contentType: MEDIA_TYPES.json, schema };
     const own = all.get(status);
     // A status the operation answers itself (a readiness report's 503) can also come as an envelope.
     if (own) all.set(status, { description: `${own.description}; or the error envelope: ${errorDescription(status)}`, content: [...own.content!, envelope] });

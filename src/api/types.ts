@@ -140,6 +140,8 @@ export interface OpenApiInfo {
   request?: { contentType: 'application/json' | 'multipart/form-data'; schema: ZodType };
   responses: Record<number, OpenApiResponse>;
   errors?: number[];
+  /** Marked `deprecated: true` in the document (the native routes). */
+  deprecated?: boolean;
 }
 
 export interface RouteDef {
@@ -156,6 +158,8 @@ export interface RouteDef {
   clientSecrets?: boolean;
   /** Routes that start billable work refuse accounts that cannot pay (402) before any work starts. */
   billable?: boolean;
+  /** Runs before auth and may throw to refuse the request (a retired native route's 410, src/api/native/native-surface.ts). */
+  gate?(req: ApiRequest): void;
   /** Every served route has one (the OpenAPI contract test checks it); only test probes go without. */
   openapi?: OpenApiInfo;
   handler(req: ApiRequest, caller: Caller | null): Promise<ApiResult>;

@@ -239,7 +239,7 @@ export class Exchange implements ApiRequest, WriteContext {
   }
 
   private sendError(err: ApiError): void {
-    writeError(this, err, this.surface === 'native' ? { detail: err.message } : err.toEnvelope());
+    writeError(this, err, this.surface === 'native' ? err.toNativeBody() : err.toEnvelope());
   }
 
   private logFailure(err: unknown, what: string): void {

@@ -4,12 +4,13 @@
  * server without models). Paths are relative to a prefix, except for the operational endpoints.
  */
 import { JIFILI_FORMATS, LEGACY_FORMATS } from '../../src/api/compat/speech-rules.js';
+import { nativeMethodGuardCases } from './openapi-contract-native-cases.js';
 
 export interface ContractCase {
   name: string;
   /** Groups the cases of one operation into one test. */
   operation: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   /** Not under the primary surface's prefixes (the operational endpoints). */
   absolute?: boolean;
@@ -174,6 +175,7 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     get('followCall', '/telephony/v1/calls/call_unknown/events', 'no key', 401, { absolute: true, headers: NO_KEY }),
     get('followCall', '/telephony/v1/calls/call_unknown/events', 'over a rate limit', 429, { absolute: true, headers: bearer(limitedKey) }),
 
+    ...nativeMethodGuardCases(),
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
     get('readyz', '/readyz', 'ready', 200, { absolute: true, headers: NO_KEY }),

@@ -7,6 +7,7 @@ import type { EngineRegistry } from '../../engines/engine-registry.js';
 import type { ModelEngine } from '../../engines/runtime/model-engine.js';
 import { ApiError } from '../errors.js';
 import type { Capability, CatalogModel, ModelCatalog } from '../model-catalog.js';
+import { markLegacyModel, modelSuccessor } from '../deprecation.js';
 
 const CAPABILITY_WORDS: Record<Capability, string> = {
   transcription: 'speech to text',
@@ -14,9 +15,23 @@ const CAPABILITY_WORDS: Record<Capability, string> = {
   translation: 'text translation',
 };
 
-export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability): CatalogModel {
+/**
+ * `responseHeaders` (the request's) gets the deprecation headers when the id is a legacy one; a legacy id past
+ * its retirement answers 404 with a Link to its replacement.
+ */
+export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability, responseHeaders?: Record<string, string>): CatalogModel {
   const model = catalog.resolve(requested);
-  if (!model) throw new ApiError('model_not_found', `The model \`${requested}\` does not exist.`, { param: 'model' });
+  if (!model) {
+    const replacement = catalog.replacementOf(requested);
+    if (replacement) {
+      throw new ApiError('model_not_found', `The model \`${requested}\` was retired on ${catalog.retirementDate}; use \`${replacement}\`.`, {
+        param: 'model',
+        headers: { link: `<${modelSuccessor(replacement)}>; rel="successor-version"` },
+      });
+    }
+    throw new ApiError('model_not_found', `The model \`${requested}\` does not exist.`, { param: 'model' });
+  }
+  if (responseHeaders) markLegacyModel(catalog, model, responseHeaders);
   if (model.capability !== capability) {
     throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, { param: 'model' });
   }

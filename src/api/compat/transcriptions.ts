@@ -70,7 +70,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
   let streaming = false;
   try {
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
-    const model = resolveModel(deps.catalog, fields.model, 'transcription');
+    const model = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
     if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
       throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
     }

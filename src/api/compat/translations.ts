@@ -61,7 +61,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       });
     }
     const target = fields.language ?? 'eng_Latn';
-    const asrModel = resolveModel(deps.catalog, fields.model, 'transcription');
+    const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
     const mtModel = resolveModel(deps.catalog, TRANSLATION_MODEL, 'translation');
     const asr = engineFor(deps.engines, asrModel);
     const mt = engineFor(deps.engines, mtModel);

@@ -12,6 +12,19 @@ export const ErrorEnvelopeSchema = z
   })
   .meta({ id: 'OpenAIError' });
 
+/** Native surface errors (PROTOCOLS §4): a `detail` array of validation problems, or a `detail` message. */
+export const NativeErrorSchema = z
+  .object({
+    detail: z.union([
+      z.string(),
+      z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string(), input: z.unknown().optional() })),
+    ]),
+  })
+  .meta({ id: 'NativeError' });
+
+/** A retired native route's 410: the envelope (code `endpoint_retired`) with the message also as `detail`. */
+export const RetiredEndpointSchema = ErrorEnvelopeSchema.extend({ detail: z.string() }).meta({ id: 'RetiredEndpointError' });
+
 export const ModelObjectSchema = z
   .object({
     id: z.string(),
