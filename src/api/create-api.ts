@@ -72,7 +72,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     ...speechSocketRoutes(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
-    ...nativeSurface(nativeRoutes(compat), deps.catalog),
+    ...nativeSurface(nativeRoutes(compat), deps.catalog, deps.metrics),
     ...(deps.telephonyRoutes ?? []),
     ...(deps.extraRoutes ?? []),
   ];

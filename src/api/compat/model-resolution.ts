@@ -19,7 +19,7 @@ const CAPABILITY_WORDS: Record<Capability, string> = {
  * `responseHeaders` (the request's) gets the deprecation headers when the id is a legacy one; a legacy id past
  * its retirement answers 404 with a Link to its replacement.
  */
-export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability, responseHeaders?: Record<string, string>): CatalogModel {
+export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability | 'any', responseHeaders?: Record<string, string>): CatalogModel {
   const model = catalog.resolve(requested);
   if (!model) {
     const replacement = catalog.replacementOf(requested);
@@ -32,7 +32,7 @@ export function resolveModel(catalog: ModelCatalog, requested: string, capabilit
     throw new ApiError('model_not_found', `The model \`${requested}\` does not exist.`, { param: 'model' });
   }
   if (responseHeaders) markLegacyModel(catalog, model, responseHeaders);
-  if (model.capability !== capability) {
+  if (capability !== 'any' && model.capability !== capability) {
     throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, { param: 'model' });
   }
   return model;

@@ -1,9 +1,9 @@
 /** GET /models and GET /models/{model} (SPEC §4.1, §4.2): aliases answer with the canonical id. */
-import { ApiError } from '../errors.js';
 import type { ModelCatalog } from '../model-catalog.js';
 import { ModelListSchema, ModelObjectSchema } from '../schemas/common.js';
 import type { RouteDef } from '../types.js';
 import { jsonContent } from '../schemas/responses.js';
+import { resolveModel } from './model-resolution.js';
 
 export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
   return [
@@ -36,9 +36,8 @@ export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
         errors: [404],
       },
       handler: async (req) => {
-        const id = req.params.model ?? '';
-        const model = catalog.resolve(id);
-        if (!model) throw new ApiError('model_not_found', `The model \`${id}\` does not exist.`, { param: 'model' });
+        // A legacy id is served with its deprecation headers, and past retirement is a 404 naming its replacement.
+        const model = resolveModel(catalog, req.params.model ?? '', 'any', req.responseHeaders);
         return { kind: 'json', body: catalog.toObject(model) };
       },
     },

@@ -9,28 +9,36 @@ import { ApiError } from '../errors.js';
 import type { ModelCatalog } from '../model-catalog.js';
 import { deprecationHeaders, retiredError } from '../deprecation.js';
 import type { ApiRequest, HttpMethod, RouteDef } from '../types.js';
+import type { Metrics } from '../../observability/metrics.js';
+import { nativeRequestsCounter } from '../../observability/deprecation-metrics.js';
 import { NATIVE_ROUTES, nativeRouteSpec, type NativeRouteSpec } from './native-paths.js';
 
 const ALL_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-export function nativeSurface(served: RouteDef[], catalog: ModelCatalog): RouteDef[] {
+export function nativeSurface(served: RouteDef[], catalog: ModelCatalog, metrics: Metrics): RouteDef[] {
+  const counter = nativeRequestsCounter(metrics);
+  const retirementGate = (spec: NativeRouteSpec) => gateFor(catalog, spec, (outcome) => counter.inc({ route: spec.path, outcome }));
   const gated = served.map((def) => {
     const spec = nativeRouteSpec(def.method, def.path);
     if (def.surface !== 'native' || !spec) throw new Error(`${def.method} ${def.path} is not a native route of SPEC §4.7 (src/api/native/native-paths.ts)`);
-    return { ...def, gate: retirementGate(catalog, spec), ...(def.openapi ? { openapi: { ...def.openapi, deprecated: true } } : {}) };
+    return { ...def, gate: retirementGate(spec), ...(def.openapi ? { openapi: { ...def.openapi, deprecated: true } } : {}) };
   });
-  return [...gated, ...otherMethodRoutes(catalog)];
+  return [...gated, ...otherMethodRoutes(retirementGate)];
 }
 
-function retirementGate(catalog: ModelCatalog, spec: NativeRouteSpec): (req: ApiRequest) => void {
+function gateFor(catalog: ModelCatalog, spec: NativeRouteSpec, count: (outcome: 'served' | 'retired') => void): (req: ApiRequest) => void {
   return (req) => {
-    if (catalog.legacyRetired()) throw retiredError(catalog, spec, `${req.method} ${req.path}`);
+    if (catalog.legacyRetired()) {
+      count('retired');
+      throw retiredError(catalog, spec, `${req.method} ${req.path}`);
+    }
+    count('served');
     Object.assign(req.responseHeaders, deprecationHeaders(catalog, spec.successor));
   };
 }
 
 /** For each native path, a route per method it does not serve: 405 with Allow while served, 410 after. */
-function otherMethodRoutes(catalog: ModelCatalog): RouteDef[] {
+function otherMethodRoutes(retirementGate: (spec: NativeRouteSpec) => (req: ApiRequest) => void): RouteDef[] {
   const paths = [...new Set(NATIVE_ROUTES.map((route) => route.path))];
   return paths.flatMap((path) => {
     const servedHere = NATIVE_ROUTES.filter((route) => route.path === path);
@@ -42,7 +50,7 @@ function otherMethodRoutes(catalog: ModelCatalog): RouteDef[] {
         path,
         surface: 'native',
         auth: false,
-        gate: retirementGate(catalog, spec),
+        gate: retirementGate(spec),
         openapi: {
           operationId: `${method.toLowerCase()}${operationName(path)}NotServed`,
           summary: `Not served: 405 until the retirement date, 410 from it on (the path serves ${allowed.join(', ')})`,
