@@ -17,6 +17,7 @@ import { planPhrases } from '../../engines/tts/phrase-plan.js';
 import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
 import { synthesizePhrases } from '../../pipeline/phrase-synthesis.js';
 import type { SpeechFormat } from '../../codecs/types.js';
+import type { AudioChunker } from '../../pipeline/audio-chunks.js';
 import type { CatalogModel } from '../model-catalog.js';
 import type { ApiRequest, Caller } from '../types.js';
 import type { CompatDeps } from './deps.js';
@@ -30,6 +31,8 @@ export interface SpeechJob {
   text: string;
   /** The engine speaker (selectSpeaker), or undefined for the model's own voice. */
   speaker: number | undefined;
+  /** Regroups the audio into chunks of a fixed length of audio (the native streaming TTS's chunk_size). */
+  chunker?: AudioChunker;
 }
 
 export interface StartedSpeech {
@@ -68,7 +71,7 @@ export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Cal
       reservation
         .settle([{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }])
         .then(() => {}, (err: Error) => deps.logger.error({ requestId: req.requestId, err: err.message }, 'recording speech usage failed'));
-    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
     // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
     const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
     return { audio, tally, lateHeaders };
