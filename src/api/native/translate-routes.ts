@@ -32,11 +32,12 @@ export const NativeTranslationRequestSchema = z
     source: z.enum(LANGUAGES).describe('Language of the text'),
     target: z.enum(LANGUAGES).describe('Language to translate into; not the source'),
   })
-  // Checked once both codes are valid, whatever else is wrong, so one answer lists every problem.
+  // Checked once the body is an object with both codes valid, whatever else is wrong, so one answer lists
+  // every problem (and a body that is not an object never reaches it).
   .refine((body) => body.source !== body.target, {
     message: 'Value error, source and target must be different languages',
     path: ['target'],
-    when: (payload) => !payload.issues.some((issue) => issue.path?.[0] === 'source' || issue.path?.[0] === 'target'),
+    when: (payload) => !payload.issues.some((issue) => !issue.path?.length || issue.path[0] === 'source' || issue.path[0] === 'target'),
   })
   .meta({ id: 'NativeTranslationRequest' });
 

@@ -10,6 +10,7 @@ import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../helpers/test-server.js';
 import { decodeSpeech, transcribeWith } from '../../helpers/speech-audio.js';
+import { pythonJson } from './python-json.js';
 
 const TEXT = 'i ni ce a ka kɛnɛ';
 
@@ -26,18 +27,8 @@ const sdk = () => {
   return { client: axios.create({ timeout: 30000, headers }), headers };
 };
 
-/** requests.post(url, json=...) body: json.dumps defaults (", " and ": " separators, ensure_ascii). */
-export function pythonJson(value: unknown): string {
-  return JSON.stringify(value, null, 1)
-    .replace(/\n\s*/g, ' ')
-    .replace(/\[ /g, '[')
-    .replace(/ \]/g, ']')
-    .replace(/\{ /g, '{')
-    .replace(/ \}/g, '}')
-    .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
 const PYTHON_HEADERS = { 'user-agent': 'python-requests/2.32.3', 'accept-encoding': 'gzip, deflate', accept: '*/*', connection: 'keep-alive', 'content-type': 'application/json' };
-const python = (path: string, body: unknown) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...PYTHON_HEADERS, 'x-api-key': t.apiKey }, body: pythonJson(body) });
+const python = (path: string, body: unknown) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...PYTHON_HEADERS, 'x-api-key': t.apiKey }, body: pythonJson(body, ['chunk_size']) });
 
 const native = (path: string, body: unknown, headers: Record<string, string> = { 'x-api-key': t.apiKey }) =>
   fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -86,6 +77,10 @@ describe('the Djelia JS SDK', () => {
 });
 
 describe('the Python SDK request shapes', () => {
+  it('are json.dumps bytes', () => {
+    expect(pythonJson({ text: 'kɛ', description: 'Seydou', chunk_size: 1 }, ['chunk_size'])).toBe('{"text": "k\\u025b", "description": "Seydou", "chunk_size": 1.0}');
+  });
+
   it('v1 {"text": ..., "speaker": 1} with escaped non-ASCII: WAV', async () => {
     const res = await python('/api/v1/models/tts', { text: TEXT, speaker: 1 });
     expect([res.status, res.headers.get('content-type')]).toEqual([200, 'audio/wav']);
