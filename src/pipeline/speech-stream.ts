@@ -12,6 +12,7 @@
  */
 import { createEncoder } from '../codecs/encoders/index.js';
 import type { FormatInfo, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
+import type { AudioChunker } from './audio-chunks.js';
 
 export interface PcmChunk {
   samples: Float32Array;
@@ -88,8 +89,11 @@ class DeliveryMeter {
  * Encodes a stream of PCM chunks into `format`, yielding bytes as soon as the codec has them. The first
  * chunk's rate becomes the encoder's input rate (a model speaks at one rate). If the PCM source fails, the
  * audio already synthesized is flushed out before the error goes on, so the body ends at the point reached.
+ *
+ * With a `chunker` (audio-chunks.ts) the bytes leave in chunks of a fixed length of audio instead; what the
+ * chunker holds back has not been delivered, so it is taken off the samples counted as delivered.
  */
-export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: SpeechFormat, tally: SpeechTally): AsyncGenerator<Uint8Array> {
+export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: SpeechFormat, tally: SpeechTally, chunker?: AudioChunker): AsyncGenerator<Uint8Array> {
   let encoder: StreamingEncoder | null = null;
   let lag = 0;
   let sliceSeconds = SLICE_SECONDS_FIRST;
@@ -99,6 +103,8 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
     tally.bytesDelivered += bytes;
     tally.charactersDelivered = Math.max(tally.charactersDelivered, meter.charactersAt(covered));
   };
+  let inputRate = 0;
+  const heldSamples = () => (chunker ? Math.ceil(chunker.heldSeconds() * inputRate) : 0);
   let failure: { error: unknown } | undefined;
   try {
     try {
@@ -106,6 +112,7 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
         if (!encoder) {
           encoder = await createEncoder(format, { inputRate: chunk.sampleRate });
           lag = encoderLagSamples(encoder.info, chunk.sampleRate);
+          inputRate = chunk.sampleRate;
         }
         meter.addPhrase(chunk.samples.length, chunk.characters);
         // A model hands over a whole phrase (seconds of audio). Encoding it in short slices lets the first
@@ -118,8 +125,16 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
           const bytes = await encoder.push(samples);
           meter.pushedSamples(samples.length);
           if (bytes.length === 0) continue;
-          yield bytes;
-          delivered(bytes.length, meter.pushedSoFar - lag);
+          if (!chunker) {
+            yield bytes;
+            delivered(bytes.length, meter.pushedSoFar - lag);
+            continue;
+          }
+          chunker.append(bytes);
+          for (let out = chunker.next(); out; out = chunker.next()) {
+            yield out;
+            delivered(out.length, meter.pushedSoFar - lag - heldSamples());
+          }
         }
       }
     } catch (error) {
@@ -133,7 +148,14 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
       if (failure) throw failure.error;
       throw error;
     }
-    if (tail.length > 0) yield tail;
+    if (chunker) {
+      chunker.append(tail);
+      for (let out = chunker.next() ?? chunker.rest(); out; out = chunker.next() ?? chunker.rest()) {
+        yield out;
+        delivered(out.length, meter.pushedSoFar - heldSamples());
+      }
+      tail = new Uint8Array(0);
+    } else if (tail.length > 0) yield tail;
     // Everything pushed is out: every phrase that reached the encoder counts in full.
     delivered(tail.length, Number.POSITIVE_INFINITY);
     if (failure) throw failure.error;

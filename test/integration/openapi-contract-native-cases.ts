@@ -26,3 +26,61 @@ export function nativeMethodGuardCases(): ContractCase[] {
     }),
   );
 }
+
+interface Keys {
+  key: () => string;
+  brokeKey: () => string;
+  limitedKey: () => string;
+  bareKey: () => string;
+}
+
+/**
+ * The native TTS, translation and supported-languages routes: each success media type, each error status
+ * (x-api-key only), both prefixes; on the bare server (past the retirement date) each answers 410.
+ */
+export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey }: Keys): ContractCase[] {
+  const apiKey = (k: () => string) => () => ({ 'x-api-key': k(), 'content-type': 'application/json' });
+  const post = (operation: string, path: string) => (name: string, body: unknown, status: number, extra: Partial<ContractCase> = {}): ContractCase[] =>
+    underNativePrefixes({ name, operation, method: 'POST', path, headers: apiKey(extra.server === 'bare' ? bareKey : key), body: () => JSON.stringify(body), json: body, status, ...extra });
+  const raw = (contentType: string, body: string): Partial<ContractCase> => ({ headers: () => ({ 'x-api-key': key(), 'content-type': contentType }), body: () => body, json: undefined });
+  const common = (op: (name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => ContractCase[], valid: Record<string, unknown>, invalid: Record<string, unknown>, unspeakable: Record<string, unknown>) => [
+    ...op('text with nothing to say or translate', unspeakable, 400),
+    ...op('no key', valid, 401, { headers: () => ({ 'content-type': 'application/json' }) }),
+    ...op('a Bearer header alone', valid, 401, { headers: () => ({ authorization: `Bearer ${key()}`, 'content-type': 'application/json' }) }),
+    ...op('no balance', valid, 402, { headers: apiKey(brokeKey) }),
+    ...op('over a rate limit', valid, 429, { headers: apiKey(limitedKey) }),
+    ...op('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ ...valid, pad: 'x'.repeat(70 * 1024) }))),
+    ...op('an XML body', null, 415, raw('application/xml', '<text/>')),
+    ...op('a validation failure', invalid, 422, { requestValid: false }),
+    ...op('once retired', valid, 410, { server: 'bare' }),
+  ];
+
+  const languages = (name: string, status: number, extra: Partial<ContractCase> = {}) =>
+    underNativePrefixes({ name, operation: 'nativeSupportedLanguages', method: 'GET', path: '/v1/models/translate/supported-languages', headers: apiKey(key), status, ...extra });
+  const translate = post('nativeTranslate', '/v1/models/translate');
+  const ttsV1 = post('nativeTtsV1', '/v1/models/tts');
+  const ttsV2 = post('nativeTtsV2', '/v2/models/tts');
+  const ttsStream = post('nativeTtsV2Stream', '/v2/models/tts/stream');
+  const v2 = { text: 'i ni ce', description: 'Seydou' };
+  const formats = ['mp3', 'wav', 'wav_8k', 'ulaw_8k'];
+  return [
+    ...languages('the languages', 200),
+    ...languages('no key', 401, { headers: () => ({}) }),
+    ...languages('over a rate limit', 429, { headers: apiKey(limitedKey) }),
+    ...languages('once retired', 410, { server: 'bare', headers: apiKey(bareKey) }),
+
+    ...translate('a translation', { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' }, 200),
+    ...common(translate, { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' }, { text: 'i ni ce', source: 'bam_Latn', target: 'bam' }, { text: '  ', source: 'bam_Latn', target: 'fra_Latn' }),
+
+    ...ttsV1('WAV, the default speaker', { text: 'i ni ce' }, 200, { responseFormat: 'wav' }),
+    ...ttsV1('WAV, speaker 0', { text: 'i ni ce', speaker: 0 }, 200, { responseFormat: 'wav' }),
+    ...common(ttsV1, { text: 'i ni ce' }, { text: 'i ni ce', speaker: 5 }, { text: '🙂' }),
+
+    ...ttsV2('no format: mp3', v2, 200, { responseFormat: 'mp3' }),
+    ...formats.flatMap((format) => ttsV2(`format ${format}`, { ...v2, format }, 200, { responseFormat: format })),
+    ...common(ttsV2, v2, { text: 'i ni ce' }, { ...v2, text: '🙂' }),
+
+    ...formats.flatMap((format) => ttsStream(`format ${format}, chunk_size 0.5`, { ...v2, format, chunk_size: 0.5 }, 200, { responseFormat: format })),
+    ...common(ttsStream, v2, { ...v2, chunk_size: 3 }, { ...v2, text: '🙂' }),
+  ];
+}

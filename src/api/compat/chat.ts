@@ -1,21 +1,20 @@
 /**
  * POST /chat/completions as text translation (SPEC §4.6): the text is the last user message, the language
- * pair comes from the extension object (`djelia`). Billed per character of input (usage counts are those
- * characters); `djelia-translate-v2` is billed and reports in tokens. The cost (in tokens, its upper bound)
- * is held before the model runs and settled once the translation is done. `stream=true` sends the role,
+ * pair comes from the extension object (`djelia`). Usage counts are what is billed: characters, or tokens
+ * for `djelia-translate-v2` (text-translation.ts holds, runs and settles, shared with the native
+ * /v1/models/translate). `stream=true` sends the role,
  * the whole translation as one content delta, a `stop` chunk and `[DONE]` (translation is not incremental).
  */
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
-import { billableCharacters } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
 import { ChatCompletionChunkSchema, ChatCompletionSchema, chatRequestSchema } from '../schemas/chat.js';
 import { eventStreamContent, jsonContent } from '../schemas/responses.js';
 import type { CompatDeps } from './deps.js';
-import { engineFor, resolveModel } from './model-resolution.js';
-import { maxTranslateTokens } from '../../engines/mt/translate-token-bound.js';
+import { resolveModel } from './model-resolution.js';
+import { translateOnce } from './text-translation.js';
 
 type Message = { role: string; content?: string | Array<{ type: string; text?: string }> | null };
 interface ChatBody {
@@ -68,31 +67,7 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
   const model = resolveModel(deps.catalog, body.model, 'translation', req.responseHeaders);
   const text = lastUserText(body.messages);
   if (!text.trim()) throw new ApiError('invalid_value', 'messages: the last user message has no text to translate.', { param: 'messages' });
-  const engine = engineFor(deps.engines, model);
-  const byToken = model.id === `${deps.vendor}-translate-v2`;
-  const characters = billableCharacters(text);
-  const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
-  // Before any work, the most this request can cost is held: its characters (exact), or for the token-billed
-  // model the most tokens the engine can read and write for this text (translate-token-bound.ts).
-  const bound = byToken ? maxTranslateTokens(text, engine.info) : characters;
-  const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(bound, deps.ledger.priceOf(byToken ? 'token' : 'character', 'translation')));
-  let usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
-  let translation: string;
-  try {
-    const result = await engine.run<{ translations: string[]; inputTokens: number; outputTokens: number }>(
-      'translate',
-      { texts: [text], source: options.source_language, target: options.target_language },
-      req.signal,
-      { account: caller.account.id },
-    );
-    translation = result.translations[0] ?? '';
-    usage = byToken
-      ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
-      : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
-    await reservation.settle([{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }]);
-  } finally {
-    await reservation.release(); // a no-op once settled; on failure the hold goes and nothing is charged
-  }
+  const { translation, usage } = await translateOnce(deps, req, caller, { model, text, source: options.source_language, target: options.target_language });
 
   const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
   const created = Math.floor(Date.now() / 1000);

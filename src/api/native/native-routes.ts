@@ -5,8 +5,9 @@
  */
 import type { CompatDeps } from '../compat/deps.js';
 import type { RouteDef } from '../types.js';
+import { nativeSpeechRoutes } from './speech-routes.js';
+import { nativeTranslateRoutes } from './translate-routes.js';
 
 export function nativeRoutes(deps: CompatDeps): RouteDef[] {
-  void deps;
-  return [];
+  return [...nativeTranslateRoutes(deps), ...nativeSpeechRoutes(deps)];
 }

@@ -1,0 +1,53 @@
+/**
+ * One text translated, paid for: the translation path behind POST /chat/completions and the native
+ * POST /v1/models/translate, so both surfaces share the engine, the hold, the price and the ledger rows.
+ * Billed per character of input; `djelia-translate-v2` is billed (and reports) in tokens. The most the
+ * request can cost is held before the model runs and settled once the translation is done; a failure
+ * releases the hold and nothing is charged.
+ */
+import { billableCharacters } from '../../billing/metering.js';
+import { maxTranslateTokens } from '../../engines/mt/translate-token-bound.js';
+import type { CatalogModel } from '../model-catalog.js';
+import type { ApiRequest, Caller } from '../types.js';
+import type { CompatDeps } from './deps.js';
+import { engineFor } from './model-resolution.js';
+
+export interface TranslationUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface TextTranslation {
+  model: CatalogModel;
+  text: string;
+  source: string;
+  target: string;
+}
+
+export async function translateOnce(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TextTranslation): Promise<{ translation: string; usage: TranslationUsage }> {
+  const { model, text } = job;
+  const engine = engineFor(deps.engines, model);
+  const byToken = model.id === `${deps.vendor}-translate-v2`;
+  const characters = billableCharacters(text);
+  const ctx = { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id };
+  // Before any work, the most this request can cost is held: its characters (exact), or for the token-billed
+  // model the most tokens the engine can read and write for this text (translate-token-bound.ts).
+  const bound = byToken ? maxTranslateTokens(text, engine.info) : characters;
+  const reservation = await deps.ledger.reserve(ctx, deps.ledger.costOf(bound, deps.ledger.priceOf(byToken ? 'token' : 'character', 'translation')));
+  try {
+    const result = await engine.run<{ translations: string[]; inputTokens: number; outputTokens: number }>(
+      'translate',
+      { texts: [text], source: job.source, target: job.target },
+      req.signal,
+      { account: caller.account.id },
+    );
+    const usage = byToken
+      ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
+      : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
+    await reservation.settle([{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }]);
+    return { translation: result.translations[0] ?? '', usage };
+  } finally {
+    await reservation.release(); // a no-op once settled; on failure the hold goes and nothing is charged
+  }
+}

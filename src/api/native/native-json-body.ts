@@ -1,0 +1,21 @@
+/**
+ * A native route's JSON body. The transport answers a body that is not JSON with the primary surface's
+ * 400 invalid_json; the native clients were written against FastAPI, which answers 422 with a detail
+ * entry (`json_invalid` at the parse position, or `missing` for an empty body), so that is what they get.
+ * Size (413) and Content-Type (415) refusals pass through as `{detail}` messages.
+ */
+import { ApiError } from '../errors.js';
+import type { ApiRequest } from '../types.js';
+import { jsonInvalidEntry, nativeValidationError } from './native-validation.js';
+
+export async function readNativeJson(req: ApiRequest): Promise<unknown> {
+  try {
+    return await req.body.json();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.code !== 'invalid_json') throw err;
+    if (/empty/.test(err.message)) throw nativeValidationError([{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]);
+    // JSON.parse names the position ("... at position 12"); FastAPI's entry carries it in `loc`.
+    const position = Number(/position (\d+)/.exec(err.message)?.[1] ?? 0);
+    throw nativeValidationError([jsonInvalidEntry(position)]);
+  }
+}
