@@ -38,6 +38,8 @@ export interface TranscriptionJob {
   durationSeconds(): number;
   /** The usage row the transcription is charged as. */
   item(): ChargeItem;
+  /** The usage row of the transcription had it ended at `seconds` (what a stream would cost up to there). */
+  itemAt(seconds: number): ChargeItem;
 }
 
 /** The engine that serves `model`, refusing (503) before anything is spent on decoding when it has no room. */
@@ -86,6 +88,7 @@ export async function startTranscription(deps: CompatDeps, req: ApiRequest, call
     usage,
     durationSeconds: () => decodedSeconds(audio),
     item: () => ({ model: plan.model.id, kind: 'transcription', unit: 'second', quantity: usage().seconds }),
+    itemAt: (seconds) => ({ model: plan.model.id, kind: 'transcription', unit: 'second', quantity: billableSeconds(seconds) }),
   };
 }
 

@@ -5,8 +5,8 @@
  */
 import type { CompatDeps } from '../compat/deps.js';
 import type { RouteDef } from '../types.js';
+import { nativeTranscribeRoutes } from './transcribe-routes.js';
 
 export function nativeRoutes(deps: CompatDeps): RouteDef[] {
-  void deps;
-  return [];
+  return [...nativeTranscribeRoutes(deps)];
 }
