@@ -44,7 +44,7 @@ export function jsSdkTranscribe(options: ClientOptions, audio: Buffer): Promise<
   return sdkAxios(options.apiKey).request(sdkRequest(options, audio, false));
 }
 
-/** `transcribe(buffer, translateToFrench, true, version)`: each object as the SDK yields it, with the moment its chunk arrived. */
+/** `transcribe(buffer, translateToFrench, true, version)`: each object as the SDK yields it. */
 export async function* jsSdkTranscribeStream(options: ClientOptions, audio: Buffer): AsyncGenerator<unknown> {
   const response = await sdkAxios(options.apiKey).request(sdkRequest(options, audio, true));
   let buffer = '';
