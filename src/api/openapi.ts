@@ -25,6 +25,11 @@ const DOCUMENT_SURFACE: Surface = 'compat';
 const TRANSPORT_ERRORS = [500, 503];
 /** What reading a request body can fail with (RequestBody.json() / multipart()): malformed, too large, wrong type. */
 const BODY_ERRORS = [400, 413, 415];
+/**
+ * The native surface answers as the FastAPI service its clients were written for: a body of another type is
+ * read as an empty form or as invalid JSON, a 422 with `detail` entries, never a 415.
+ */
+const NATIVE_BODY_ERRORS = [400, 413];
 
 export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; version: string; vendor: string }): JsonObject {
   const components = new SchemaComponents();
@@ -92,7 +97,7 @@ function operation(route: RouteDef, components: SchemaComponents): JsonObject {
 function responses(route: RouteDef, components: SchemaComponents): JsonObject {
   const op = route.openapi!;
   const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
-  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? BODY_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? (route.surface === 'native' ? NATIVE_BODY_ERRORS : BODY_ERRORS) : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
   // A native route answers its errors as `{detail}` (its 410 after retirement is the envelope plus `detail`).
   if (route.surface === 'native') errorStatuses.add(410);
   for (const status of errorStatuses) {

@@ -4,7 +4,7 @@
  * server without models). Paths are relative to a prefix, except for the operational endpoints.
  */
 import { JIFILI_FORMATS, LEGACY_FORMATS } from '../../src/api/compat/speech-rules.js';
-import { nativeMethodGuardCases, nativeSpeechTranslateCases } from './openapi-contract-native-cases.js';
+import { nativeMethodGuardCases, nativeSpeechTranslateCases, nativeTranscribeCases } from './openapi-contract-native-cases.js';
 
 export interface ContractCase {
   name: string;
@@ -177,6 +177,7 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
 
     ...nativeMethodGuardCases(),
     ...nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey }),
+    ...nativeTranscribeCases({ audio, key, brokeKey, limitedKey }),
     get('openapi', '/openapi.json', 'the document, without a key', 200, { headers: NO_KEY }),
     get('healthz', '/healthz', 'alive', 200, { absolute: true, headers: NO_KEY }),
     get('readyz', '/readyz', 'ready', 200, { absolute: true, headers: NO_KEY }),

@@ -50,7 +50,7 @@ export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey 
     ...op('no balance', valid, 402, { headers: apiKey(brokeKey) }),
     ...op('over a rate limit', valid, 429, { headers: apiKey(limitedKey) }),
     ...op('a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ ...valid, pad: 'x'.repeat(70 * 1024) }))),
-    ...op('an XML body', null, 415, raw('application/xml', '<text/>')),
+    ...op('an XML body (FastAPI: not an object)', null, 422, raw('application/xml', '<text/>')),
     ...op('a validation failure', invalid, 422, { requestValid: false }),
     ...op('once retired', valid, 410, { server: 'bare' }),
   ];
@@ -83,4 +83,56 @@ export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey 
     ...formats.flatMap((format) => ttsStream(`format ${format}, chunk_size 0.5`, { ...v2, format, chunk_size: 0.5 }, 200, { responseFormat: format })),
     ...common(ttsStream, v2, { ...v2, chunk_size: 3 }, { ...v2, text: '🙂' }),
   ];
+}
+
+/** What the transcribe cases need from the contract test (as casesFor's inputs). */
+interface TranscribeInputs {
+  audio: { speech: () => Blob; tooLong: () => Blob };
+  key: () => string;
+  brokeKey: () => string;
+  limitedKey: () => string;
+}
+
+/**
+ * POST /v1|/v2/models/transcribe[/stream] (transcribe-routes.ts): both bodies of each (segments, and with
+ * translate_to_french the French), each error it answers, and the 410 once retired (the bare server).
+ */
+export function nativeTranscribeCases({ audio, key, brokeKey, limitedKey }: TranscribeInputs): ContractCase[] {
+  const apiKey = (k: () => string) => () => ({ 'x-api-key': k() });
+  return [1, 2].flatMap((version) =>
+    [false, true].flatMap((stream) => {
+      const path = `/v${version}/models/transcribe${stream ? '/stream' : ''}`;
+      const operation = `nativeTranscribe${stream ? 'Stream' : ''}V${version}`;
+      const upload = (name: string, status: number, extra: Partial<ContractCase> & { file?: () => Blob | null; query?: string } = {}): ContractCase[] =>
+        underNativePrefixes({
+          name,
+          operation,
+          method: 'POST',
+          path: path + (extra.query ?? ''),
+          headers: apiKey(key),
+          body: () => {
+            const form = new FormData();
+            const file = extra.file === undefined ? audio.speech() : extra.file();
+            if (file) form.append('file', file, 'audio_file');
+            return form;
+          },
+          status,
+          ...(status === 200 ? { expectMediaType: stream ? 'application/x-ndjson' : 'application/json' } : {}),
+          ...extra,
+        });
+      return [
+        ...upload('segments', 200),
+        ...upload('translate_to_french=true', 200, { query: '?translate_to_french=true' }),
+        ...upload('a file that is not audio', 400, { file: () => new Blob(['not audio, only text '.repeat(8)]) }),
+        ...upload('no key', 401, { headers: () => ({}) }),
+        ...upload('a Bearer key alone', 401, { headers: () => ({ authorization: `Bearer ${key()}` }) }),
+        ...upload('no balance', 402, { headers: apiKey(brokeKey) }),
+        ...upload('audio over the duration limit', 413, { file: audio.tooLong }),
+        ...upload('no file', 422, { file: () => null }),
+        ...upload('translate_to_french is no boolean', 422, { query: '?translate_to_french=maybe' }),
+        ...upload('over a rate limit', 429, { headers: apiKey(limitedKey) }),
+        ...upload('once retired', 410, { server: 'bare', headers: () => ({}) }),
+      ];
+    }),
+  );
 }

@@ -8,7 +8,6 @@
  * the hold). Overload is answered with 503 before the upload is read when no transcription engine has
  * room (uploaded-audio.ts).
  */
-import { billableSeconds } from '../../billing/metering.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
@@ -24,8 +23,9 @@ import {
 import { eventStreamContent, jsonContent, textContent } from '../schemas/responses.js';
 import { MEDIA_TYPES } from '../media-types.js';
 import type { CompatDeps } from './deps.js';
-import { engineFor, resolveModel } from './model-resolution.js';
-import { assertSpeechToTextAdmits, decodedSeconds, heldWindows, openUploadedAudio } from './uploaded-audio.js';
+import { resolveModel } from './model-resolution.js';
+import { assertSpeechToTextAdmits } from './uploaded-audio.js';
+import { admittingEngine, allSegments, startTranscription, transcriptionCost } from './transcription-job.js';
 import { closeWhenDone } from './reserved-stream.js';
 import type { Reservation } from '../../billing/ledger.js';
 import { doneEvents, joinSegments, segmentEvents, transcriptResult, type DurationUsage, type Segment } from './transcript.js';
@@ -74,49 +74,26 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
       throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
     }
-    const engine = engineFor(deps.engines, model);
-    const refusal = engine.refusal();
-    if (refusal) throw refusal; // before spending anything on decoding
-    const t0 = performance.now();
-    const audio = await openUploadedAudio(form, deps, req.signal, caller.account.id);
-    const decodeMs = performance.now() - t0; // to the file's header: decoding then runs alongside the model
-    const unitPrice = deps.ledger.priceOf('second', 'transcription');
-    const costOf = (seconds: number) => deps.ledger.costOf(billableSeconds(seconds), unitPrice);
-    try {
-      // Held before any inference: what the header declares (an estimate, raised as the audio is decoded).
-      reservation = await deps.ledger.reserve({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, costOf(audio.header.declaredSeconds ?? 0));
-    } catch (err) {
-      audio.close();
-      throw err;
-    }
-    const held = reservation;
-    const windows = heldWindows(audio, held, costOf);
-
+    const engine = admittingEngine(deps, model); // before spending anything on decoding
     const input = TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {};
-    // Known once the last window is decoded, which is before the engine's last segment.
-    const usage = (): DurationUsage => ({ type: 'duration', seconds: billableSeconds(decodedSeconds(audio)) });
-    // The engine's wait queue serves accounts in turn (fair-queue.ts).
-    const job = { account: caller.account.id };
-    const charge = () => held.settle([{ model: model.id, kind: 'transcription', unit: 'second', quantity: usage().seconds }]);
+    const job = await startTranscription(deps, req, caller, form, { model, engine, input, holdFor: transcriptionCost(deps) });
+    reservation = job.reservation;
+    const held = reservation;
+    const charge = () => held.settle([job.item()]);
 
     if (fields.stream) {
       streaming = true; // from here the stream owns the reservation: settled at its end, released if it stops early
-      const events = streamTranscript(engine.stream<Segment>('transcribe', input, req.signal, windows, job), usage, charge, () => audio.close());
+      const events = streamTranscript(job.segments(), job.usage, charge);
       return { kind: 'sse', events: closeWhenDone(events, () => held.release(), req.signal) };
     }
-    const segments: Segment[] = [];
     const t1 = performance.now();
-    try {
-      for await (const segment of engine.stream<Segment>('transcribe', input, req.signal, windows, job)) segments.push(segment);
-    } finally {
-      audio.close(); // a no-op once it was read to the end; else the decode stops here
-    }
+    const segments = await allSegments(job);
     const engineMs = performance.now() - t1;
     await charge();
-    const result = transcriptResult(fields.response_format, segments, { durationSeconds: decodedSeconds(audio), usage: usage(), task: 'transcribe' });
+    const result = transcriptResult(fields.response_format, segments, { durationSeconds: job.durationSeconds(), usage: job.usage(), task: 'transcribe' });
     // Server-Timing splits latency into opening the upload (to its header), the model with the decoding
     // that feeds it (queue included), and the rest.
-    return { ...result, headers: { 'server-timing': `decode;dur=${decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` } };
+    return { ...result, headers: { 'server-timing': `decode;dur=${job.decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` } };
   } finally {
     if (!streaming) await reservation?.release(); // a no-op once settled
     await form.dispose();
@@ -124,16 +101,13 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
 }
 
 /** Segment events as the engine decides them; the charge is recorded when the whole transcript went out. */
-async function* streamTranscript(segments: AsyncIterable<Segment>, usage: () => DurationUsage, charge: () => Promise<unknown>, close: () => void): AsyncGenerator<SseMessage> {
+async function* streamTranscript(segments: AsyncIterable<Segment>, usage: () => DurationUsage, charge: () => Promise<unknown>): AsyncGenerator<SseMessage> {
   const sent: Segment[] = [];
-  try {
-    for await (const segment of segments) {
-      if (!segment.text.trim()) continue;
-      yield* segmentEvents(segment, sent.length);
-      sent.push(segment);
-    }
-  } finally {
-    close();
+  // The segments' own generator closes the decode when it ends, however it ends.
+  for await (const segment of segments) {
+    if (!segment.text.trim()) continue;
+    yield* segmentEvents(segment, sent.length);
+    sent.push(segment);
   }
   await charge();
   yield* doneEvents(joinSegments(sent), usage());

@@ -6,8 +6,9 @@
 import type { CompatDeps } from '../compat/deps.js';
 import type { RouteDef } from '../types.js';
 import { nativeSpeechRoutes } from './speech-routes.js';
+import { nativeTranscribeRoutes } from './transcribe-routes.js';
 import { nativeTranslateRoutes } from './translate-routes.js';
 
 export function nativeRoutes(deps: CompatDeps): RouteDef[] {
-  return [...nativeTranslateRoutes(deps), ...nativeSpeechRoutes(deps)];
+  return [...nativeTranslateRoutes(deps), ...nativeTranscribeRoutes(deps), ...nativeSpeechRoutes(deps)];
 }
