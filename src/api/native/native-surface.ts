@@ -77,8 +77,3 @@ function operationName(path: string): string {
     .map((part) => part[0]!.toUpperCase() + part.slice(1))
     .join('');
 }
-
-/** Native routes of the table that no route definition serves (a test keeps this empty). */
-export function unservedNativeRoutes(served: RouteDef[]): NativeRouteSpec[] {
-  return NATIVE_ROUTES.filter((spec) => !served.some((def) => def.method === spec.method && def.path === spec.path));
-}
