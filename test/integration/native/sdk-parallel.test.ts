@@ -30,7 +30,8 @@ function calls(apiKey: string) {
 }
 
 it('Promise.allSettled of translate, transcribe and textToSpeech: all fulfilled, each in its shape', async () => {
-  const [translation, transcription, speech] = await Promise.allSettled(calls(t.apiKey));
+  const settled: PromiseSettledResult<any>[] = await Promise.allSettled(calls(t.apiKey));
+  const [translation, transcription, speech] = [settled[0]!, settled[1]!, settled[2]!];
   expect([translation.status, transcription.status, speech.status]).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
   const value = (r: PromiseSettledResult<any>) => (r as PromiseFulfilledResult<any>).value;
   expect(Object.keys(value(translation).data)).toEqual(['text']);
