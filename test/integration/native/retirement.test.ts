@@ -60,6 +60,24 @@ describe('the native surface and the legacy ids across the retirement date', () 
     expect(legacy.status).toBe(200);
     expect(legacy.headers.get('sunset')).toBe(SUNSET);
     expect(legacy.headers.get('link')).toBe('</compat/v1/models/jifili-1>; rel="successor-version"');
+    // Every primary-surface answer for a legacy id carries them (this server loads no models: 503s, still marked).
+    const bearerJson = { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' };
+    const speech = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: bearerJson, body: JSON.stringify({ model: 'djelia-tts-v2', input: 'i ni ce', voice: 'seydou' }) });
+    const chat = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
+      method: 'POST',
+      headers: bearerJson,
+      body: JSON.stringify({ model: 'djelia-translate-v2', messages: [{ role: 'user', content: 'i ni ce' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+    });
+    const form = new FormData();
+    form.append('model', 'djelia-asr-v1');
+    form.append('file', new Blob([new Uint8Array(44)]), 'a.wav');
+    const transcription = await fetch(`${t.baseUrl}/compat/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
+    for (const [res, replacement] of [[speech, 'jifili-1'], [chat, 'banjugu-1'], [transcription, 'sunjata-1']] as const) {
+      await res.arrayBuffer();
+      expect(res.headers.get('deprecation')).toMatch(/^@\d+$/);
+      expect(res.headers.get('sunset')).toBe(SUNSET);
+      expect(res.headers.get('link')).toBe(`</compat/v1/models/${replacement}>; rel="successor-version"`);
+    }
     const current = await fetch(`${t.baseUrl}/compat/v1/models/jifili-1`, { headers: { authorization: `Bearer ${t.apiKey}` } });
     expect(current.status).toBe(200);
     expect(current.headers.get('deprecation')).toBeNull();
