@@ -21,7 +21,8 @@ export function issueToError(issue: core.$ZodIssue, value: unknown): ApiError {
   return new ApiError('invalid_value', `${param ? `${param}: ` : ''}${issue.message}`, { param });
 }
 
-function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+/** The value at `path` inside a parsed request value; undefined where the path leads nowhere. */
+export function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
   let current = value;
   for (const key of path) {
     if (current === null || typeof current !== 'object') return undefined;

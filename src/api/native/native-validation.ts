@@ -6,6 +6,7 @@
  */
 import type { ZodType, core } from 'zod';
 import { ApiError, type NativeDetailEntry } from '../errors.js';
+import { valueAt } from '../validation.js';
 
 /** Where the value came from: the first element of every entry's `loc`. */
 export type NativeLocation = 'body' | 'query' | 'path';
@@ -103,13 +104,4 @@ function listValues(values: readonly unknown[]): string {
 
 function plural(n: unknown): string {
   return Number(n) === 1 ? '' : 's';
-}
-
-function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
-  let current = value;
-  for (const key of path) {
-    if (current === null || typeof current !== 'object') return undefined;
-    current = (current as Record<PropertyKey, unknown>)[key];
-  }
-  return current;
 }

@@ -6,9 +6,9 @@
  * decoding back (and transcribing back where the rate allows), speakers and descriptions choosing the same
  * voice as the primary surface, deprecation headers, x-api-key only, and the ledger matching the primary's.
  */
-import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { jsSdkAxios, startNativeServer } from './sdk-axios.js';
 import { decodeSpeech, transcribeWith } from '../../helpers/speech-audio.js';
 import { pythonJson } from './python-json.js';
 
@@ -16,16 +16,12 @@ const TEXT = 'i ni ce a ka kɛnɛ';
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
 }, 120_000);
 afterAll(() => t.close());
 
 /** The JS SDK's axios instance: created with its headers, every request sending them again. */
-const sdk = () => {
-  const headers = { 'x-api-key': t.apiKey, 'Content-Type': 'application/json' };
-  return { client: axios.create({ timeout: 30000, headers }), headers };
-};
+const sdk = () => jsSdkAxios(t.apiKey);
 
 const PYTHON_HEADERS = { 'user-agent': 'python-requests/2.32.3', 'accept-encoding': 'gzip, deflate', accept: '*/*', connection: 'keep-alive', 'content-type': 'application/json' };
 const python = (path: string, body: unknown) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...PYTHON_HEADERS, 'x-api-key': t.apiKey }, body: pythonJson(body, ['chunk_size']) });

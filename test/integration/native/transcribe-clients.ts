@@ -10,8 +10,9 @@
  *   with filename `audio_file` (a part typed application/octet-stream), query translate_to_french=true|false.
  */
 import { randomBytes } from 'node:crypto';
-import axios, { type AxiosResponse } from 'axios';
+import type { AxiosResponse } from 'axios';
 import FormData from 'form-data';
+import { jsSdkAxios } from './sdk-axios.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -21,9 +22,7 @@ export interface ClientOptions {
 }
 
 /** The SDK's axios instance: x-api-key and a JSON Content-Type by default (the form's headers replace them per call). */
-function sdkAxios(apiKey: string) {
-  return axios.create({ timeout: 30000, headers: { 'x-api-key': apiKey, 'Content-Type': 'application/json' } });
-}
+const sdkAxios = (apiKey: string) => jsSdkAxios(apiKey).client;
 
 function sdkRequest(options: ClientOptions, audio: Buffer, stream: boolean) {
   const form = new FormData();

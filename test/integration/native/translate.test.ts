@@ -8,22 +8,19 @@
 import axios from 'axios';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { jsSdkAxios, startNativeServer } from './sdk-axios.js';
 import { pythonJson } from './python-json.js';
 
 const TEXT = 'i ni ce';
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
 }, 120_000);
 afterAll(() => t.close());
 
-const sdk = () => {
-  const headers = { 'x-api-key': t.apiKey, 'Content-Type': 'application/json' };
-  return { client: axios.create({ timeout: 30000, headers }), headers };
-};
+const sdk = () => jsSdkAxios(t.apiKey);
 const post = (path: string, body: string, apiKey = t.apiKey) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body });
 const chat = async (text: string, source: string, target: string, apiKey = t.apiKey) => {
   const res = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
