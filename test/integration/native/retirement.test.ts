@@ -123,3 +123,17 @@ describe('the native surface and the legacy ids across the retirement date', () 
     await res.arrayBuffer();
   });
 });
+
+describe('an operator who needs more time', () => {
+  it('moves KUMA_RETIREMENT_DATE into the future: with the real clock the native routes serve, with that Sunset', async () => {
+    const later = await startTestServer({ config: { retirementDate: '2099-03-31' } });
+    try {
+      const res = await fetch(`${later.baseUrl}/api/v1/models/translate/supported-languages`, { headers: { 'x-api-key': later.apiKey } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('sunset')).toBe('Tue, 31 Mar 2099 00:00:00 GMT');
+      expect(((await res.json()) as Array<{ code: string }>).map((l) => l.code)).toEqual(['bam_Latn', 'fra_Latn', 'eng_Latn']);
+    } finally {
+      await later.close();
+    }
+  });
+});
