@@ -15,7 +15,27 @@ export type NativeLocation = 'body' | 'query' | 'path';
 export function parseNative<T>(schema: ZodType<T>, value: unknown, location: NativeLocation): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  throw nativeValidationError(result.error.issues.map((issue) => issueToEntry(issue, value, location)));
+  throw nativeValidationError(result.error.issues.map((issue) => issueToEntry(asIntegerIssue(schema, issue), value, location)));
+}
+
+/**
+ * zod reports a string given for `z.int()` as "expected number"; pydantic says `int_parsing` for it. The
+ * field's own schema (looked up along the issue's path, through optional/nullable/default wrappers) tells.
+ */
+function asIntegerIssue(schema: ZodType, issue: core.$ZodIssue): core.$ZodIssue {
+  if (issue.code !== 'invalid_type' || issue.expected !== 'number') return issue;
+  let current: any = schema;
+  for (const key of issue.path) {
+    current = unwrap(current)?._zod?.def?.shape?.[key as string];
+    if (!current) return issue;
+  }
+  return /int/.test(String(unwrap(current)?._zod?.def?.format ?? '')) ? { ...issue, expected: 'int' } : issue;
+}
+
+function unwrap(schema: any): any {
+  let current = schema;
+  while (current?._zod?.def?.innerType) current = current._zod.def.innerType;
+  return current;
 }
 
 /** A 422 carrying `entries` as its `detail`; the message (for logs) names the first. */

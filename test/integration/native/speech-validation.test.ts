@@ -27,8 +27,8 @@ describe('422 detail entries', () => {
     ['/v1/models/tts', { text: 'a', speaker: 5 }, [{ loc: ['body', 'speaker'], msg: 'Input should be less than or equal to 4', type: 'less_than_equal' }]],
     ['/v1/models/tts', { text: 'a', speaker: -1 }, [{ loc: ['body', 'speaker'], msg: 'Input should be greater than or equal to 0', type: 'greater_than_equal' }]],
     ['/v1/models/tts', { text: 'a', speaker: 1.5 }, [{ loc: ['body', 'speaker'], msg: 'Input should be a valid integer, got a number with a fractional part', type: 'int_from_float' }]],
-    // zod reports a string given for an integer as a number expected: pydantic's words for a number.
-    ['/v1/models/tts', { text: 'a', speaker: 'one' }, [{ loc: ['body', 'speaker'], msg: 'Input should be a valid number, unable to parse string as a number', type: 'float_parsing' }]],
+    // An integer field given a string: pydantic's int_parsing (zod alone would say a number was expected).
+    ['/v1/models/tts', { text: 'a', speaker: 'one' }, [{ loc: ['body', 'speaker'], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' }]],
     ['/v1/models/tts', { text: 5 }, [{ loc: ['body', 'text'], msg: 'Input should be a valid string', type: 'string_type' }]],
     ['/v2/models/tts', { text: 'a' }, [{ loc: ['body', 'description'], msg: 'Field required', type: 'missing' }]],
     ['/v2/models/tts', { text: 'a', description: 'M'.repeat(501) }, [{ loc: ['body', 'description'], msg: 'String should have at most 500 characters', type: 'string_too_long' }]],
