@@ -45,17 +45,18 @@ function dialect(carrier: Carrier, token: string | undefined): CarrierDialect {
 
 /**
  * The simulators draw their ids from node:crypto and Plivo's timestamps from the clock; a case must be the same
- * bytes on every run (replay, resume), so those are replaced by ids and times drawn from the case's own Rng.
+ * bytes on every run (replay, resume), so those are replaced by ids and times drawn from the case's own Rng —
+ * the same id for the same id throughout the case (`ids`), as a stream's frames all carry its id.
  */
-function seeded(rng: Rng, text: string): string {
-  const ids = new Map<string, string>();
+function seeded(rng: Rng, ids: Map<string, string>, text: string): string {
   const hex = (n: number) => Array.from({ length: n }, () => rng.int(0, 15).toString(16)).join('');
   const same = (found: string, make: () => string) => ids.get(found) ?? (ids.set(found, make()), ids.get(found)!);
   return text
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => same(id, () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`))
     .replace(/[0-9a-f]{32}/g, (id) => same(id, () => hex(32)))
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '2026-01-01T00:00:00.000Z')
-    .replace(/"(1[6-9]\d{11})"/g, (_m, ms: string) => `"${1_767_225_600_000 + (Number(ms) % 100_000)}"`);
+    // Epoch-ms timestamps (Plivo's: the stream's start plus the audio sent) keep their offset from the case's first one.
+    .replace(/"(1[6-9]\d{11})"/g, (_m, ms: string) => `"${1_767_225_600_000 + Number(ms) - Number(same('epoch', () => ms))}"`);
 }
 
 /** A carrier-shaped frame with random values (the property test's `carrierish`), for what no dialect sends. */
@@ -66,20 +67,20 @@ function carrierish(rng: Rng): Record<string, unknown> {
   return frame;
 }
 
-function carrierFrames(rng: Rng, d: CarrierDialect): WsFrame[] {
+function carrierFrames(rng: Rng, d: CarrierDialect, ids: Map<string, string>): WsFrame[] {
   let streamMs = 0;
   const own = (): Record<string, unknown> | Uint8Array => {
     const r = rng.next();
     if (r < 0.08) return carrierish(rng);
     if (r < 0.25) {
       const frame = d.dtmf(rng.chance(0.8) ? rng.pick(['0', '5', '9', '*', '#', 'A']) : randomString(rng).slice(0, 3));
-      return 'text' in frame ? (JSON.parse(frame.text) as Record<string, unknown>) : carrierish(rng);
+      return 'text' in frame ? (JSON.parse(seeded(rng, ids, frame.text)) as Record<string, unknown>) : carrierish(rng);
     }
-    if (r < 0.3) return JSON.parse(seeded(rng, (d.opening().at(-1) as { text: string }).text)) as Record<string, unknown>; // a start (a second one is malformed)
+    if (r < 0.3) return JSON.parse(seeded(rng, ids, (d.opening().at(-1) as { text: string }).text)) as Record<string, unknown>; // a start (a second one is malformed)
     const bytes = rng.chance(0.8) ? d.mediaFrameBytes : rng.pick([0, 1, 7, 4000]);
     const frame = d.media(rng.bytes(bytes), (streamMs += 20));
     if ('binary' in frame) return frame.binary; // Vonage's audio
-    const message = JSON.parse(seeded(rng, frame.text)) as Record<string, unknown>;
+    const message = JSON.parse(seeded(rng, ids, frame.text)) as Record<string, unknown>;
     if (rng.chance(0.15) && typeof message.media === 'object' && message.media) (message.media as Record<string, unknown>).payload = audioBase64(rng, bytes);
     return message;
   };
@@ -108,15 +109,16 @@ export const wsCarrierTarget: Target<CarrierInput> = {
     const inStart = tokenWay === 'start' ? TOKEN_MARK : tokenWay === 'bad-start' ? rng.pick(['kct1.x.y', '', randomString(rng).slice(0, 40)]) : undefined;
     const query = tokenWay === 'url' ? `?token=${TOKEN_MARK}` : tokenWay === 'bad-url' ? `?token=${urlPart(rng.pick(['kct1.x.y', '', 'kct1.', randomString(rng).slice(0, 40)]))}` : '';
     const d = dialect(carrier, inStart);
-    const opening = rng.chance(0.8) ? d.opening().map((f) => ('text' in f ? { text: seeded(rng, f.text) } : f)) : [];
+    const ids = new Map<string, string>();
+    const opening = rng.chance(0.8) ? d.opening().map((f) => ('text' in f ? { text: seeded(rng, ids, f.text) } : f)) : [];
     if (opening.length && rng.chance(0.2)) {
       const at = rng.int(0, opening.length - 1);
       opening[at] = { text: JSON.stringify(mutateTree(rng, JSON.parse((opening[at] as { text: string }).text) as Record<string, unknown>, rng.int(1, 2))) };
     }
-    const frames = [...opening, ...carrierFrames(rng, d)].slice(0, 8);
+    const frames = [...opening, ...carrierFrames(rng, d, ids)].slice(0, 8);
     const stop = d.closing()[0];
     // Either ends the stream: the carrier's stop (1000), or a frame that is not the protocol (1008).
-    const probe: WsFrame = stop && 'text' in stop && rng.chance(0.5) ? { text: seeded(rng, stop.text) } : { text: rng.pick(['fuzz-probe: not a carrier frame', '[]', '{"event":42}']) };
+    const probe: WsFrame = stop && 'text' in stop && rng.chance(0.5) ? { text: seeded(rng, ids, stop.text) } : { text: rng.pick(['fuzz-probe: not a carrier frame', '[]', '{"event":42}']) };
     return { path: `/telephony/v1/${carrier}${query}`, headers: {}, protocols: [], frames, probe, pauseMs: rng.chance(0.1) ? rng.int(10, 100) : 0 };
   },
   execute(input, ctx: HttpContext) {
