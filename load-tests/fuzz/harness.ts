@@ -3,12 +3,14 @@
  * own seed (rng.ts), and tallies the outcomes (outcomes.ts). Between batches the caller saves its state,
  * so a run stopped at any point resumes at the last saved batch; the server process is checked after
  * every batch (still alive, /healthz answering) and a death ends the target's run there.
- * Also: the server process (with its decoder children) started for the HTTP targets, and the sampler of
+ * Lines the server logged at level error or above during a batch are counted as `error-logged` findings.
+ * Also: the server process (with its decoder children) started for the server targets, and the sampler of
  * resident memory.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { FAILURES, type Outcome, type Tally } from './outcomes.js';
 import { caseRng, type Rng } from './rng.js';
@@ -30,6 +32,8 @@ export interface BatchOptions {
   onBatch(next: number): void;
   /** Says whether the server is still alive and answering; a death stops the run. */
   alive(): Promise<boolean>;
+  /** The server's error-level log lines since the last call (none for targets without a server). */
+  errorsLogged?(): string[];
 }
 
 const MAX_FINDINGS = 25;
@@ -57,7 +61,11 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
       }
     };
     await Promise.all(Array.from({ length: opts.concurrency }, lane));
-    if (!(await opts.alive())) {
+    for (const line of opts.errorsLogged?.() ?? []) {
+      tally.outcomes['error-logged'] = (tally.outcomes['error-logged'] ?? 0) + 1;
+      // Which case caused it is not known (cases run concurrently): the batch is named, the log line says what.
+      if (tally.findings.length < MAX_FINDINGS) tally.findings.push({ index: start, kind: 'error-logged', detail: `during cases ${start}–${end - 1}: ${line.slice(0, 400)}` });
+    }    if (!(await opts.alive())) {
       tally.outcomes.death = (tally.outcomes.death ?? 0) + 1;
       tally.findings.push({ index: start, kind: 'death', detail: `the server died or stopped answering during cases ${start}–${end - 1}` });
       opts.onBatch(end);
@@ -71,25 +79,50 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
 export interface FuzzServer {
   process: ServerProcess;
   dir: string;
+  /** A call token (transcription mode) minted for the fixture key, for the carrier streams. */
+  callToken: string;
   alive(): Promise<boolean>;
+  /** Error-level log lines since the last call (at most 100 kept between calls). */
+  takeErrorLines(): string[];
   stop(): Promise<void>;
 }
 
-/** A Kuma process with the demo models, rate limits off, its store and spill files in a temp folder. */
+/** pino's numeric level of `error`. */
+const PINO_ERROR = 50;
+
+/**
+ * A Kuma process with the demo models, rate limits off, its store and spill files in a temp folder. Its
+ * retirement date is a year ahead, so the native routes are served (past it they all answer 410 before
+ * reaching any validation); it logs at level error, and those lines are collected.
+ */
 export async function startFuzzServer(): Promise<FuzzServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-fuzz-'));
   const server = await startServerProcess({
     KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'),
     KUMA_TMP_DIR: dir,
     KUMA_RATE_LIMITS: 'off',
-    KUMA_LOG_LEVEL: process.env.KUMA_LOG_LEVEL ?? 'fatal',
+    KUMA_LOG_LEVEL: 'error',
+    KUMA_RETIREMENT_DATE: new Date(Date.now() + 365 * 86_400_000).toISOString().slice(0, 10),
   });
   let exited = false;
   server.child.once('exit', () => (exited = true));
   process.once('exit', () => server.child.kill('SIGKILL')); // never leave a server behind, whatever ends this run
+  let errorLines: string[] = [];
+  readline.createInterface({ input: server.child.stdout! }).on('line', (line) => {
+    let level = 0;
+    try {
+      level = (JSON.parse(line) as { level?: number }).level ?? 0;
+    } catch {
+      level = PINO_ERROR; // not a log line: something wrote to stdout that should not have
+    }
+    if (level >= PINO_ERROR && errorLines.length < 100) errorLines.push(line);
+  });
+  const callToken = await mintCallToken(server);
   return {
     process: server,
     dir,
+    callToken,
+    takeErrorLines: () => errorLines.splice(0),
     async alive() {
       if (exited) return false;
       try {
@@ -110,6 +143,17 @@ export async function startFuzzServer(): Promise<FuzzServer> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+async function mintCallToken(server: ServerProcess): Promise<string> {
+  const res = await fetch(`${server.baseUrl}/telephony/v1/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ mode: 'transcription', ttl_seconds: 86_400 }),
+  });
+  const json = (await res.json()) as { token?: string };
+  if (res.status !== 200 || !json.token) throw new Error(`minting the fuzz's call token: ${res.status} ${JSON.stringify(json)}`);
+  return json.token;
 }
 
 const rssMb = (pid: number): number => {

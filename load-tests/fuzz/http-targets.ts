@@ -1,10 +1,12 @@
 /**
- * The fuzz's HTTP targets against a Kuma server process: JSON bodies (every JSON route: speech, chat; and
- * JSON sent where multipart is expected), multipart bodies (transcriptions and translations: fields,
- * boundaries, filenames, part headers, sizes, framing), and raw HTTP over TCP (request lines, headers,
- * framing). Each target turns a case's Rng into a request and the answer into an Outcome (outcomes.ts).
+ * The fuzz's HTTP targets against a Kuma server process: JSON bodies (every JSON route: speech, chat, the
+ * native translate and TTS routes; and JSON sent where multipart is expected), multipart bodies
+ * (transcriptions and translations, and the native transcribe routes: fields, boundaries, filenames, part
+ * headers, sizes, framing), and raw HTTP over TCP (request lines, headers, framing). Native paths must
+ * answer errors in their own `{detail}` shape (native-requests.ts). Each target turns a case's Rng into a request and the answer into an Outcome (outcomes.ts).
  */
 import net from 'node:net';
+import { nativeAuth, nativeJsonBody, nativeJsonPath, nativeTranscribePath, errorShapeOf, type NativeJsonRoute } from './native-requests.js';
 import { classifyHttp, type Outcome } from './outcomes.js';
 import type { Rng } from './rng.js';
 import { randomJson, randomNumber, randomString, speechText } from './values.js';
@@ -15,6 +17,8 @@ export interface HttpContext {
   apiKey: string;
   /** Short valid uploads (a WAV of speech first), for multipart file parts. */
   audio: Uint8Array[];
+  /** A call token (transcription mode) of the key's account, for the carrier streams. */
+  callToken: string;
   caseTimeoutMs: number;
 }
 
@@ -50,7 +54,7 @@ async function send(input: HttpInput, ctx: HttpContext): Promise<Outcome> {
   }
   try {
     const text = await res.text();
-    return classifyHttp(res.status, res.headers, text);
+    return classifyHttp(res.status, res.headers, text, errorShapeOf(input.path));
   } catch (error) {
     if (signal.aborted) return { kind: 'hang', status: res.status, detail: 'the body did not end within the case timeout' };
     // A 2xx stream cut mid-way is the server ending a stream it started (an error event was sent): fine.
@@ -128,16 +132,20 @@ function mutateJson(rng: Rng, body: Record<string, unknown>): unknown {
 export const jsonTarget: Target<HttpInput> = {
   name: 'json',
   generate(rng) {
-    const route = rng.pick(['speech', 'chat', 'speech', 'chat', 'multipart-route'] as const);
-    const path = `${rng.pick(PREFIXES)}${route === 'speech' ? '/audio/speech' : route === 'chat' ? '/chat/completions' : rng.pick(['/audio/transcriptions', '/audio/translations'])}`;
-    const value = mutateJson(rng, validJson(rng, route === 'chat' ? 'chat' : 'speech'));
+    const route = rng.pick(['speech', 'chat', 'speech', 'chat', 'multipart-route', 'native'] as const);
+    const native = route === 'native' ? rng.pick<NativeJsonRoute>(['translate', 'tts-v1', 'tts-v2', 'tts-v2-stream']) : null;
+    const path = native
+      ? nativeJsonPath(rng, native)
+      : `${rng.pick(PREFIXES)}${route === 'speech' ? '/audio/speech' : route === 'chat' ? '/chat/completions' : rng.pick(['/audio/transcriptions', '/audio/translations'])}`;
+    const value = mutateJson(rng, native ? nativeJsonBody(rng, native) : validJson(rng, route === 'chat' ? 'chat' : 'speech'));
     let text = JSON.stringify(value) ?? 'null';
     if (rng.chance(0.02)) text = `${'['.repeat(rng.int(1000, 100_000))}1${']'.repeat(rng.int(0, 100_000))}`; // deeper than any stack
     if (rng.chance(0.05)) text = text.replace(/\}$/, `, "pad": "${'p'.repeat(rng.pick([1 << 20, 2 << 20]))}"}`); // over the JSON limit
     let body: Uint8Array = Buffer.from(text);
     if (rng.chance(0.15)) body = damage(rng, body);
     const contentType = rng.chance(0.9) ? 'application/json' : rng.pick(['text/plain', 'application/json; charset=latin1', 'multipart/form-data', '', 'application/x-www-form-urlencoded', 'application/JSON']);
-    return { method: 'POST', path, headers: { ...(contentType ? { 'content-type': contentType } : {}), ...authFor(rng) }, body };
+    const auth = native ? nativeAuth(rng, KEY) : authFor(rng);
+    return { method: 'POST', path, headers: { ...(contentType ? { 'content-type': contentType } : {}), ...auth }, body };
   },
   execute: (input, ctx) => send(withKey(input, ctx), ctx),
   describe: describeHttp,
@@ -199,15 +207,17 @@ export const multipartTarget: Target<MultipartInput> = {
       parts.splice(rng.int(0, parts.length), 0, { headers, kind: 'file' });
     }
     if (rng.chance(0.1)) parts.push({ headers: [rng.pick(['Content-Disposition: form-data; name="file"; filename="b.wav"', 'X-Nothing: 1', '', `Content-Disposition: form-data; name="${randomString(rng).slice(0, 30)}"`])], kind: 'field', value: randomString(rng) });
+    // A fifth of the cases go to the native transcribe routes (the primary fields are there ignored, as unknown fields are).
+    const native = rng.chance(0.2);
     return {
-      path: `${rng.pick(PREFIXES)}${rng.chance(0.7) ? '/audio/transcriptions' : '/audio/translations'}`,
+      path: native ? nativeTranscribePath(rng) : `${rng.pick(PREFIXES)}${rng.chance(0.7) ? '/audio/transcriptions' : '/audio/translations'}`,
       boundary,
       contentType,
       fileChoice: rng.chance(0.8) ? -1 : 0,
       randomFile: rng.pick([0, 1, 44, 1000, 100_000]),
       parts,
       framing: rng.chance(0.75) ? 0 : rng.int(1, 6),
-      headersAuth: authFor(rng),
+      headersAuth: native ? nativeAuth(rng, KEY) : authFor(rng),
       seed: rng.int(0, 2 ** 31),
     };
   },
@@ -324,7 +334,7 @@ function rawExchange(bytes: Buffer, ctx: HttpContext): Promise<Outcome> {
         if (length) body = body.slice(0, Number(length[1]));
       }
       const headers = { get: (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'im').exec(head)?.[1] ?? null };
-      return classifyHttp(status, headers, body, false);
+      return classifyHttp(status, headers, body, 'transport');
     };
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => finish(verdict(false)));

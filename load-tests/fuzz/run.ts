@@ -1,9 +1,12 @@
 /**
- * `npm run fuzz`: the standing fuzz suite (issue 16). Targets: JSON bodies, multipart bodies, raw HTTP
- * (against a Kuma process with the demo models, rate limits off) and each upload decoder (through the
- * DecoderPool, see decoder-targets.ts). Per case: a 2xx, or a 4xx with the error envelope, or a 503 with
- * Retry-After (overload, counted apart); never another 5xx, a hang (per-case timeout) or a dead server.
- * Resident memory of the server and of the decoder processes is sampled and must stay under RSS_BOUND_MB.
+ * `npm run fuzz`: the standing fuzz suite (issue 16). Targets: JSON bodies, multipart bodies, raw HTTP and
+ * the WebSocket routes — realtime sessions, the speech socket, the carrier streams — (against a Kuma process
+ * with the demo models, rate limits off, native surface served) and each upload decoder (through the
+ * DecoderPool, see decoder-targets.ts). Per case: a 2xx, or a 4xx with the surface's error shape, or a 503
+ * with Retry-After (overload, counted apart), or for a socket an answer or a documented close; never another
+ * 5xx, a close 1011, a server_error event, an error-level log line, a hang (per-case timeout) or a dead
+ * server (outcomes.ts has the rules). Resident memory of the server and of the decoder processes is sampled
+ * and must stay under RSS_BOUND_MB.
  *
  *   npm run fuzz                          # every target, 100,000 cases each, a random seed (printed)
  *   npm run fuzz -- --seed 7 --cases 2000 # seeded, shorter
@@ -22,9 +25,9 @@ import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { recordSection } from '../results.js';
 import { RssSampler, runCases, startFuzzServer, type CaseRunner, type FuzzServer } from './harness.js';
 import type { HttpContext } from './http-targets.js';
-import { emptyTally, failuresIn, type Tally } from './outcomes.js';
+import { emptyTally, failuresIn, type OutcomeKind, type Tally } from './outcomes.js';
 import { caseRng } from './rng.js';
-import { ALL_TARGETS, decoderRunner, httpRunner, isHttpTarget, makeSeeds, uploadSamples } from './targets.js';
+import { ALL_TARGETS, decoderRunner, isServerTarget, makeSeeds, serverContext, serverRunner } from './targets.js';
 
 /** The server's resident memory with the demo models is ≈ 0.5–0.9 GB; hostile input must not add more than this. */
 const RSS_BOUND_MB = 1536;
@@ -78,17 +81,17 @@ console.log(`fuzz: seed ${state.seed}, ${state.cases} cases per target, targets 
 const seeds = await makeSeeds();
 let server: FuzzServer | undefined;
 const ensureServer = async () => (server ??= await startFuzzServer());
-const ctx = (): HttpContext => ({ baseUrl: server!.process.baseUrl, port: server!.process.port, apiKey: server!.process.apiKey, audio: uploadSamples(seeds), caseTimeoutMs: CASE_TIMEOUT_MS });
+const ctx = (): HttpContext => serverContext(server!, seeds, CASE_TIMEOUT_MS);
 // A short decode timeout, so that a decoder that spins shows up as a (400) timeout quickly rather than stalling lanes.
 const pool = new DecoderPool({ size: 2, timeoutMs: 10_000, streamsPerWorker: 16 });
 
 function runnerFor(name: string): CaseRunner<unknown> {
-  return isHttpTarget(name) ? httpRunner(name, ctx) : (decoderRunner(name, pool, seeds, CASE_TIMEOUT_MS) as CaseRunner<unknown>);
+  return isServerTarget(name) ? serverRunner(name, ctx) : (decoderRunner(name, pool, seeds, CASE_TIMEOUT_MS) as CaseRunner<unknown>);
 }
 
 if (values.replay) {
   const [name, index] = values.replay.split(':');
-  if (isHttpTarget(name!)) await ensureServer();
+  if (isServerTarget(name!)) await ensureServer();
   const runner = runnerFor(name!);
   const input = runner.generate(caseRng(state.seed, name!, Number(index)));
   console.log(runner.describe(input));
@@ -101,7 +104,7 @@ if (values.replay) {
 for (const name of state.targets) {
   const t = (state.byTarget[name] ??= { next: 0, tally: emptyTally(), peakServerMb: 0, peakDecodersMb: 0, seconds: 0 });
   if (t.next >= state.cases) continue;
-  const http = isHttpTarget(name);
+  const http = isServerTarget(name);
   if (http) await ensureServer();
   const sampler = new RssSampler();
   const serverPid = () => server?.process.pid;
@@ -117,6 +120,7 @@ for (const name of state.targets) {
     concurrency: Number(values.concurrency),
     batch: 500,
     alive: http ? () => server!.alive() : async () => true,
+    errorsLogged: () => server?.takeErrorLines() ?? [],
     onBatch: (next) => {
       t.next = next;
       t.seconds = secondsBefore + (performance.now() - began) / 1000;
@@ -150,19 +154,21 @@ const rows = state.targets.map((name) => {
   failed += f;
   const over = t.peakServerMb > RSS_BOUND_MB || t.peakDecodersMb > DECODER_RSS_BOUND_MB;
   if (over) failed++;
-  return `| ${name} | ${t.tally.cases} | ${o['2xx'] ?? 0} | ${o['4xx'] ?? 0} | ${o['503'] ?? 0} | ${(o.closed ?? 0) + (o.refused ?? 0)} | ${o['5xx'] ?? 0} | ${(o['bad-envelope'] ?? 0) + (o['no-answer'] ?? 0)} | ${o.hang ?? 0} | ${o.death ?? 0} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
+  const n = (...kinds: OutcomeKind[]) => kinds.reduce((sum, k) => sum + (o[k] ?? 0), 0);
+  return `| ${name} | ${t.tally.cases} | ${n('2xx')} | ${n('4xx')} | ${n('503')} | ${n('closed', 'refused', 'ws-dropped')} | ${n('ws-answered')} | ${n('ws-closed')} | ${n('5xx')} | ${n('bad-envelope', 'no-answer')} | ${n('ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event')} | ${n('error-logged')} | ${n('hang')} | ${n('death')} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
 });
 for (const name of state.targets) for (const f of state.byTarget[name]!.tally.findings) console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
 recordSection(
   'fuzz',
   [
     `Seed ${state.seed}; ${state.cases} cases per target; replay one with \`npm run fuzz -- --seed ${state.seed} --replay <target>:<index>\``,
-    'Pass: 2xx, 4xx with the error envelope, 503 with Retry-After (overload), raw HTTP closed without an answer or refused by the uWS parser (400/431/505 in its own HTML, before any route). Failure: other 5xx, a 4xx without the envelope or no answer (bad env.), a hang (30 s per case), a death',
+    'Pass: 2xx, 4xx with the error envelope (native paths /v1, /v2, /api/…: `{detail: string | entries[]}`), 503 with Retry-After (overload), raw HTTP closed without an answer or refused by the uWS parser (400/431/505 in its own HTML, before any route). Failure: other 5xx, a 4xx without its error shape or no answer (bad env.), a hang (30 s per case), a death, a line the server logged at level error',
+    'WebSocket cases end with a probe the server must answer (realtime: an unknown event, answered by an `error` naming its event_id; speech socket: a character no voice says, refused by name; carriers: `stop` or a frame that is not the protocol, answered by a close). Pass: the probe answered (ws answered), or a documented close (1000, 1001, 1008, 1009, 1013, 4xxx; 1011 app_unreachable on a carrier), or uWS dropping a connection that sent text that is not UTF-8; an upgrade refused is classified as HTTP. Failure: close 1011, an error event or message saying server_error, another close code, a server message not of the protocol (ws fail.), no answer and no close (hang)',
     `Bounds: server resident memory ≤ ${RSS_BOUND_MB} MB, decoder processes together ≤ ${DECODER_RSS_BOUND_MB} MB. Decoder targets run through the DecoderPool (2 processes) in the fuzz process, errors classified with toApiError`,
   ],
   [
-    '| target | cases | 2xx | 4xx | 503 | closed / refused by uWS | 5xx | bad env. | hangs | deaths | peak server MB | peak decoders MB | s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| target | cases | 2xx | 4xx | 503 | closed / refused / dropped by uWS | ws answered | ws closed | 5xx | bad env. | ws fail. | error logs | hangs | deaths | peak server MB | peak decoders MB | s |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ],
   !values['no-write'],

@@ -1,20 +1,35 @@
 /**
- * Every fuzz target as a CaseRunner, ready to run against a server (HTTP targets) or a DecoderPool
- * (decoder targets): the one list shared by `npm run fuzz` and the vitest fuzz file.
+ * Every fuzz target as a CaseRunner, ready to run against a server (HTTP and WebSocket targets) or a
+ * DecoderPool (decoder targets): the one list shared by `npm run fuzz` and the vitest fuzz file.
  */
 import type { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { DECODER_TARGETS, decodeCase, makeSeeds, mutate, type DecoderInput } from './decoder-targets.js';
-import type { CaseRunner } from './harness.js';
+import type { CaseRunner, FuzzServer } from './harness.js';
 import { jsonTarget, multipartTarget, rawHttpTarget, type HttpContext, type Target } from './http-targets.js';
+import { wsCarrierTarget } from './ws-carrier-target.js';
+import { wsRealtimeTarget, wsSpeechTarget } from './ws-targets.js';
 
-export const HTTP_TARGETS = ['json', 'multipart', 'raw-http'] as const;
-export const ALL_TARGETS: string[] = [...HTTP_TARGETS, ...DECODER_TARGETS.map((d) => `decode-${d}`)];
-export const isHttpTarget = (name: string) => (HTTP_TARGETS as readonly string[]).includes(name);
+/** The targets that run against the fuzz server process: HTTP, then WebSocket. */
+const SERVER: Record<string, Target<any>> = {
+  json: jsonTarget,
+  multipart: multipartTarget,
+  'raw-http': rawHttpTarget,
+  'ws-realtime': wsRealtimeTarget,
+  'ws-speech': wsSpeechTarget,
+  'ws-carrier': wsCarrierTarget,
+};
+export const SERVER_TARGETS = Object.keys(SERVER);
+export const ALL_TARGETS: string[] = [...SERVER_TARGETS, ...DECODER_TARGETS.map((d) => `decode-${d}`)];
+export const isServerTarget = (name: string) => name in SERVER;
 
-const HTTP: Record<string, Target<any>> = { json: jsonTarget, multipart: multipartTarget, 'raw-http': rawHttpTarget };
+/** What a server target's case needs to know of the running server. */
+export function serverContext(server: FuzzServer, seeds: Map<string, Uint8Array[]>, caseTimeoutMs: number): HttpContext {
+  const p = server.process;
+  return { baseUrl: p.baseUrl, port: p.port, apiKey: p.apiKey, callToken: server.callToken, audio: uploadSamples(seeds), caseTimeoutMs };
+}
 
-export function httpRunner(name: string, ctx: () => HttpContext): CaseRunner<unknown> {
-  const target = HTTP[name]!;
+export function serverRunner(name: string, ctx: () => HttpContext): CaseRunner<unknown> {
+  const target = SERVER[name]!;
   return { name, generate: (rng) => target.generate(rng), execute: (input) => target.execute(input, ctx()), describe: (input) => target.describe(input) };
 }
 

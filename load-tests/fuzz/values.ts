@@ -67,3 +67,44 @@ function nested(levels: number): unknown {
   for (let i = 0; i < levels; i++) v = [v];
   return v;
 }
+
+/**
+ * Structure-aware damage of a protocol message (a JSON object, nested): `n` times, one value somewhere in
+ * the tree is replaced by any JSON value, removed, or given a sibling of any name. Mutates in place.
+ */
+export function mutateTree(rng: Rng, message: Record<string, unknown>, n: number): Record<string, unknown> {
+  for (; n > 0; n--) {
+    // Walk down a random path of objects, stopping at random.
+    let node: Record<string, unknown> = message;
+    for (let depth = 0; depth < 4 && rng.chance(0.6); depth++) {
+      const children = Object.keys(node).filter((k) => typeof node[k] === 'object' && node[k] !== null && !Array.isArray(node[k]));
+      if (!children.length) break;
+      node = node[rng.pick(children)] as Record<string, unknown>;
+    }
+    const keys = Object.keys(node);
+    const which = rng.int(0, 2);
+    if (which === 0 && keys.length) node[rng.pick(keys)] = randomJson(rng, 2);
+    else if (which === 1 && keys.length) delete node[rng.pick(keys)];
+    else node[rng.chance(0.5) ? randomString(rng).slice(0, 20) : rng.pick(['type', 'event', 'event_id', 'audio', 'text', 'session', 'media', 'start'])] = randomJson(rng, 2);
+  }
+  return message;
+}
+
+/** Base64 for an audio field: valid (of random bytes, `bytes` long), or not base64 in one of the ways decoders get wrong. */
+export function audioBase64(rng: Rng, bytes: number): string {
+  const valid = Buffer.from(rng.bytes(bytes)).toString('base64');
+  if (rng.chance(0.85)) return valid;
+  return rng.pick([
+    `${valid}A`, // length not a multiple of 4
+    `${valid.slice(0, -4)}!@#$`, // characters outside the alphabet
+    `==${valid.slice(2)}`, // padding first
+    valid.replace(/[A-Z]/g, '-'), // the URL-safe alphabet (decodes: accepted)
+    ' '.repeat(8),
+    '',
+  ]);
+}
+
+/** Any string as a URL component; lone surrogates (which encodeURIComponent refuses) become U+FFFD. */
+export function urlPart(s: string): string {
+  return encodeURIComponent(s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd'));
+}

@@ -1,9 +1,12 @@
 /**
  * The standing fuzz suite (load-tests/fuzz/, `npm run fuzz`) in small: a fixed seed and a few hundred
- * cases per target — JSON bodies, multipart bodies and raw HTTP against a server process with the demo
+ * cases per target — JSON bodies, multipart bodies (both with native routes), raw HTTP and the WebSocket
+ * routes (realtime sessions, the speech socket, carrier streams) against a server process with the demo
  * models, and every upload decoder through the DecoderPool — a few thousand cases in all. Every case must
- * pass the suite's rule (outcomes.ts): a 2xx, a 4xx with the error envelope, a 503 with Retry-After, or
- * for raw HTTP a refusal by the transport's parser; never another 5xx, a hang, or a dead server.
+ * pass the suite's rule (outcomes.ts): a 2xx, a 4xx with its surface's error shape, a 503 with
+ * Retry-After, for raw HTTP a refusal by the transport's parser, for a socket an answer to the probe or a
+ * documented close; never another 5xx, a close 1011, a server_error event, an error-level log line, a
+ * hang, or a dead server.
  * `KUMA_FUZZ_CASES=<n>` runs n cases per target instead.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +14,7 @@ import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { DECODER_TARGETS } from '../../load-tests/fuzz/decoder-targets.js';
 import { runCases, startFuzzServer, type FuzzServer } from '../../load-tests/fuzz/harness.js';
 import { emptyTally, failuresIn } from '../../load-tests/fuzz/outcomes.js';
-import { decoderRunner, httpRunner, makeSeeds, uploadSamples } from '../../load-tests/fuzz/targets.js';
+import { decoderRunner, makeSeeds, serverContext, serverRunner } from '../../load-tests/fuzz/targets.js';
 
 const SEED = 16;
 const HTTP_CASES = Number(process.env.KUMA_FUZZ_CASES ?? 400);
@@ -31,16 +34,18 @@ afterAll(async () => {
 });
 
 describe('fuzz (npm test slice of `npm run fuzz`)', () => {
-  it.each(['json', 'multipart', 'raw-http'])('%s: every case answered within the rules, the server alive', async (name) => {
-    const ctx = () => ({ baseUrl: server.process.baseUrl, port: server.process.port, apiKey: server.process.apiKey, audio: uploadSamples(seeds), caseTimeoutMs: 20_000 });
+  it.each(['json', 'multipart', 'raw-http', 'ws-realtime', 'ws-speech', 'ws-carrier'])('%s: every case answered within the rules, the server alive', async (name) => {
+    const ctx = () => serverContext(server, seeds, 20_000);
     const tally = emptyTally();
-    const result = await runCases(httpRunner(name, ctx), tally, { seed: SEED, from: 0, to: HTTP_CASES, concurrency: 8, batch: 200, onBatch: () => {}, alive: () => server.alive() });
+    const result = await runCases(serverRunner(name, ctx), tally, { seed: SEED, from: 0, to: HTTP_CASES, concurrency: 8, batch: 200, onBatch: () => {}, alive: () => server.alive(), errorsLogged: () => server.takeErrorLines() });
     expect(tally.findings, JSON.stringify(tally.findings.slice(0, 3), null, 1)).toEqual([]);
     expect(failuresIn(tally)).toBe(0);
     expect(result).toBe('done');
     expect(tally.cases).toBe(HTTP_CASES);
-    expect(tally.outcomes['4xx']).toBeGreaterThan(0); // the cases reach the routes' validation…
-    if (name !== 'raw-http') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it
+    expect(tally.outcomes['4xx']).toBeGreaterThan(0); // the cases reach the routes' validation (for sockets: the upgrade's)…
+    if (name === 'json' || name === 'multipart') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it
+    if (name.startsWith('ws-')) expect(tally.outcomes['ws-closed']).toBeGreaterThan(0); // sockets: some end in a documented close…
+    if (name === 'ws-realtime' || name === 'ws-speech') expect(tally.outcomes['ws-answered']).toBeGreaterThan(0); // …some answer the probe in-band
   }, 120_000);
 
   it.each(DECODER_TARGETS.map((d) => `decode-${d}`))('%s: every mutated file decodes or is refused with a 4xx', async (name) => {
