@@ -19,6 +19,8 @@ const { values } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     'flood-clients': { type: 'string', default: '32' },
     requests: { type: 'string', default: '40' },
+    /** A's clients drain responses with a raw socket reader instead of fetch (less load-generator CPU). */
+    'raw-flood': { type: 'boolean', default: false },
   },
 });
 const FLOOD_CLIENTS = Number(values['flood-clients']);
@@ -57,7 +59,7 @@ try {
 
   // A's clients run on their own event loop (flood-worker.ts), so B's measured latency is the server's.
   const flood = spawnWorker(new URL(`./flood-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
-    workerData: { url, apiKey: server.apiKey, input: A_TEXT, clients: FLOOD_CLIENTS },
+    workerData: { url, apiKey: server.apiKey, input: A_TEXT, clients: FLOOD_CLIENTS, raw: values['raw-flood'] },
   });
   const floodDone = new Promise<{ served: number; error?: string }>((resolve, reject) => {
     flood.once('message', resolve);
