@@ -1,8 +1,11 @@
 /**
  * The main event loop stays responsive during inference: with 4 concurrent long jobs on the real demo
- * engines (two transcriptions, two syntheses, each in its worker thread), the p99 lag of a 10 ms timer
- * stays under 20 ms. A measurement of lag, not of speed; it runs alone (vitest.timing.config.ts) so other
- * test files do not compete for the two cores.
+ * engines (two transcriptions, two syntheses, each in its worker thread), the p99 interval of a 10 ms timer
+ * stays under 50 ms. Inference run on the main thread would block it for a whole job (hundreds of ms, see
+ * `elapsed`), so the bound separates the two cases with a wide margin; it is not a speed target. (A 20 ms
+ * bound — 10 ms of lag over the timer's own 10 ms — failed once in CI at 20.1 ms: on 2 cores with 4 busy
+ * model threads, the OS can deschedule the main thread for one time slice.) It runs alone
+ * (vitest.timing.config.ts) so other test files do not compete for the two cores.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -20,7 +23,7 @@ async function drain(iterable: AsyncIterable<unknown>): Promise<void> {
   for await (const _ of iterable) void _;
 }
 
-it('the p99 lag of a 10 ms timer stays under 20 ms while 4 long jobs run', async () => {
+it('the p99 interval of a 10 ms timer stays under 50 ms while 4 long jobs run (blocking would cost a whole job)', async () => {
   const text = 'i ni ce a ka kɛnɛ wa n bɛ taa sugu la ɔ ɲɔ ŋa '.repeat(8).trim();
   const audio = speakDemo(text, 16000).samples; // ≈ 60 s of demo speech
   const lag = monitorEventLoopDelay({ resolution: 10 });
@@ -35,5 +38,5 @@ it('the p99 lag of a 10 ms timer stays under 20 ms while 4 long jobs run', async
   const elapsed = performance.now() - t0;
   lag.disable();
   expect(elapsed).toBeGreaterThan(300); // long enough for a percentile to mean something
-  expect(lag.percentile(99) / 1e6).toBeLessThan(20);
+  expect(lag.percentile(99) / 1e6).toBeLessThan(50);
 });
