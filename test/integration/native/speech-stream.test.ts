@@ -7,7 +7,8 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { startNativeServer } from './sdk-axios.js';
 import { decodeSpeech, transcribeWith } from '../../helpers/speech-audio.js';
 
 const TEXT = 'i ni ce a ka kɛnɛ';
@@ -15,8 +16,7 @@ const LONG = 'n bɛ taa sugu la sini, an bɛ malo san. '.repeat(12).trim();
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
 }, 120_000);
 afterAll(() => t.close());
 

@@ -5,12 +5,12 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { startNativeServer } from './sdk-axios.js';
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
 }, 120_000);
 afterAll(() => t.close());
 

@@ -7,7 +7,8 @@
  * nothing; a long translated stream re-translates only within its budget and ends with the whole translation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { startNativeServer } from './sdk-axios.js';
 import { spokenPhrases, wavBytes } from '../../helpers/audio.js';
 import { encodeWithFfmpeg } from '../../unit/codecs/helpers/ffmpeg.js';
 import { RETRANSLATION_FACTOR } from '../../../src/api/native/transcribe-stream.js';
@@ -21,8 +22,7 @@ const longSpeech = spokenPhrases(LONG_PHRASES);
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
 }, 120_000);
 afterAll(() => t.close());
 

@@ -6,7 +6,8 @@
  * deprecation headers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../../helpers/test-server.js';
+import type { TestServer } from '../../helpers/test-server.js';
+import { startNativeServer } from './sdk-axios.js';
 import { spokenPhrases, wavBytes } from '../../helpers/audio.js';
 import { jsSdkTranscribe, jsSdkTranscribeStream, ndjsonObjects, pythonSdkTranscribe } from './transcribe-clients.js';
 
@@ -21,8 +22,7 @@ const FRAME = 0.025;
 let t: TestServer;
 let frenchOf: (bambara: string) => Promise<string>;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  await t.server.enginesReady;
+  t = await startNativeServer();
   // The French the translation model gives for a text, asked of the primary surface.
   frenchOf = async (bambara) => {
     const res = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
