@@ -8,7 +8,7 @@
  * number of requests served and exits.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { RawHttpClient } from './raw-http-client.js';
+import { RawHttpClient } from '../raw-http-client.js';
 
 const { url, apiKey, input, clients, raw } = workerData as { url: string; apiKey: string; input: string; clients: number; raw?: boolean };
 let flooding = true;

@@ -12,12 +12,16 @@
  * that checkout's server (its own code, this checkout's demo model files and manifest entry, so a checkout
  * from before replicas-by-cores runs its old default of one replica) and records the throughput ratios.
  *
- * Run: `npm run bench:tts [-- --baseline-dir ../kuma-main] [--per-client-50 4] [--formats pcm,mp3] [--no-write]`.
+ * The clients are plain keep-alive sockets read by a lean HTTP reader (`--client raw`, the default) or fetch
+ * (`--client fetch`); fetch's web streams cost a large share of the 2 cores at 50 clients.
+ *
+ * Run: `npm run bench:tts [-- --baseline-dir ../kuma-main] [--per-client-50 4] [--formats pcm,mp3] [--client raw|fetch] [--no-write]`.
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
+import { headerValue, RawHttpClient } from '../raw-http-client.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,8 +29,11 @@ const { values } = parseArgs({
     'baseline-dir': { type: 'string' },
     'per-client-50': { type: 'string', default: '4' },
     formats: { type: 'string' },
+    client: { type: 'string', default: 'raw' },
   },
 });
+if (values.client !== 'raw' && values.client !== 'fetch') throw new Error(`--client must be raw or fetch, got ${values.client}`);
+const CLIENT = values.client;
 const ALL_FORMATS = ['pcm', 'wav', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'mp3', 'opus', 'fmp4'] as const;
 const FORMATS = values.formats ? values.formats.split(',') : [...ALL_FORMATS];
 const OVERHEAD_TARGET: Record<string, number> = { pcm: 5, wav: 5, ulaw: 5, alaw: 5, l16_8000: 5, l16_16000: 5, mp3: 15, opus: 15, fmp4: 60 };
@@ -60,17 +67,25 @@ interface Level {
 async function bench(server: string, cwd: string | undefined): Promise<Level[]> {
   const hello = await startModelServer([MODEL], cwd);
   const url = `http://127.0.0.1:${hello.port}/openai/v1/audio/speech`;
-  const one = async (format: string): Promise<Sample & { bytes: number }> => {
+  const headers = { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' };
+  const timing = (serverTiming: string | undefined, name: string) => Number(new RegExp(`${name};dur=([\\d.]+)`).exec(serverTiming ?? '')?.[1] ?? NaN);
+  /** One request on `raw` (a client's own keep-alive socket), or through fetch when the bench runs with --client fetch. */
+  const one = async (format: string, raw?: RawHttpClient): Promise<Sample & { bytes: number }> => {
+    if (raw) {
+      const res = await raw.post({ path: '/openai/v1/audio/speech', headers, body: JSON.stringify({ input: INPUT, response_format: format }) });
+      if (res.status !== 200) throw new Error(`${server} ${format}: HTTP ${res.status}`);
+      const serverTiming = headerValue(res.head, 'server-timing');
+      return { ttfb: res.ttfb, engineFirst: timing(serverTiming, 'engine-first'), firstBytes: timing(serverTiming, 'first-bytes'), bytes: res.bytes };
+    }
     const t0 = performance.now();
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: INPUT, response_format: format }) });
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ input: INPUT, response_format: format }) });
     if (res.status !== 200) throw new Error(`${server} ${format}: HTTP ${res.status} ${await res.text()}`);
     const reader = res.body!.getReader();
     let bytes = (await reader.read()).value?.length ?? 0;
     const ttfb = performance.now() - t0;
     for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.length;
-    const engineFirst = Number(/engine-first;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN);
-    const firstBytes = Number(/first-bytes;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN);
-    return { ttfb, engineFirst, firstBytes, bytes };
+    const serverTiming = res.headers.get('server-timing') ?? undefined;
+    return { ttfb, engineFirst: timing(serverTiming, 'engine-first'), firstBytes: timing(serverTiming, 'first-bytes'), bytes };
   };
   try {
     for (const format of FORMATS) await Promise.all(Array.from({ length: 3 }, () => one(format))); // warm-up (wasm, AAC pool)
@@ -79,12 +94,15 @@ async function bench(server: string, cwd: string | undefined): Promise<Level[]> 
       for (const { clients, perClient } of LEVELS) {
         // Warm-up at this level's concurrency (connections, encoder instances), not measured; the measured
         // rounds still start together, so round #0 is a burst of `clients` simultaneous requests.
-        await Promise.all(Array.from({ length: clients }, () => one(format)));
+        const sockets = Array.from({ length: clients }, () => (CLIENT === 'raw' ? new RawHttpClient('127.0.0.1', hello.port) : undefined));
+        await Promise.all(sockets.map((raw) => one(format, raw)));
         const samples: Sample[] = [];
         const t0 = performance.now();
-        await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < perClient; i++) samples.push({ ...(await one(format)), round: i }); }));
+        await Promise.all(sockets.map(async (raw) => { for (let i = 0; i < perClient; i++) samples.push({ ...(await one(format, raw)), round: i }); }));
+        for (const raw of sockets) raw?.close();
         if (clients > 1) process.stderr.write(`  by round: ${[...new Set(samples.map((s) => s.round))].map((r) => { const v = samples.filter((s) => s.round === r).map((s) => s.ttfb); return `#${r} p50 ${pct(v, 50).toFixed(0)} max ${Math.max(...v).toFixed(0)}`; }).join(', ')}\n`);
         levels.push({ server, format, clients, samples, seconds: (performance.now() - t0) / 1000 });
+        if (process.env.KUMA_BENCH_WORST) for (const s of [...samples].sort((a, b) => b.ttfb - a.ttfb).slice(0, 5)) process.stderr.write(`  worst: round ${s.round} ttfb ${s.ttfb.toFixed(1)} engine-first ${s.engineFirst} first-bytes ${s.firstBytes}\n`);
         process.stdout.write(`${server} ${format} ×${clients}: ${(samples.length / levels.at(-1)!.seconds).toFixed(1)} req/s, TTFB p99 ${pct(samples.map((s) => s.ttfb), 99).toFixed(1)} ms\n`);
       }
     }
@@ -118,7 +136,7 @@ for (const level of results) {
   const ttfb = level.samples.map((s) => s.ttfb);
   const overhead = level.samples.map((s) => s.ttfb - s.engineFirst);
   const firstBytes = level.samples.map((s) => s.firstBytes);
-  process.stderr.write(`${level.server} ${level.format} ×${level.clients}: server first-bytes p50 ${pct(firstBytes, 50).toFixed(1)} p99 ${pct(firstBytes, 99).toFixed(1)} ms\n`);
+  process.stderr.write(`${level.server} ${level.format} ×${level.clients}: server first-bytes p50 ${pct(firstBytes, 50).toFixed(1)} p99 ${pct(firstBytes, 99).toFixed(1)} ms, engine first chunk p99 ${pct(level.samples.map((s) => s.engineFirst), 99).toFixed(1)} ms\n`);
   const rps = level.samples.length / level.seconds;
   let target = '';
   if (level.clients === 1) target = `overhead p50 ≤ ${OVERHEAD_TARGET[level.format]} ms (${pct(overhead, 50) <= OVERHEAD_TARGET[level.format]! ? 'met' : 'MISSED'})`;
@@ -143,7 +161,7 @@ recordSection(
     `Request: ${[...INPUT].length} characters of Bambara text (${audioSeconds.toFixed(2)} s of audio; first phrase ≤ 40 characters), jifili-1 on the demo VITS model (16 kHz, resampled by the encoder), stream_format audio; the client reads the whole body. Replicas: the server's default (by cores), maxQueue 256.`,
     'TTFB: client time from sending the request to the first body bytes. engine first chunk: server time from starting the engine job to its first PCM (Server-Timing `engine-first`), which includes waiting for a replica. overhead = TTFB − engine first chunk: HTTP, JSON, auth, balance check, encoding of the first chunk, socket.',
     'req/s and audio s/s: requests completed (whole bodies read) per second of the level, and the seconds of audio they carried.',
-    `Server in its own process; the load generator (fetch) in this one, on the same machine.${values['baseline-dir'] ? ` Baseline: the checkout at ${values['baseline-dir']}, run after this one with the same model files and manifest entry.` : ''}`,
+    `Server in its own process; the load generator in this one, on the same machine: ${CLIENT === 'raw' ? 'each client a keep-alive socket read by a lean HTTP reader (load-tests/raw-http-client.ts), so that less of the 2 cores goes to the generator' : 'fetch (undici)'}.${values['baseline-dir'] ? ` Baseline: the checkout at ${values['baseline-dir']}, run after this one with the same model files and manifest entry.` : ''}`,
   ],
   rows,
   !values['no-write'],

@@ -13,6 +13,22 @@ export interface RawPost {
   body: string;
 }
 
+export interface RawResponse {
+  status: number;
+  /** Body bytes (after removing the chunked coding). */
+  bytes: number;
+  /** The status line and headers, as sent. */
+  head: string;
+  /** Milliseconds from writing the request to the first body byte (to the head when there is no body). */
+  ttfb: number;
+}
+
+/** A header's value from a response head (first occurrence, case-insensitive), or undefined. */
+export function headerValue(head: string, name: string): string | undefined {
+  const match = new RegExp(`\\r\\n${name}:[ \\t]*([^\\r]*)`, 'i').exec(head);
+  return match?.[1];
+}
+
 export class RawHttpClient {
   private socket: net.Socket | null = null;
 
@@ -21,15 +37,16 @@ export class RawHttpClient {
     private readonly port: number,
   ) {}
 
-  /** Sends the request and resolves with the status and the body's byte count once the body has ended. */
-  async post(request: RawPost): Promise<{ status: number; bytes: number }> {
+  /** Sends the request and resolves once the body has ended, with the status, head, body size and TTFB. */
+  async post(request: RawPost): Promise<RawResponse> {
     const socket = await this.connected();
     const body = Buffer.from(request.body);
     const head = [`POST ${request.path} HTTP/1.1`, `Host: ${this.host}:${this.port}`, `Content-Length: ${body.length}`, ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
     return new Promise((resolve, reject) => {
-      const reader = new ResponseReader((status, bytes) => {
+      const sentAt = performance.now();
+      const reader = new ResponseReader((response) => {
         socket.off('data', onData).off('error', onError).off('close', onClose);
-        resolve({ status, bytes });
+        resolve({ ...response, ttfb: response.firstByteAt - sentAt });
       });
       const onData = (chunk: Buffer) => {
         try {
@@ -77,8 +94,9 @@ class ResponseReader {
   private left = 0;
   private sizeLine = '';
   private bytes = 0;
+  private firstByteAt = 0;
 
-  constructor(private readonly done: (status: number, bytes: number) => void) {}
+  constructor(private readonly done: (response: { status: number; bytes: number; head: string; firstByteAt: number }) => void) {}
 
   push(chunk: Buffer): void {
     let at = 0;
@@ -94,6 +112,7 @@ class ResponseReader {
         this.head = (this.head + text).slice(0, end);
         at += consumed;
         this.status = Number(this.head.slice(9, 12));
+        this.firstByteAt = performance.now(); // replaced by the first body byte's time, if there is a body
         const length = /\r\ncontent-length:\s*(\d+)/i.exec(this.head);
         if (/\r\ntransfer-encoding:\s*chunked/i.test(this.head)) this.mode = 'size';
         else {
@@ -102,6 +121,7 @@ class ResponseReader {
         }
       } else if (this.mode === 'length' || this.mode === 'data') {
         const take = Math.min(this.left, chunk.length - at);
+        if (this.bytes === 0 && take > 0) this.firstByteAt = performance.now();
         this.left -= take;
         this.bytes += take;
         at += take;
@@ -131,6 +151,6 @@ class ResponseReader {
         }
       }
     }
-    if (this.mode === 'done') this.done(this.status, this.bytes);
+    if (this.mode === 'done') this.done({ status: this.status, bytes: this.bytes, head: this.head, firstByteAt: this.firstByteAt });
   }
 }
