@@ -5,14 +5,13 @@
  * with streamed input gets its `input` messages as `ctx.input`, and each item the runner takes gives the
  * main thread credit for one more (protocol.ts).
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadRunner } from '../runner-registry.js';
 import { EngineCancelledError } from '../errors.js';
 import type { Runner, RunnerContext } from '../runner.js';
 import { transferables, type MainToWorker, type WorkerInit, type WorkerToMain } from './protocol.js';
 import { StreamedInput } from './streamed-input.js';
+import { lowerThreadPriority } from '../../threads/thread-priority.js';
 
 const port = parentPort!;
 const init = workerData as WorkerInit;
@@ -43,21 +42,6 @@ port.on('message', (message: MainToWorker) => {
 });
 
 let runner: Runner | null = null;
-
-/**
- * Lowers this thread's scheduling priority (Linux: setpriority on the thread id, which /proc/thread-self
- * names). With more busy model threads than cores, the main thread — which only does I/O — then gets the
- * CPU as soon as it is runnable, so timers and sockets stay responsive. Threads onnxruntime starts from
- * here inherit the value. Elsewhere this is a no-op.
- */
-function lowerThreadPriority(niceness: number): void {
-  try {
-    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, niceness);
-  } catch {
-    // not Linux, or not permitted: run at normal priority
-  }
-}
 
 async function start(): Promise<void> {
   lowerThreadPriority(init.niceness);
