@@ -4,7 +4,7 @@
  *
  * push() is deterministic for callers and tests: after writing, it waits until ffmpeg has emitted every
  * frame the input so far allows — floor(n / 1024) − 1 frames after n ≥ 2048 samples (one frame of
- * priming, one of lookahead; see ffmpeg-aac-pool.ts for the arguments that make this exact) — which takes
+ * priming, one of lookahead; see ffmpeg-process.ts for the arguments that make this exact) — which takes
  * about a millisecond. The wait is bounded: after IDLE_TIMEOUT_MS without output push() returns what it has
  * and lowers its expectation (a different ffmpeg build may hold more back), so a slow or foreign ffmpeg
  * delays bytes to the next call but never stalls a stream.
@@ -19,16 +19,22 @@ import { createResampler, type StreamingResampler } from '../resample.js';
 import type { EncoderOptions, FormatInfo, StreamingEncoder } from '../types.js';
 import { concatBytes, validateInputRate } from './encoder-lifecycle.js';
 import { floatToInt16, int16ToLeBytes } from './pcm.js';
-import { sharedAacPool, type FfmpegAacPool, type FfmpegProcess } from './ffmpeg-aac-pool.js';
+import { sharedAacPool, type FfmpegAacPool } from './ffmpeg-aac-pool.js';
+import type { FfmpegProcess } from './ffmpeg-process.js';
 
 const FRAME = 1024;
 /** Give up waiting for a due frame after this long without any output from ffmpeg. */
 const IDLE_TIMEOUT_MS = 100;
 /** How long a push waits for a process that is still initialising before the idle timeout applies. */
 const WARM_UP_TIMEOUT_MS = 2000;
+/**
+ * Niceness of an ffmpeg process after its stream's first audio went out (see FfmpegProcess.deprioritize):
+ * below the TTS replicas (10), which make every stream's first phrase. `KUMA_AAC_CONTINUATION_NICENESS`.
+ */
+const CONTINUATION_NICENESS = Number(process.env.KUMA_AAC_CONTINUATION_NICENESS ?? 15);
 /** Frames a foreign ffmpeg may hold back before we stop waiting for them at all. */
 const MAX_LAG_FRAMES = 4;
-/** ffmpeg finishes a stream within milliseconds of EOF; past this it is wedged and gets killed. */
+/** ffmpeg gives each frame within milliseconds of its input; this long without one, it is wedged and gets killed. */
 const FLUSH_TIMEOUT_MS = 10_000;
 const EMPTY = new Uint8Array(0);
 
@@ -48,16 +54,17 @@ export async function createAacEncoder(options: EncoderOptions, deps: AacEncoder
 export async function createAdtsEncoder(info: FormatInfo, options: EncoderOptions, mux: AdtsMuxer, deps: AacEncoderDeps = {}): Promise<StreamingEncoder> {
   const inputRate = validateInputRate(options);
   const resampler = inputRate === info.sampleRate ? undefined : await createResampler(inputRate, info.sampleRate);
+  const pool = deps.pool ?? sharedAacPool();
   let proc: FfmpegProcess | undefined;
   try {
-    proc = (deps.pool ?? sharedAacPool()).acquire();
+    proc = pool.acquire();
     await proc.spawned;
   } catch (error) {
     proc?.kill();
     resampler?.close();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new FfmpegAdtsEncoder(info, proc, resampler, mux);
+  return new FfmpegAdtsEncoder(info, pool, proc, resampler, mux);
 }
 
 type State = 'open' | 'flushed' | 'closed' | 'failed';
@@ -68,6 +75,7 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
   private framesReceived = 0;
   private samplesWritten = 0;
   private lag = 0;
+  private deprioritized = false;
   private exited = false;
   private endedByUs = false;
   private wake: (() => void) | undefined;
@@ -76,11 +84,12 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
 
   constructor(
     readonly info: FormatInfo,
+    private readonly pool: FfmpegAacPool,
     private readonly proc: FfmpegProcess,
     private readonly resampler: StreamingResampler | undefined,
     private readonly mux: AdtsMuxer,
   ) {
-    proc.onFrames((frames) => {
+    proc.beginStream((frames) => {
       this.ready.push(...frames);
       this.framesReceived += frames.length;
       this.wake?.();
@@ -98,7 +107,12 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
       const pcm = this.resampler && samples.length > 0 ? this.resampler.process(samples) : samples;
       await this.write(pcm);
       await this.awaitDueFrames();
-      return this.take(false);
+      const bytes = this.take(false);
+      if (bytes.length > 0 && !this.deprioritized) {
+        this.deprioritized = true;
+        this.proc.deprioritize(CONTINUATION_NICENESS);
+      }
+      return bytes;
     });
   }
 
@@ -107,14 +121,17 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
       if (this.resampler) await this.write(this.resampler.flush());
       this.endedByUs = true;
       if (this.samplesWritten === 0) {
-        // No audio at all: no frames (ffmpeg would still encode its silent pre-roll into one).
-        this.proc.kill();
+        // No audio at all: no frames (ending the stream would still yield its silent priming frame).
         return this.mux([], true);
       }
-      this.proc.child.stdin.end();
-      const { code, signal } = await this.exitWithin(FLUSH_TIMEOUT_MS);
+      // The process goes on to serve another stream (ffmpeg-process.ts, "Streams back to back").
+      const ended = await this.proc.endStream(FLUSH_TIMEOUT_MS);
       if (this.isClosed()) return EMPTY;
-      if (code !== 0) throw this.processError(code, signal);
+      if (!ended) {
+        this.proc.kill();
+        throw this.proc.alive ? new Error(`${this.info.format} encoder: ffmpeg gave no frame for ${FLUSH_TIMEOUT_MS} ms at the end of the stream`) : this.processError(this.proc.exitCode, this.proc.signalCode);
+      }
+      this.reusable = true;
       return this.take(true);
     });
     this.state = 'flushed';
@@ -159,8 +176,8 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
     // The quantizer every 16-bit encoder shares (clamps, NaN → silence).
     const bytes = int16ToLeBytes(floatToInt16(samples));
     this.samplesWritten += samples.length;
-    if (this.proc.child.stdin.write(bytes)) return;
-    const drained = await Promise.race([once(this.proc.child.stdin, 'drain').then(() => true, () => false), this.proc.exited.then(() => false)]);
+    if (this.proc.write(bytes)) return;
+    const drained = await Promise.race([once(this.proc.stdin, 'drain').then(() => true, () => false), this.proc.exited.then(() => false)]);
     if (drained) return;
     // EPIPE or exit: the process is gone (or going); report how it ended rather than the pipe error.
     await this.exitWithin(FLUSH_TIMEOUT_MS);
@@ -221,7 +238,7 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
   /** The process must still be running while the stream is open: anything else is a failure. */
   private assertRunning(): void {
     if (this.isClosed() || this.endedByUs) return;
-    if (this.exited || !this.proc.alive) throw this.processError(this.proc.child.exitCode, this.proc.child.signalCode);
+    if (this.exited || !this.proc.alive) throw this.processError(this.proc.exitCode, this.proc.signalCode);
   }
 
   private processError(code: number | null, signal: NodeJS.Signals | null): Error {
@@ -237,10 +254,13 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
   }
 
   private released = false;
+  /** Set once the stream ended cleanly: the process can then serve another stream. */
+  private reusable = false;
   private release(): void {
     if (this.released) return;
     this.released = true;
-    this.proc.kill();
+    if (this.reusable) this.pool.release(this.proc);
+    else this.proc.kill();
     this.resampler?.close();
   }
 }

@@ -196,13 +196,17 @@ describe('createAacEncoder', () => {
 
     const dir = mkdtempSync(join(tmpdir(), 'kuma-aac-'));
     const failing = join(dir, 'ffmpeg');
-    writeFileSync(failing, '#!/bin/sh\ncat > /dev/null\necho "Unknown encoder aac" >&2\nexit 3\n');
+    // A stand-in that fails once it reads input (the pre-roll, or the stream's first samples).
+    writeFileSync(failing, '#!/bin/sh\nhead -c 1 > /dev/null\necho "Unknown encoder aac" >&2\nexit 3\n');
     chmodSync(failing, 0o755);
     const badPool = new FfmpegAacPool({ size: 0, ffmpegPath: failing });
     try {
       const encoder = await createAacEncoder({ inputRate: 24000 }, { pool: badPool });
-      await encoder.push(new Float32Array(100));
-      await expect(encoder.flush()).rejects.toThrow(/ffmpeg exited with code 3: Unknown encoder aac/);
+      const encoding = (async () => {
+        await encoder.push(new Float32Array(4800));
+        await encoder.flush();
+      })();
+      await expect(encoding).rejects.toThrow(/ffmpeg exited with code 3: Unknown encoder aac/);
       const missing = new FfmpegAacPool({ size: 0, ffmpegPath: join(dir, 'missing') });
       await expect(createAacEncoder({ inputRate: 24000 }, { pool: missing })).rejects.toThrow(/cannot start ffmpeg/);
       await missing.close();

@@ -52,9 +52,10 @@ describe('FfmpegAacPool', () => {
       // The process was already running, and acquire() itself started nothing.
       expect(warmBefore).toContain(proc.pid);
       expect(pool.stats().spawned).toBe(spawnedBefore);
-      proc.child.stdin.end();
+      proc.stdin.end();
       expect((await proc.exited).code).toBe(0);
       await until(() => pool.stats().warm === 2);
+      await pool.ready(); // the replacement started and initialised (its pid is known from then on)
     }
     expect(pool.stats()).toMatchObject({ onDemandSpawns: 0, spawned: 7, inUse: 0 });
     console.log(`[ffmpeg-aac-pool] acquire() with a warm pool: max ${Math.max(...timings).toFixed(3)} ms`);
@@ -91,7 +92,7 @@ describe('FfmpegAacPool', () => {
     const pool = newPool({ size: 3 });
     await pool.ready();
     const busy = pool.acquire();
-    busy.child.stdin.write(Buffer.alloc(4096));
+    busy.stdin.write(Buffer.alloc(4096));
     const pids = [...pool.pids().warm, ...pool.pids().inUse];
     expect(pids).toHaveLength(3);
     await pool.close();
