@@ -93,7 +93,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     maxQueue: config.decoderMaxQueue,
     memoryMb: config.decoderMemoryMb,
   });
-  configureEncoderPool(config.encoderThreads, config.engineNiceness);
+  configureEncoderPool(config.encoderThreads);
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
   sharedEncoderPool()?.warm();
   // One VAD scheduler for every realtime session (their windows are scored together); none without a `vad` model.

@@ -28,8 +28,6 @@ export interface EncoderPoolOptions {
   maxPendingPerStream?: number;
   /** Formats each worker loads (WASM compile, first instance) before it takes requests. */
   warmFormats?: readonly SpeechFormat[];
-  /** Scheduling niceness of the worker threads; default 0 (normal priority). */
-  niceness?: number;
   /** The worker module; tests substitute one that can be made to crash. */
   workerUrl?: URL;
 }
@@ -78,7 +76,6 @@ export class EncoderPool {
   private readonly maxPendingPerStream: number;
   private readonly workerUrl: URL;
   private readonly warmFormats: readonly SpeechFormat[];
-  private readonly niceness: number;
   private readonly slots = new Set<Slot>();
   private nextStream = 1;
   private nextSeq = 1;
@@ -90,7 +87,6 @@ export class EncoderPool {
     this.maxPendingPerStream = Math.max(1, Math.floor(options.maxPendingPerStream ?? 8));
     this.workerUrl = options.workerUrl ?? WORKER_URL;
     this.warmFormats = options.warmFormats ?? [];
-    this.niceness = options.niceness ?? 0;
   }
 
   /** Starts every worker now (server start), so the first stream does not wait for a thread to boot. */
@@ -230,7 +226,7 @@ export class EncoderPool {
 
   private spawn(): void {
     const slot: Slot = {
-      worker: spawnWorker(this.workerUrl, { workerData: { warmFormats: this.warmFormats, niceness: this.niceness } satisfies WorkerData }),
+      worker: spawnWorker(this.workerUrl, { workerData: { warmFormats: this.warmFormats } satisfies WorkerData }),
       ready: false,
       streams: new Set(),
       inFlight: new Map(),

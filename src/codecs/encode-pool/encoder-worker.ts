@@ -8,7 +8,6 @@
  * Output bytes are transferred back, not copied. Every request but `close` is answered exactly once.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { lowerThreadPriority } from '../../threads/thread-priority.js';
 import { createInThreadEncoder } from '../encoders/in-thread.js';
 import type { StreamingEncoder } from '../types.js';
 import { errorData, transferable, type PoolRequest, type WorkerData, type WorkerReply } from './protocol.js';
@@ -86,8 +85,7 @@ port.on('message', (request: PoolRequest) => {
  * to load here is not fatal: the stream that needs it gets the error.
  */
 async function warmUp(): Promise<void> {
-  const { warmFormats, niceness = 0 } = (workerData ?? { warmFormats: [] }) as WorkerData;
-  lowerThreadPriority(niceness);
+  const { warmFormats } = (workerData ?? { warmFormats: [] }) as WorkerData;
   for (const format of warmFormats) {
     try {
       (await createInThreadEncoder(format, { inputRate: 24000 })).close();

@@ -9,8 +9,6 @@ import type { SpeechFormat } from '../types.js';
 export interface WorkerData {
   /** Formats to load before answering `ready`. */
   warmFormats: readonly SpeechFormat[];
-  /** Scheduling niceness of the worker thread (0 = normal priority). */
-  niceness?: number;
 }
 
 export type PoolRequest =

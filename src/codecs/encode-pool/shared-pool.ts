@@ -29,34 +29,19 @@ export function defaultEncoderThreads(): number {
   return Math.max(1, Math.min(4, os.availableParallelism()));
 }
 
-/**
- * The encoder threads' niceness by default: the model replicas' (KUMA_ENGINE_NICENESS, 10). Both do work
- * behind the I/O thread, and at equal priority the OS shares the cores between them. At normal priority
- * (0, as before) the encoders outranked the replicas ninefold (CFS weights 1024 vs 110): in a burst of 50
- * mp3 requests, encoding the audio of the first responses starved the synthesis of the others' first
- * phrases, whose wait for a replica reached 240 ms (bench:tts, Server-Timing engine-first). Within each
- * pool the schedulers already put first audio ahead of continuations.
- */
-const DEFAULT_NICENESS = 10;
-
 let threads: number | undefined;
-let niceness = DEFAULT_NICENESS;
 let pool: EncoderPool | undefined;
 
-/**
- * Sets the pool size for the pools created from now on (0 = no pool; `undefined` = the default) and the
- * worker threads' niceness (`undefined` = the default, the replicas' 10).
- */
-export function configureEncoderPool(size: number | undefined, threadNiceness?: number): void {
+/** Sets the pool size for the pools created from now on (0 = no pool); `undefined` = the default. */
+export function configureEncoderPool(size: number | undefined): void {
   threads = size;
-  niceness = threadNiceness ?? DEFAULT_NICENESS;
 }
 
 /** The shared pool, or null when encoding runs on the calling thread (size 0). */
 export function sharedEncoderPool(): EncoderPool | null {
   const size = threads ?? defaultEncoderThreads();
   if (size <= 0) return null;
-  pool ??= new EncoderPool({ size, warmFormats: [...POOLED_FORMATS], niceness });
+  pool ??= new EncoderPool({ size, warmFormats: [...POOLED_FORMATS] });
   return pool;
 }
 
