@@ -31,15 +31,36 @@ const B_TEXT = 'i ni ce, a ka kɛnɛ wa?';
 const server = await startModelServer([{ id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), maxQueue: 256 }]);
 const url = `http://127.0.0.1:${server.port}/openai/v1/audio/speech`;
 
-/** B's engine-first (Server-Timing): time from the request's engine job being asked for to its first PCM. */
-const engineFirst: { unloaded: number[]; loaded: number[]; current: number[] | null } = { unloaded: [], loaded: [], current: null };
+/**
+ * B's latency parts: engine-first and first-bytes (Server-Timing: from asking for the first phrase job to
+ * its PCM, and to the first encoded bytes) and the client's time to the first body byte.
+ */
+interface Parts {
+  engineFirst: number[];
+  firstBytes: number[];
+  ttfb: number[];
+}
+const parts: { unloaded: Parts; loaded: Parts; current: Parts | null } = {
+  unloaded: { engineFirst: [], firstBytes: [], ttfb: [] },
+  loaded: { engineFirst: [], firstBytes: [], ttfb: [] },
+  current: null,
+};
 
 async function speak(key: string, input: string): Promise<number> {
   const t0 = performance.now();
   const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }) });
   if (res.status !== 200) throw new Error(`HTTP ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  if (key === server.otherApiKey) engineFirst.current?.push(Number(/engine-first;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN));
+  const reader = res.body!.getReader();
+  let first = true;
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    if (first && key === server.otherApiKey) parts.current?.ttfb.push(performance.now() - t0);
+    first = false;
+  }
+  if (key === server.otherApiKey && parts.current) {
+    const timing = res.headers.get('server-timing') ?? '';
+    parts.current.engineFirst.push(Number(/engine-first;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN));
+    parts.current.firstBytes.push(Number(/first-bytes;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN));
+  }
   return performance.now() - t0;
 }
 
@@ -53,9 +74,9 @@ try {
   await sequential(server.apiKey, A_TEXT, 3); // warm-up
   await sequential(server.otherApiKey, B_TEXT, 3);
   const aAlone = await sequential(server.apiKey, A_TEXT, 10);
-  engineFirst.current = engineFirst.unloaded;
+  parts.current = parts.unloaded;
   const bUnloaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
-  engineFirst.current = null;
+  parts.current = null;
 
   // A's clients run on their own event loop (flood-worker.ts), so B's measured latency is the server's.
   const flood = spawnWorker(new URL(`./flood-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
@@ -66,9 +87,9 @@ try {
     flood.once('error', reject);
   });
   await new Promise((r) => setTimeout(r, 1000)); // A's backlog builds up
-  engineFirst.current = engineFirst.loaded;
+  parts.current = parts.loaded;
   const bLoaded = await sequential(server.otherApiKey, B_TEXT, REQUESTS);
-  engineFirst.current = null;
+  parts.current = null;
   flood.postMessage('stop');
   const { served: aServed, error } = await floodDone;
   await flood.terminate();
@@ -83,7 +104,7 @@ try {
     [
       `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
       `Bound: B's loaded p99 ≤ 2 × B's unloaded p99 + one job time (A's request alone, p50) = ${bound.toFixed(1)} ms: ${met ? 'met' : 'MISSED'}.`,
-      'engine first PCM: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM (Server-Timing `engine-first`); the rest of B\'s latency is HTTP, auth, encoding and the event loop, which A\'s streams share.',
+      'engine first PCM / first encoded bytes: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM and to its first encoded bytes (Server-Timing `engine-first`, `first-bytes`); first body byte: the client\'s time from sending to the first byte of the body. The rest of B\'s latency is the rest of its phrases and body, HTTP, auth and the event loop, which A\'s streams share.',
       'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); B\'s client in this process, A\'s clients in a worker thread of it (their own event loop: their reading of megabytes of PCM must not delay B\'s client), on the same machine.',
     ],
     [
@@ -92,8 +113,12 @@ try {
       row('A alone (one job time)', aAlone),
       row('B unloaded', bUnloaded),
       row('B while A floods', bLoaded),
-      row('B unloaded: engine first PCM (server)', engineFirst.unloaded),
-      row('B while A floods: engine first PCM (server)', engineFirst.loaded),
+      row('B unloaded: engine first PCM (server)', parts.unloaded.engineFirst),
+      row('B while A floods: engine first PCM (server)', parts.loaded.engineFirst),
+      row('B unloaded: first encoded bytes (server)', parts.unloaded.firstBytes),
+      row('B while A floods: first encoded bytes (server)', parts.loaded.firstBytes),
+      row('B unloaded: first body byte (client)', parts.unloaded.ttfb),
+      row('B while A floods: first body byte (client)', parts.loaded.ttfb),
     ],
     !values['no-write'],
   );

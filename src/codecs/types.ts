@@ -35,6 +35,8 @@ export interface StreamingEncoder {
 export interface EncoderOptions {
   /** Rate of the PCM given to push(); the encoder resamples to its format's rate. */
   inputRate: number;
+  /** Whose stream it is: the encoder pool shares its threads' turns fairly between accounts. */
+  account?: string;
 }
 
 export type AudioErrorKind = 'empty' | 'unsupported' | 'corrupt' | 'truncated' | 'too_long' | 'timeout';

@@ -165,7 +165,7 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<SpokenAudio> {
-    const stream = new EncodedStream(this.options.format, this.options.slices ?? { first: SLICE_SECONDS_FIRST, max: SLICE_SECONDS_MAX });
+    const stream = new EncodedStream(this.options.format, this.options.slices ?? { first: SLICE_SECONDS_FIRST, max: SLICE_SECONDS_MAX }, this.options.account);
     try {
       for (;;) {
         const next = this.ready.shift();
@@ -214,13 +214,15 @@ class EncodedStream {
   constructor(
     private readonly format: SpeechFormat,
     private readonly slices: { first: number; max: number },
+    /** Whose speech this is: the encoder pool shares its turns fairly between accounts. */
+    private readonly account: string,
   ) {
     this.sliceSeconds = slices.first;
   }
 
   async *phrase(p: Synthesized): AsyncGenerator<SpokenAudio> {
     if (!this.encoder) {
-      this.encoder = await createEncoder(this.format, { inputRate: p.sampleRate });
+      this.encoder = await createEncoder(this.format, { inputRate: p.sampleRate, account: this.account });
       this.rate = p.sampleRate;
       this.lag = encoderLagSamples(this.encoder.info, p.sampleRate);
     }

@@ -71,7 +71,7 @@ export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Cal
       reservation
         .settle([{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }])
         .then(() => {}, (err: Error) => deps.logger.error({ requestId: req.requestId, err: err.message }, 'recording speech usage failed'));
-    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
     // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
     const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
     return { audio, tally, lateHeaders };

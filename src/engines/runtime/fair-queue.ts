@@ -5,9 +5,15 @@
  *
  * Rules:
  *   - Classes: an `opening` job (the first job of a request: a transcription, a translation, the first
- *     phrase of a speech request) is served before any `continuation` (a later phrase of a speech request
- *     already under way), whatever its account. First audio is what a caller waits for; a continuation only
- *     has to keep ahead of playback.
+ *     phrase of a speech request) is served before a `continuation` (a later phrase of a speech request
+ *     already under way). First audio is what a caller waits for; a continuation only has to keep ahead of
+ *     playback.
+ *   - Except across accounts: an opening that is served while a continuation of another account waits
+ *     passes it, and after one pass the next turn goes to the continuations. Without this, an account
+ *     that keeps starting requests (bench:fairness: 32 clients of account A) would hold back another
+ *     account's continuations for as long as it floods — B's second phrase waited behind every one of A's
+ *     first phrases. With it, openings and other accounts' continuations take turns; one account's own
+ *     openings still all go before its own continuations (a burst of one account is unaffected).
  *   - Within a class, every waiting job gets a tag: max(the tag last served, its account's previous tag + 1),
  *     and the lowest tag is served next (ties: the earlier arrival). An account that was not waiting starts at
  *     the tag being served now, so it is served next, ahead of any backlog; accounts with backlogs alternate.
@@ -39,6 +45,16 @@ class FairClass<T> {
   private served = 0;
   size = 0;
 
+  /** The account whose job shift() would serve next, if any. */
+  nextAccount(): string | undefined {
+    let best: { account: string; entry: Entry<T> } | undefined;
+    for (const [account, queue] of this.byAccount) {
+      const head = queue[0]!;
+      if (!best || head.tag < best.entry.tag || (head.tag === best.entry.tag && head.seq < best.entry.seq)) best = { account, entry: head };
+    }
+    return best?.account;
+  }
+
   push(account: string, item: T, seq: number): void {
     const tag = Math.max(this.served, this.nextTag.get(account) ?? 0);
     this.nextTag.set(account, tag + 1);
@@ -63,6 +79,12 @@ class FairClass<T> {
     // Accounts that are not waiting and whose next tag is no longer ahead of the served one need no memory.
     for (const [account, tag] of this.nextTag) if (tag <= this.served && !this.byAccount.has(account)) this.nextTag.delete(account);
     return best.entry.item;
+  }
+
+  /** Whether a job of an account other than `account` waits in this class. */
+  hasOtherThan(account: string): boolean {
+    for (const key of this.byAccount.keys()) if (key !== account) return true;
+    return false;
   }
 
   remove(item: T): boolean {
@@ -104,9 +126,18 @@ export class FairQueue<T> {
     (ticket.priority === 'continuation' ? this.continuation : this.opening).push(ticket.account, item, this.seq++);
   }
 
+  /** Whether the last job served was an opening that passed a waiting continuation of another account. */
+  private continuationOwed = false;
+
   /** The next job to serve (see the header for the order), removed from the queue. */
   shift(): T | undefined {
-    return this.opening.shift() ?? this.continuation.shift();
+    const account = this.opening.nextAccount();
+    if (account === undefined || (this.continuationOwed && this.continuation.size > 0)) {
+      this.continuationOwed = false;
+      return this.continuation.shift();
+    }
+    this.continuationOwed = this.continuation.hasOtherThan(account);
+    return this.opening.shift();
   }
 
   /** Removes a job that stopped waiting (its caller gave up); false when it was not queued. */

@@ -1,6 +1,6 @@
 /**
  * The wait queue's order (fair-queue.ts), as properties over random arrivals and services: openings before
- * continuations, each account's jobs in arrival order, an account's first job waits behind at most one job
+ * continuations except for the turn owed to another account's continuation, each account's jobs in arrival order, an account's first job waits behind at most one job
  * of each other account, and a light account's later jobs behind at most two of each other account's.
  */
 import fc from 'fast-check';
@@ -60,18 +60,53 @@ function simulate(ops: Op[]) {
 }
 
 describe('FairQueue', () => {
-  it('serves openings before continuations, and each account in arrival order within a class', () => {
+  it('serves openings before continuations — but after an opening passed another account\'s continuation, a continuation — and each account in arrival order within a class', () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 200 }), (ops) => {
         const { served } = simulate(ops);
-        for (const { job, waitingAtService } of served) {
-          if (job.priority === 'continuation') expect(waitingAtService.some((j) => j.priority === 'opening')).toBe(false);
+        served.forEach(({ job, waitingAtService }, i) => {
+          if (job.priority === 'continuation' && waitingAtService.some((j) => j.priority === 'opening')) {
+            // Only the turn owed to continuations: the job served just before was an opening that passed
+            // a waiting continuation of another account.
+            const previous = served[i - 1];
+            expect(previous?.job.priority).toBe('opening');
+            expect(previous!.waitingAtService.some((j) => j.priority === 'continuation' && j.account !== previous!.job.account)).toBe(true);
+          }
           // No earlier job of the same account and class was still waiting.
           expect(waitingAtService.some((j) => j.account === job.account && j.priority === job.priority && j.id < job.id)).toBe(false);
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a waiting continuation is passed by at most one opening of another account in a row', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 200 }), (ops) => {
+        const { served } = simulate(ops);
+        let run = 0; // openings served in a row that passed another account's waiting continuation
+        for (const { job, waitingAtService } of served) {
+          if (job.priority === 'continuation') run = 0;
+          else if (waitingAtService.some((j) => j.priority === 'continuation' && j.account !== job.account)) run++;
+          expect(run).toBeLessThanOrEqual(1);
         }
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it("one account's openings all go before its own continuations", () => {
+    const queue = new FairQueue<number>();
+    for (let i = 0; i < 4; i++) queue.push(i, { account: 'a', priority: 'continuation' });
+    for (let i = 10; i < 14; i++) queue.push(i, { account: 'a', priority: 'opening' });
+    expect(Array.from({ length: 8 }, () => queue.shift())).toEqual([10, 11, 12, 13, 0, 1, 2, 3]);
+  });
+
+  it("a flooding account's openings and another account's continuation take turns", () => {
+    const queue = new FairQueue<string>();
+    for (let i = 0; i < 6; i++) queue.push(`A${i}`, { account: 'a', priority: 'opening' });
+    queue.push('B-next-phrase', { account: 'b', priority: 'continuation' });
+    expect(Array.from({ length: 3 }, () => queue.shift())).toEqual(['A0', 'B-next-phrase', 'A1']);
   });
 
   it("one account's backlog delays another's first job by at most one job of each account", () => {
