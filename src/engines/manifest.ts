@@ -58,12 +58,17 @@ export function defaultReplicas(engine: EngineType, cores = os.availableParallel
 
 /**
  * Niceness of a model's threads when its entry does not set one: KUMA_ENGINE_NICENESS (`configured`, default
- * 10, so that long model runs yield to the I/O thread), except the VAD at 0. The VAD decides when every
- * realtime session's turn ends, in tens of microseconds per window; niced, it was starved by the I/O thread
- * and the speech model under load and scored seconds late at 500 sessions (load-tests/realtime).
+ * 10, so that long model runs — a transcription, a translation — yield to the I/O thread), except for the
+ * engines whose jobs are short and on someone's critical path, which run at 0:
+ * - the VAD decides when every realtime session's turn ends, in tens of microseconds per window; niced, it
+ *   was starved by the I/O thread and the speech model under load and scored seconds late at 500 sessions
+ *   (load-tests/realtime);
+ * - TTS replicas synthesise one phrase per job (milliseconds), and a caller's first audio waits for its
+ *   first phrase; niced, they lost the cores to the encoder threads in a burst of requests (bench:tts,
+ *   50 clients: mp3/opus TTFB p99 225/245 ms, the time going to engine-first; at 0: 129/112 ms).
  */
 export function defaultNiceness(engine: EngineType, configured = 10): number {
-  return engine === 'silero-vad' ? 0 : configured;
+  return engine === 'silero-vad' || TTS_ENGINES.has(engine) ? 0 : configured;
 }
 
 export const ManifestSchema = z.object({
