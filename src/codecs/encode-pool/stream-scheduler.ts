@@ -8,6 +8,8 @@
  * B's later slices waited a whole rotation). A stream's own requests keep their order.
  */
 
+import { FairQueue } from '../decode/fair-queue.js';
+
 export interface ScheduledStream<T> {
   /** The stream's requests not yet sent, oldest first. */
   readonly pending: T[];
@@ -19,37 +21,10 @@ export interface ScheduledStream<T> {
   readonly account?: string;
 }
 
-/** Streams waiting in one class: accounts in turn, each account's streams in turn. */
-class AccountTurns<S extends ScheduledStream<unknown>> {
-  /** Accounts with waiting streams, in turn order (a Map keeps insertion order), and their streams. */
-  private readonly byAccount = new Map<string, S[]>();
-  /** Streams waiting. */
-  size = 0;
-
-  push(stream: S): void {
-    const account = stream.account ?? '';
-    const streams = this.byAccount.get(account);
-    if (streams) streams.push(stream);
-    else this.byAccount.set(account, [stream]);
-    this.size++;
-  }
-
-  /** The next stream: the first of the account whose turn it is; that account goes to the back. */
-  shift(): S | undefined {
-    const first = this.byAccount.entries().next();
-    if (first.done) return undefined;
-    const [account, streams] = first.value;
-    const stream = streams.shift()!;
-    this.byAccount.delete(account);
-    if (streams.length > 0) this.byAccount.set(account, streams); // back of the line
-    this.size--;
-    return stream;
-  }
-}
-
 export class StreamScheduler<S extends ScheduledStream<T>, T> {
-  private readonly firsts = new AccountTurns<S>();
-  private readonly continuations = new AccountTurns<S>();
+  /** Streams waiting per class, by account: accounts in turn, each account's streams in turn. */
+  private readonly firsts = new FairQueue<S>();
+  private readonly continuations = new FairQueue<S>();
 
   /** Adds a request to its stream and puts the stream in line if it was not. */
   enqueue(stream: S, request: T): void {
@@ -83,6 +58,6 @@ export class StreamScheduler<S extends ScheduledStream<T>, T> {
   private line(stream: S): void {
     if (stream.queued || stream.pending.length === 0) return;
     stream.queued = true;
-    (stream.started ? this.continuations : this.firsts).push(stream);
+    (stream.started ? this.continuations : this.firsts).push(stream.account ?? '', stream);
   }
 }

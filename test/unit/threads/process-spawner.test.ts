@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcessSpawner } from '../../../src/threads/process-spawner.js';
+import { isRunning, until } from '../../helpers/processes.js';
 
 const spawners: ProcessSpawner[] = [];
 afterEach(() => {
@@ -18,22 +19,7 @@ function newSpawner(): ProcessSpawner {
   return spawner;
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-async function until(condition: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('ProcessSpawner', () => {
   it('runs a program with its stdin, stdout and stderr in this process, and reports its exit', async () => {
@@ -84,7 +70,7 @@ describe('ProcessSpawner', () => {
     const helper = spawner.helperPid!;
     process.kill(helper, 'SIGKILL');
     expect(await proc.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    await until(() => !isRunning(proc.pid!));
+    await until(() => !isRunning(proc.pid!), 10_000);
 
     const next = spawner.spawn('sh', ['-c', 'exit 0']);
     await next.started;
@@ -99,6 +85,6 @@ describe('ProcessSpawner', () => {
     const helper = spawner.helperPid!;
     spawner.close();
     for (const proc of procs) expect((await proc.exited).signal).toBe('SIGKILL');
-    await until(() => !isRunning(helper) && procs.every((proc) => !isRunning(proc.pid!)));
+    await until(() => !isRunning(helper) && procs.every((proc) => !isRunning(proc.pid!)), 10_000);
   });
 });

@@ -9,16 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createAacEncoder } from '../../../../src/codecs/encoders/aac.js';
 import { AdtsParser } from '../../../../src/codecs/encoders/adts.js';
 import { FfmpegAacPool } from '../../../../src/codecs/encoders/ffmpeg-aac-pool.js';
+import { seededRandom as random } from '../../../helpers/seeded-random.js';
 
-/** A seeded generator (mulberry32), so that a failure can be replayed. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Voiced-speech-like test signal: a few harmonics with a wandering pitch and an amplitude envelope. */
 function signal(length: number, next: () => number): Float32Array {

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FfmpegAacPool, resolveFfmpegPath } from '../../../../src/codecs/encoders/ffmpeg-aac-pool.js';
+import { isRunning, until } from '../../../helpers/processes.js';
 
 const pools: FfmpegAacPool[] = [];
 function newPool(options: ConstructorParameters<typeof FfmpegAacPool>[0] = {}): FfmpegAacPool {
@@ -19,22 +20,7 @@ afterEach(async () => {
   await Promise.all(pools.splice(0).map((pool) => pool.close()));
 });
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 describe('FfmpegAacPool', () => {
   it('hands out warm processes and refills in the background, never spawning on the hot path', async () => {

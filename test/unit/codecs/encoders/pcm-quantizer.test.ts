@@ -5,18 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { floatToInt16, int16ToLeBytes } from '../../../../src/codecs/encoders/pcm.js';
+import { seededRandom as random } from '../../../helpers/seeded-random.js';
 
 const reference = (x: number): number => (x >= 1 ? 32767 : x <= -1 ? -32767 : Number.isNaN(x) ? 0 : Math.round(x * 32767));
 
-/** A seeded generator (mulberry32), so that a failure can be replayed. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('floatToInt16', () => {
   it('equals clamp + Math.round on 1,000,000 random samples of every kind', () => {

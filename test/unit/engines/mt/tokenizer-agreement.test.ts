@@ -9,19 +9,11 @@ import { Tokenizer as JsTokenizer } from '@huggingface/tokenizers';
 import { TextTokenizer } from '../../../../src/engines/text/tokenizer.js';
 import { buildNllbTokenizer, nmtNfkc, type DemoTokenizer } from '../../../../models/generator/demo-tokenizers.js';
 import { DEMO_GLOSSARY, DEMO_LANGUAGES } from '../../../../models/generator/demo-nllb.js';
+import { seededRandom as random } from '../../../helpers/seeded-random.js';
 
 const require = createRequire(import.meta.url);
 const { Tokenizer: RustTokenizer } = require('@anush008/tokenizers') as typeof import('@anush008/tokenizers');
 
-/** mulberry32: a tiny seeded PRNG, so the corpus is the same on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const GLOSSARY_WORDS = DEMO_GLOSSARY.flatMap((e) => [e.bam, e.fra, e.eng]);
 const FRENCH = ["l'école", "aujourd'hui", "qu'il", "c'est", 'où', 'à', 'très', 'garçon', 'cœur', 'Noël', 'naïve', 'élève', 'forêt', 'déjà', 'ça', 'Ça', 'œuvre', 'hôpital', "s'il", "jusqu'à", 'Ève', 'ÉCOLE'];
