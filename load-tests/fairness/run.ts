@@ -102,7 +102,7 @@ try {
   recordSection(
     'fairness',
     [
-      `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
+      `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back and reading them with ${values['raw-flood'] ? 'a lean socket reader (`--raw-flood`)' : 'fetch'} (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
       `Bound: B's loaded p99 ≤ 2 × B's unloaded p99 + one job time (A's request alone, p50) = ${bound.toFixed(1)} ms: ${met ? 'met' : 'MISSED'}.`,
       'engine first PCM / first encoded bytes: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM and to its first encoded bytes (Server-Timing `engine-first`, `first-bytes`); first body byte: the client\'s time from sending to the first byte of the body. The rest of B\'s latency is the rest of its phrases and body, HTTP, auth and the event loop, which A\'s streams share.',
       'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); B\'s client in this process, A\'s clients in a worker thread of it (their own event loop: their reading of megabytes of PCM must not delay B\'s client), on the same machine.',
