@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chunkText, type TextChunk } from '../../../src/engines/tts/text-chunker.js';
+import { chunkText, FIRST_CHUNK_MAX, type TextChunk } from '../../../src/engines/tts/text-chunker.js';
 import { TextPhraseSplitter } from '../../../src/pipeline/text-phrase-splitter.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 300);
@@ -84,9 +84,9 @@ describe('TextPhraseSplitter', () => {
     const words = Array.from({ length: 12 }, (_, i) => `sugu${i}`);
     const released: TextChunk[] = [];
     for (const w of words) released.push(...splitter.push(`${w} `));
-    // The first phrase is at most 40 characters (the first-audio rule) and left before the text ended.
+    // The first phrase is at most FIRST_CHUNK_MAX characters (the first-audio rule) and left before the text ended.
     expect(released.length).toBeGreaterThan(0);
-    expect(released[0]!.text.length).toBeLessThanOrEqual(40);
+    expect(released[0]!.text.length).toBeLessThanOrEqual(FIRST_CHUNK_MAX);
     expect([...released, ...splitter.flush()]).toEqual(chunkText(words.join(' ') + ' '));
   });
 
