@@ -68,9 +68,25 @@ export class ResponseSink {
     this.finished = true;
     this.res.cork(() => {
       this.writeHead(status, headers);
-      if (headOnly) this.res.endWithoutBody(Buffer.byteLength(body as string), closeConnection);
+      if (headOnly) this.endHead(Buffer.byteLength(body as string), closeConnection);
       else this.res.end(body, closeConnection);
     });
+  }
+
+  /**
+   * Ends a response that reports a length but sends no body (HEAD, 304). uWS's endWithoutBody(length)
+   * writes the Content-Length but then waits for that many bytes that never come, so the next request on
+   * the connection got no answer (a keep-alive client saw "socket hang up"). Called with no argument it
+   * writes no Content-Length and completes the response, so the header is written here; when the
+   * connection is to be closed anyway, the length form with its close is used.
+   */
+  private endHead(length: number, closeConnection: boolean): void {
+    if (closeConnection) {
+      this.res.endWithoutBody(length, true);
+      return;
+    }
+    this.res.writeHeader('content-length', String(length));
+    this.res.endWithoutBody();
   }
 
   /** Starts a streamed response; headers leave with the first chunk. */

@@ -100,6 +100,17 @@ describe('hostile HTTP', () => {
     expect(answer.text).toMatch(/^HTTP\/1\.1 401 /);
   });
 
+  it('HEAD reports the GET length once, sends no body and leaves the connection usable (pipelined GET answered)', async () => {
+    const answer = await raw('HEAD /healthz HTTP/1.1\r\nHost: kuma\r\n\r\nGET /healthz HTTP/1.1\r\nHost: kuma\r\nConnection: close\r\n\r\n');
+    const [head, get] = answer.text.split(/(?=HTTP\/1\.1 )/);
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head!.match(/content-length: (\d+)/gi)).toHaveLength(1);
+    const length = Number(/content-length: (\d+)/i.exec(head!)![1]);
+    expect(head!.endsWith('\r\n\r\n')).toBe(true); // headers only
+    expect(get).toMatch(/^HTTP\/1\.1 200 /);
+    expect(get!.split('\r\n\r\n')[1]).toHaveLength(length);
+  });
+
   it('Content-Length together with Transfer-Encoding is refused and the connection closed', async () => {
     const answer = await raw(`POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`);
     expect(answer.text).toMatch(/^HTTP\/1\.1 400 /);
