@@ -24,6 +24,7 @@ import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 import { watchCpuLoad } from './observability/cpu-load.js';
 import { setupTelephony } from './telephony/telephony-setup.js';
+import { studioSite } from './studio/studio-assets.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -132,7 +133,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),
   });
 
+  const site = config.studio ? await studioSite(logger) : undefined;
   const http = await startHttpServer({
+    site,
     host: config.host,
     port: config.port,
     routes,

@@ -58,6 +58,8 @@ export const ConfigSchema = z.object({
   modelsManifest: z.string().default(path.join('models', 'kuma-models.json')),
   /** Generate the demo model pack on start when missing or out of date (the default manifest uses it). */
   demoPack: z.union([z.boolean(), z.stringbool()]).default(true),
+  /** Serve Kuma Studio (the web page at `/`, src/studio), built from its sources at start; off = the API only. */
+  studio: z.union([z.boolean(), z.stringbool()]).default(true),
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
   engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
@@ -164,6 +166,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_CORS_ORIGIN: 'corsOrigin',
   KUMA_MODELS_MANIFEST: 'modelsManifest',
   KUMA_DEMO_PACK: 'demoPack',
+  KUMA_STUDIO: 'studio',
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
   KUMA_ENGINE_NICENESS: 'engineNiceness',

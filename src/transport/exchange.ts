@@ -22,6 +22,7 @@ import { newRequestId } from './request-id.js';
 import type { RequestHead } from './request-head.js';
 import { ResponseSink } from './response-sink.js';
 import { writeError, writeResult, writeWhole, type WriteContext } from './result-writer.js';
+import { staticResponse, type StaticAsset } from './static-site.js';
 
 export class Exchange implements ApiRequest, WriteContext {
   readonly method: HttpMethod;
@@ -215,7 +216,12 @@ export class Exchange implements ApiRequest, WriteContext {
       throw new ApiError('service_unavailable', 'The server is shutting down; retry shortly.', { headers: { 'retry-after': '1' } });
     }
     const match = server.router.match(method, path);
-    if (match.kind === 'not_found') throw new ApiError('unknown_endpoint', `Unrecognized request URL (${raw} ${path}).`);
+    if (match.kind === 'not_found') {
+      const asset = server.options.site?.get(path);
+      if (asset && method === 'GET') return this.serveStatic(asset);
+      if (asset) throw new ApiError('method_not_allowed', `Method ${raw} is not allowed on ${path}; use GET, HEAD.`, { headers: { allow: 'GET, HEAD' } });
+      throw new ApiError('unknown_endpoint', `Unrecognized request URL (${raw} ${path}).`);
+    }
     if (match.kind === 'wrong_method') {
       throw new ApiError('method_not_allowed', `Method ${raw} is not allowed on ${path}; use ${match.allowed.join(', ')}.`, {
         headers: { allow: match.allowed.join(', ') },
@@ -230,6 +236,16 @@ export class Exchange implements ApiRequest, WriteContext {
     if (this.sink.isAborted) return;
     // Whole bodies (the common case) are written at once, without a promise for the write.
     if (!writeWhole(this, result)) await writeResult(this, result);
+  }
+
+  /** A file of the static site (static-site.ts): whole, from memory. */
+  private async serveStatic(asset: StaticAsset): Promise<void> {
+    this.routeLabel = 'static';
+    if (!this.bodyComplete) await this.settleBody();
+    if (this.sink.isAborted) return;
+    const response = staticResponse(asset, this.headers);
+    // A 304 reports the length the 200 would have had (RFC 9110 §8.6) and sends no body.
+    this.sink.sendWhole(response.status, { ...this.responseHeaders, ...response.headers }, response.body, this.closeConnection(), this.headOnly || response.status === 304);
   }
 
   private async settleBody(): Promise<void> {

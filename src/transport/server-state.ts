@@ -6,6 +6,7 @@ import { accessLogger, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { HttpRoute } from '../api/types.js';
 import { corsHeaders } from './cors.js';
+import type { StaticSite } from './static-site.js';
 import { Router } from './router.js';
 import type { WebSocketOptions } from './websocket-sessions.js';
 
@@ -28,6 +29,8 @@ export interface HttpServerOptions {
   websocket?: Partial<WebSocketOptions>;
   /** Serve https:// and wss:// with this certificate and key (PEM file paths); plain http:// and ws:// when absent. */
   tls?: { certFile: string; keyFile: string };
+  /** Static files (Kuma Studio) served at paths no route serves; none when absent. */
+  site?: StaticSite;
 }
 
 /** Something in flight that shutdown can cancel once its grace period is over. */

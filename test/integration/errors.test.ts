@@ -60,7 +60,8 @@ describe('error envelope', () => {
   it('unknown endpoint is 404 unknown_endpoint, on and off the API prefixes', async () => {
     await envelope(await fetch(`${t.baseUrl}/compat/v1/nope`, { headers: auth() }), 404, 'unknown_endpoint', null);
     await envelope(await fetch(`${t.baseUrl}/openai/v1/audio/nothing`, { headers: auth() }), 404, 'unknown_endpoint', null);
-    await envelope(await fetch(`${t.baseUrl}/`), 404, 'unknown_endpoint', null);
+    await envelope(await fetch(`${t.baseUrl}/`), 404, 'unknown_endpoint', null); // KUMA_STUDIO off (the test servers' default)
+    await envelope(await fetch(`${t.baseUrl}/studio/nothing.js`), 404, 'unknown_endpoint', null);
   });
 
   it('wrong method on a real path is 405 method_not_allowed with Allow', async () => {
