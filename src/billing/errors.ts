@@ -19,3 +19,11 @@ export class InsufficientQuotaError extends Error {
     this.name = 'InsufficientQuotaError';
   }
 }
+
+/** An amount of money that is not a number of units with at most 6 decimals, too large, or negative where it may not be. */
+export class InvalidAmountError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidAmountError';
+  }
+}

@@ -7,6 +7,8 @@
 import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
 import { MICROS_PER_UNIT } from '../billing/prices.js';
+import { InvalidAmountError } from '../billing/errors.js';
+import { formatUnits, parseUnits } from '../billing/units.js';
 import { loadConfig } from '../config/config.js';
 import { openSqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
@@ -40,28 +42,7 @@ Amounts are in units (1 unit = ${MICROS_PER_UNIT.toLocaleString('en-US')} micros
 The database is KUMA_DB_PATH (default data/kuma.sqlite).`;
 
 
-const AMOUNT_PATTERN = /^(-)?(\d+)(?:\.(\d{1,6}))?$/;
 const NEGATIVE_NUMBER = /^-\d+(\.\d+)?$/;
-
-/** "2.5" → 2_500_000 micros, in integer arithmetic so that no amount is off by a float rounding. */
-export function parseUnits(text: string, { allowNegative = false } = {}): number {
-  const match = AMOUNT_PATTERN.exec(text.trim());
-  if (!match) throw new UsageError(`Invalid amount "${text}": expected a number of units with at most 6 decimals, e.g. 10 or 2.5`);
-  const [, minus, whole, fraction = ''] = match;
-  const magnitude = Number(whole) * MICROS_PER_UNIT + Number(fraction.padEnd(6, '0'));
-  if (!Number.isSafeInteger(magnitude)) throw new UsageError(`Amount "${text}" is too large`);
-  if (minus && !allowNegative) throw new UsageError(`Amount "${text}" must not be negative`);
-  return minus ? -magnitude : magnitude;
-}
-
-/** 2_500_000 micros → "2.50"; keeps every significant micro ("0.000123") and at least two decimals. */
-export function formatUnits(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const abs = Math.abs(micros);
-  const whole = Math.floor(abs / MICROS_PER_UNIT);
-  const fraction = String(abs % MICROS_PER_UNIT).padStart(6, '0').replace(/0{1,4}$/, '');
-  return `${sign}${whole}.${fraction}`;
-}
 
 /**
  * parseArgs reads "-2.5" as an unknown short option. A negative number following a `--flag` becomes
@@ -196,7 +177,7 @@ export async function runKeysCommand(argv: string[], store: Store, out: Output, 
   } catch (error) {
     // parseArgs reports bad flags as TypeErrors with an ERR_PARSE_ARGS_* code; their messages are clear.
     const isParseError = (error as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS') ?? false;
-    if (!(error instanceof UsageError) && !isParseError) throw error;
+    if (!(error instanceof UsageError) && !(error instanceof InvalidAmountError) && !isParseError) throw error;
     // parseArgs appends advice about '--' that does not apply to these commands; keep its first sentence.
     const message = error instanceof Error ? error.message.split(' To specify')[0] : String(error);
     err(`Error: ${message}`);

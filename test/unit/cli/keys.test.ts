@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { authenticateApiKey, hashApiKey } from '../../../src/auth/api-keys.js';
-import { formatUnits, parseUnits, runKeysCommand } from '../../../src/cli/keys.js';
+import { runKeysCommand } from '../../../src/cli/keys.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import type { Store } from '../../../src/store/store.js';
 
@@ -44,24 +44,6 @@ async function create(...extra: string[]) {
     keyId: /key_[0-9a-f]{12}/.exec(result.out)![0],
   };
 }
-
-describe('parseUnits / formatUnits', () => {
-  it('converts units to micros exactly and back', () => {
-    expect(parseUnits('10')).toBe(10_000_000);
-    expect(parseUnits('2.5')).toBe(2_500_000);
-    expect(parseUnits('0.000001')).toBe(1);
-    expect(parseUnits('-2.25', { allowNegative: true })).toBe(-2_250_000);
-    expect(formatUnits(2_500_000)).toBe('2.50');
-    expect(formatUnits(123)).toBe('0.000123');
-    expect(formatUnits(-1_234_500)).toBe('-1.2345');
-    expect(formatUnits(0)).toBe('0.00');
-  });
-
-  it('refuses malformed, over-precise and (unless allowed) negative amounts', () => {
-    for (const bad of ['', 'abc', '1e3', '1.2345678', '1,5', '--1']) expect(() => parseUnits(bad)).toThrow(/Invalid amount/);
-    expect(() => parseUnits('-1')).toThrow(/negative/);
-  });
-});
 
 describe('create', () => {
   it('creates an account with its balance and a working key, shown once with a warning', async () => {
