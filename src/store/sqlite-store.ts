@@ -1,6 +1,6 @@
 /**
  * The embedded Store: accounts, API keys (by hash) and the usage ledger in one SQLite file through
- * better-sqlite3. Several processes (server workers, the keys CLI) may open the same file at once.
+ * better-sqlite3 (holds, limits, client secrets, telephony and the admin API's tables in the sqlite-* files). Several processes (server workers, the keys CLI) may open the same file at once.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
 import { RATE_LIMITS_MIGRATION, sqliteRateLimits, toOverrides } from './sqlite-rate-limits.js';
 import { CLIENT_SECRETS_MIGRATION, sqliteClientSecrets } from './sqlite-client-secrets.js';
 import { sqliteTelephony, TELEPHONY_MIGRATION } from './sqlite-telephony.js';
+import { ADMIN_MIGRATION, sqliteAdmin } from './sqlite-admin.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -58,6 +59,7 @@ const MIGRATIONS: readonly string[] = [
   RATE_LIMITS_MIGRATION,
   CLIENT_SECRETS_MIGRATION,
   TELEPHONY_MIGRATION,
+  ADMIN_MIGRATION,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
@@ -296,6 +298,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     async listCalls(filter = {}) {
       return telephony.listCalls(filter);
     },
+    ...sqliteAdmin(db, durable),
 
     async countAccounts() {
       return stmt.countAccounts.get()!.n;

@@ -123,6 +123,40 @@ export interface CallRecord {
   endReason: string;
 }
 
+/** A key of the admin API (/admin/v1); like an API key, stored only as its hash. */
+export interface AdminKeyRecord {
+  /** `adm_…`: public, safe to log and show. */
+  id: string;
+  label: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** One mutating admin call, as the audit trail keeps it. `detail` never holds key material. */
+export interface AdminAuditEntry {
+  id: string;
+  at: string;
+  adminKeyId: string;
+  /** account.create, account.credit, key.create, key.revoke. */
+  action: string;
+  /** The id of the account or key acted on. */
+  target: string;
+  detail: Record<string, unknown>;
+  requestId: string;
+}
+
+/** One UTC day of an account's usage records, summed. */
+export interface DailyUsage {
+  /** YYYY-MM-DD (UTC). */
+  date: string;
+  /** Distinct request ids. */
+  requests: number;
+  costMicros: number;
+  seconds: number;
+  characters: number;
+  tokens: number;
+}
+
 export interface Store {
   createAccount(name: string, balanceMicros: number): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -181,6 +215,21 @@ export interface Store {
   setWebhook(accountId: string, webhook: { url: string; secret: string } | null): Promise<void>;
   recordCall(call: CallRecord): Promise<void>;
   listCalls(filter?: { accountId?: string }): Promise<CallRecord[]>;
+
+  /** Stores an admin key by its hash (SHA-256 hex of the whole key). */
+  createAdminKey(keyHash: string, label: string): Promise<AdminKeyRecord>;
+  /** The active (not revoked) admin key with this hash, with its hash for a constant-time comparison. */
+  findAdminKeyByHash(keyHash: string): Promise<{ key: AdminKeyRecord; keyHash: string } | undefined>;
+  listAdminKeys(): Promise<AdminKeyRecord[]>;
+  /** Returns false when no active admin key has this id. */
+  revokeAdminKey(id: string): Promise<boolean>;
+  /** Every admin key ever created, revoked ones included (first start creates one when this is 0). */
+  countAdminKeys(): Promise<number>;
+  recordAdminAudit(entry: Omit<AdminAuditEntry, 'id' | 'at'>): Promise<AdminAuditEntry>;
+  /** The latest `limit` entries, newest first. */
+  listAdminAudit(limit: number): Promise<AdminAuditEntry[]>;
+  /** The account's usage records created on or after `sinceDate` (YYYY-MM-DD, UTC), summed per UTC day, oldest first; days without usage are absent. */
+  dailyUsage(accountId: string, sinceDate: string): Promise<DailyUsage[]>;
 
   countAccounts(): Promise<number>;
   close(): Promise<void>;

@@ -42,9 +42,9 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(5);
+      expect(raw.pragma('user_version', { simple: true })).toBe(6);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits']));
+      expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits', 'admin_keys', 'admin_audit']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
       expect(indexes).toEqual(expect.arrayContaining(['idx_api_keys_key_hash', 'idx_usage_account', 'idx_usage_request']));
     } finally {
@@ -63,7 +63,7 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
+    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -77,7 +77,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
+    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 2');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -91,7 +91,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'c'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
+    raw.exec('DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 3');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -110,7 +110,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'd'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls');
+    raw.exec('DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 4');
     raw.close();
     store = await openSqliteStore(dbPath);
