@@ -41,13 +41,16 @@ export function hashApiKey(key: string): string {
  * Authorization wins when both are present with a usable value.
  */
 export function extractApiKey(headers: { authorization?: string; 'x-api-key'?: string }): string | undefined {
-  const authorization = headers.authorization?.trim();
-  if (authorization) {
-    const bearer = BEARER_PATTERN.exec(authorization)?.[1]?.trim();
-    if (bearer) return bearer;
-  }
+  const bearer = bearerToken(headers.authorization);
+  if (bearer) return bearer;
   const headerKey = headers['x-api-key']?.trim();
   return headerKey || undefined;
+}
+
+/** The credential of `Authorization: Bearer <credential>` (scheme in any case), or undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  const header = authorization?.trim();
+  return (header && BEARER_PATTERN.exec(header)?.[1]?.trim()) || undefined;
 }
 
 export interface AuthenticatedKey {
@@ -60,7 +63,7 @@ export interface AuthenticatedKey {
 export type KeyLookup = Pick<Store, 'findKeyByHash'>;
 
 /** Compares two hex digests in constant time (equal lengths are guaranteed by both being SHA-256). */
-function digestsEqual(aHex: string, bHex: string): boolean {
+export function digestsEqual(aHex: string, bHex: string): boolean {
   const a = Buffer.from(aHex, 'hex');
   const b = Buffer.from(bHex, 'hex');
   return a.length === b.length && timingSafeEqual(a, b);
