@@ -133,7 +133,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),
   });
 
-  const site = config.studio ? await studioSite(logger) : undefined;
+  const site = config.studio ? await studioSite(logger, { vendor: config.vendor }) : undefined;
   const http = await startHttpServer({
     site,
     host: config.host,

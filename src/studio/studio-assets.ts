@@ -45,10 +45,17 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
 };
 
+/** What the page needs to know about this server: the name of the vendor extension object (`djelia`). */
+export interface StudioSettings {
+  vendor: string;
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 /** Builds the site from `webDir` (the repository's src/studio/web by default). */
-export async function buildStudioSite(webDir = WEB_DIR): Promise<StaticSite> {
+export async function buildStudioSite(settings: StudioSettings, webDir = WEB_DIR): Promise<StaticSite> {
   const result = await build({
-    entryPoints: { app: path.join(webDir, 'app.ts'), styles: path.join(webDir, 'styles.css') },
+    entryPoints: { app: path.join(webDir, 'app.ts'), worklet: path.join(webDir, 'worklet.ts'), styles: path.join(webDir, 'styles.css') },
     bundle: true,
     minify: true,
     format: 'esm',
@@ -67,7 +74,8 @@ export async function buildStudioSite(webDir = WEB_DIR): Promise<StaticSite> {
     site.set(urlPath, asset(file.contents, CONTENT_TYPES[path.extname(file.path)] ?? 'application/octet-stream', IMMUTABLE));
   }
   const template = fs.readFileSync(path.join(webDir, 'index.html'), 'utf8');
-  const page = template.replace(/\{\{(app\.js|styles\.css)\}\}/g, (_, name: string) => {
+  const page = template.replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
+    if (name === 'vendor') return escapeHtml(settings.vendor);
     const url = names[name];
     if (!url) throw new Error(`studio build: index.html names ${name}, which the build did not produce`);
     return url;
@@ -87,18 +95,20 @@ function asset(body: Uint8Array, contentType: string, cacheControl: string, head
   return out;
 }
 
-let built: Promise<StaticSite> | undefined;
+const built = new Map<string, Promise<StaticSite>>();
 
 /**
- * The site, built once per process (servers started in one process share it). A failed build is logged
+ * The site, built once per process and settings (servers started in one process share it). A failed build is logged
  * and the server serves the API alone: the page must never keep the API from starting.
  */
-export async function studioSite(logger: Logger): Promise<StaticSite | undefined> {
-  built ??= buildStudioSite();
+export async function studioSite(logger: Logger, settings: StudioSettings): Promise<StaticSite | undefined> {
+  const key = JSON.stringify(settings);
+  const site = built.get(key) ?? buildStudioSite(settings);
+  built.set(key, site);
   try {
-    return await built;
+    return await site;
   } catch (err) {
-    built = undefined;
+    built.delete(key);
     logger.error({ err: (err as Error).message }, 'Kuma Studio could not be built; serving the API only');
     return undefined;
   }

@@ -1,82 +1,79 @@
 /**
- * Kuma Studio, in the browser: the API key and the model list. The key lives in this page's memory; it is
- * written to localStorage only when the user ticks "Remember on this device", and it is sent only in the
- * Authorization header of requests to this origin (never in a URL).
+ * Kuma Studio in the browser. "Try it" uses an API key: it lives in this page's memory and is written to
+ * localStorage only when the user ticks "Remember on this device"; it is sent only in the Authorization
+ * header of requests to this origin — never in a URL, and never on the realtime socket, which opens with a
+ * short-lived client secret minted for it. "Console" does the same with an admin key.
  */
+import { element, make, StatusLine } from './dom.js';
+import { Client } from './http.js';
+import { CredentialStore } from './credential-store.js';
+import { setUpLivePanel } from './live-panel.js';
+import { setUpFilePanel } from './file-panel.js';
+import { setUpSpeechPanel } from './speech-panel.js';
+import { setUpTextPanel } from './text-panel.js';
+import { setUpConsole } from './console-panel.js';
 
-const REMEMBERED_KEY = 'kuma.apiKey';
-const API = '/openai/v1';
+const apiKey = new CredentialStore('kuma.apiKey');
+const api = new Client('/openai/v1', () => apiKey.current, 'Enter an API key first (npm start prints a dev key on first start).');
 
-let apiKey: string | null = localStorage.getItem(REMEMBERED_KEY);
+function setUpKeyPanel(): void {
+  const keyInput = element<HTMLInputElement>('api-key');
+  const remember = element<HTMLInputElement>('remember-key');
+  const status = new StatusLine(element('key-status'));
+  const models = element<HTMLUListElement>('models');
 
-function element<T extends HTMLElement>(id: string): T {
-  const found = document.getElementById(id);
-  if (!found) throw new Error(`#${id} is missing from the page`);
-  return found as T;
-}
-
-const keyInput = element<HTMLInputElement>('api-key');
-const rememberBox = element<HTMLInputElement>('remember-key');
-const keyStatus = element<HTMLParagraphElement>('key-status');
-const modelList = element<HTMLUListElement>('models');
-
-/** An error envelope's message, or the status line when the body is not one. */
-async function errorMessage(response: Response): Promise<string> {
-  try {
-    const body = (await response.json()) as { error?: { message?: string } };
-    if (body.error?.message) return body.error.message;
-  } catch {
-    // not JSON: fall through to the status
-  }
-  const retry = response.headers.get('retry-after');
-  return `HTTP ${response.status}${retry ? ` (retry in ${retry} s)` : ''}`;
-}
-
-async function api(path: string, init: RequestInit = {}): Promise<Response> {
-  if (!apiKey) throw new Error('Enter an API key first.');
-  const headers = new Headers(init.headers);
-  headers.set('authorization', `Bearer ${apiKey}`);
-  const response = await fetch(`${API}${path}`, { ...init, headers });
-  if (!response.ok) throw new Error(await errorMessage(response));
-  return response;
-}
-
-function showStatus(text: string, isError = false): void {
-  keyStatus.textContent = text;
-  keyStatus.classList.toggle('error', isError);
-}
-
-async function loadModels(): Promise<void> {
-  modelList.replaceChildren();
-  try {
-    const { data } = (await (await api('/models')).json()) as { data: Array<{ id: string; owned_by?: string }> };
-    for (const model of data) {
-      const item = document.createElement('li');
-      item.textContent = model.id;
-      modelList.append(item);
+  const check = async () => {
+    models.replaceChildren();
+    try {
+      const { data } = await api.json<{ data: Array<{ id: string }> }>('/models');
+      models.append(...data.map((model) => make('li', model.id)));
+      status.info(`Key accepted: ${data.length} models.`);
+    } catch (error) {
+      status.error(error);
     }
-    showStatus(`Key accepted: ${data.length} models.`);
-  } catch (error) {
-    showStatus((error as Error).message, true);
-  }
+  };
+
+  element<HTMLFormElement>('key-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    apiKey.use(keyInput.value, remember.checked);
+    keyInput.value = '';
+    void check();
+  });
+  element('forget-key').addEventListener('click', () => {
+    apiKey.forget();
+    models.replaceChildren();
+    status.info('Key forgotten.');
+  });
+  remember.checked = apiKey.remembered;
+  if (apiKey.current) void check();
+  else status.info('No key yet: paste one (npm start prints a dev key on first start).');
 }
 
-element<HTMLFormElement>('key-form').addEventListener('submit', (event) => {
-  event.preventDefault();
-  apiKey = keyInput.value.trim() || null;
-  keyInput.value = '';
-  if (apiKey && rememberBox.checked) localStorage.setItem(REMEMBERED_KEY, apiKey);
-  else localStorage.removeItem(REMEMBERED_KEY);
-  void loadModels();
-});
+/** Two views behind toggle buttons; the choice is kept in the URL's fragment (#console), never a key. */
+function setUpViews(): void {
+  const views = { try: element('view-try'), console: element('view-console') };
+  const tabs = { try: element<HTMLButtonElement>('tab-try'), console: element<HTMLButtonElement>('tab-console') };
+  const show = (name: keyof typeof views) => {
+    for (const key of Object.keys(views) as Array<keyof typeof views>) {
+      views[key].hidden = key !== name;
+      tabs[key].setAttribute('aria-pressed', String(key === name));
+    }
+  };
+  tabs.try.addEventListener('click', () => {
+    history.replaceState(null, '', location.pathname);
+    show('try');
+  });
+  tabs.console.addEventListener('click', () => {
+    history.replaceState(null, '', '#console');
+    show('console');
+  });
+  show(location.hash === '#console' ? 'console' : 'try');
+}
 
-element<HTMLButtonElement>('forget-key').addEventListener('click', () => {
-  apiKey = null;
-  localStorage.removeItem(REMEMBERED_KEY);
-  modelList.replaceChildren();
-  showStatus('Key forgotten.');
-});
-
-rememberBox.checked = apiKey !== null;
-if (apiKey) void loadModels();
-else showStatus('No key yet: paste one (npm start prints a dev key).');
+setUpViews();
+setUpKeyPanel();
+setUpLivePanel(api);
+setUpFilePanel(api);
+setUpSpeechPanel(api);
+setUpTextPanel(api);
+setUpConsole();

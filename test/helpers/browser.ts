@@ -1,0 +1,64 @@
+/**
+ * Real Chromium for the Studio's browser tests (puppeteer-core drives the system browser: Debian's
+ * `chromium`, or the one KUMA_CHROMIUM names). Where no browser is installed the tests are skipped with a
+ * notice — unless KUMA_REQUIRE_BROWSER=1 (set by .ci/run, which installs Chromium), where its absence fails.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import puppeteer, { type Browser } from 'puppeteer-core';
+
+const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
+
+export function findChromium(): string | undefined {
+  const named = process.env.KUMA_CHROMIUM;
+  if (named) return named;
+  return CANDIDATES.find((candidate) => fs.existsSync(candidate));
+}
+
+export const browserRequired = process.env.KUMA_REQUIRE_BROWSER === '1';
+
+/** Where a test's screenshots go: docs/studio when KUMA_UPDATE_SCREENSHOTS=1 (npm run studio:screenshots), else a temp folder. */
+export function screenshotDir(): string {
+  if (process.env.KUMA_UPDATE_SCREENSHOTS === '1') return path.resolve('docs/studio');
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-screens-'));
+}
+
+/**
+ * Headless Chromium whose microphone is `fakeCaptureWav` (Chromium loops the file, in real time) and which
+ * grants the microphone without asking. --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
+ */
+export async function launchChromium(fakeCaptureWav: string): Promise<Browser> {
+  const executablePath = findChromium();
+  if (!executablePath) throw new Error('No Chromium found: install Debian\'s chromium or set KUMA_CHROMIUM');
+  return puppeteer.launch({
+    executablePath,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${fakeCaptureWav}`,
+      '--autoplay-policy=no-user-gesture-required',
+      '--disable-dev-shm-usage',
+    ],
+  });
+}
+
+/** A mono 16-bit PCM WAV file of `pcm` (little-endian samples at `rate`). */
+export function wavFile(pcm: Buffer, rate: number): Buffer {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + pcm.length, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
+}
