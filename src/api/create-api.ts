@@ -1,7 +1,8 @@
 /**
  * Assembles the API: every surface's route definitions, the auth and balance gate in front of the
- * authenticated ones, and the mounting of each route under its surface's prefixes (the primary surface
- * answers identically under /compat/v1 and /openai/v1). The result is what the transport serves.
+ * authenticated ones (the admin API authenticates its own, with admin keys: src/api/admin/), and the
+ * mounting of each route under its surface's prefixes (the primary surface answers identically under
+ * /compat/v1 and /openai/v1). The result is what the transport serves.
  */
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -32,8 +33,10 @@ import { SessionCap } from '../limits/session-cap.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
 import { nativeSurface } from './native/native-surface.js';
 import { nativeRoutes } from './native/native-routes.js';
+import { adminRoutes } from './admin/admin-routes.js';
 
 export interface ApiDeps {
+  /** For key lookups and the admin API, wrapped by withKeyCacheInvalidation so this process's changes apply at once. */
   store: Store;
   ledger: Ledger;
   catalog: ModelCatalog;
@@ -74,6 +77,9 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     ...clientSecretRoutes(deps.store),
     ...nativeSurface(nativeRoutes(compat), deps.catalog, deps.metrics),
     ...(deps.telephonyRoutes ?? []),
+    // Authenticated by admin keys inside their handlers (`auth: false` here); `store` must be the
+    // cache-invalidating one (server.ts) for their revocations to apply at the next request.
+    ...adminRoutes(deps),
     ...(deps.extraRoutes ?? []),
   ];
   let openapi: unknown;

@@ -5,7 +5,8 @@
  */
 import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
-import { InsufficientQuotaError } from '../billing/errors.js';
+import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
+import { AdminAuthError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
 import { CallTokenError, OutboundRefusedError } from '../telephony/errors.js';
 
@@ -16,6 +17,8 @@ export const ERROR_CODES = {
   unknown_endpoint: { status: 404, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
   call_not_found: { status: 404, type: 'invalid_request_error' },
+  account_not_found: { status: 404, type: 'invalid_request_error' },
+  key_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_value: { status: 400, type: 'invalid_request_error' },
@@ -117,6 +120,8 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
+  if (err instanceof InvalidAmountError) return new ApiError('invalid_value', err.message);
+  if (err instanceof AdminAuthError) return new ApiError(err.reason === 'api_key' ? 'permission_denied' : 'invalid_api_key', err.message);
   if (err instanceof RateLimitedError) {
     // OpenAI's 429 envelope names the exhausted budget in `type`: `requests` or `tokens`.
     return new ApiError('rate_limit_exceeded', err.message, {

@@ -17,6 +17,13 @@ type JsonObject = Record<string, unknown>;
 
 /** The primary surface's prefixes are the document's servers; other surfaces override them per path. */
 const DOCUMENT_SURFACE: Surface = 'compat';
+/**
+ * Surfaces whose paths the document keys with their prefix, under the root server: the admin API's paths
+ * (`/models`) repeat the primary surface's, and the document can key a path only once.
+ */
+const ROOTED_SURFACES: ReadonlySet<Surface> = new Set(['admin']);
+/** What an admin route answers whatever it does: no or an incorrect admin key (401), an API key (403). */
+const ADMIN_AUTH_ERRORS = [401, 403];
 
 /**
  * Statuses every operation can answer whatever it does: 500 for an internal failure, 503 while the server
@@ -37,12 +44,13 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
   const pathSurface = new Map<string, Surface>();
   for (const route of routes) {
     if (!route.openapi) continue;
-    const path = route.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+    const rooted = ROOTED_SURFACES.has(route.surface);
+    const path = (rooted ? SURFACE_PREFIXES[route.surface][0] : '') + route.path.replace(/:([A-Za-z_]+)/g, '{$1}');
     const known = pathSurface.get(path);
     // The document keys paths without their prefix, so two surfaces must not share one.
     if (known !== undefined && known !== route.surface) throw new Error(`OpenAPI path ${path} is served by both the ${known} and ${route.surface} surfaces`);
     pathSurface.set(path, route.surface);
-    const item = (paths[path] ??= route.surface === DOCUMENT_SURFACE ? {} : { servers: serversOf(route.surface) });
+    const item = (paths[path] ??= route.surface === DOCUMENT_SURFACE ? {} : { servers: rooted ? [{ url: '/' }] : serversOf(route.surface) });
     item[route.method.toLowerCase()] = operation(route, components);
   }
 
@@ -53,7 +61,8 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
       version: info.version,
       description:
         `Speech and translation for Bambara, French and English. The primary surface answers identically under ` +
-        `${SURFACE_PREFIXES[DOCUMENT_SURFACE].join(' and ')} (the servers below); the operational endpoints are at the root. ` +
+        `${SURFACE_PREFIXES[DOCUMENT_SURFACE].join(' and ')} (the servers below); the operational endpoints are at the root, and the ` +
+        `admin API (tag Admin) under ${SURFACE_PREFIXES.admin.join('')}, with admin keys only. ` +
         `Extension objects are sent under the key \`${info.vendor}\`. Every failure is the error envelope, and every ` +
         `response carries \`x-request-id\`.`,
     },
@@ -65,6 +74,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: { title: string; 
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key (a UUID)' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        adminKey: { type: 'http', scheme: 'bearer', description: 'Admin key (kadm_…), for the admin API only; created with `npm run keys -- admin create`' },
       },
     },
   };
@@ -88,16 +98,23 @@ function operation(route: RouteDef, components: SchemaComponents): JsonObject {
       : {}),
     ...(op.deprecated ? { deprecated: true } : {}),
     responses: responses(route, components),
-    // The native surface takes x-api-key only (SPEC §5.3).
-    security: !route.auth ? [] : route.surface === 'native' ? [{ apiKeyHeader: [] }] : [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+    security: securityOf(route),
   };
+}
+
+function securityOf(route: RouteDef): JsonObject[] {
+  // Admin routes authenticate inside their handlers (`auth: false` to the API-key gate), with admin keys.
+  if (route.surface === 'admin') return [{ adminKey: [] }];
+  if (!route.auth) return [];
+  // The native surface takes x-api-key only (SPEC §5.3).
+  return route.surface === 'native' ? [{ apiKeyHeader: [] }] : [{ bearerAuth: [] }, { apiKeyHeader: [] }];
 }
 
 /** The operation's own responses, then the error envelope under every error status it can answer. */
 function responses(route: RouteDef, components: SchemaComponents): JsonObject {
   const op = route.openapi!;
   const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
-  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? (route.surface === 'native' ? NATIVE_BODY_ERRORS : BODY_ERRORS) : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? (route.surface === 'native' ? NATIVE_BODY_ERRORS : BODY_ERRORS) : []), ...(route.surface === 'admin' ? ADMIN_AUTH_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
   // A native route answers its errors as `{detail}` (its 410 after retirement is the envelope plus `detail`).
   if (route.surface === 'native') errorStatuses.add(410);
   for (const status of errorStatuses) {

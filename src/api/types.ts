@@ -110,7 +110,11 @@ interface StreamHeaders {
   lateHeaders?: () => Record<string, string>;
 }
 
-export type Surface = 'compat' | 'native' | 'ops' | 'telephony';
+/**
+ * Which family a route belongs to: its prefixes, its error body, its auth. `admin` routes authenticate with
+ * admin keys inside their own handlers (src/api/admin/admin-route.ts), never with API keys: they set `auth: false`.
+ */
+export type Surface = 'compat' | 'native' | 'ops' | 'telephony' | 'admin';
 
 /** One media type a documented response can have. */
 export interface OpenApiContent {
@@ -199,4 +203,5 @@ export const SURFACE_PREFIXES: Record<Surface, string[]> = {
   native: ['', '/api'],
   ops: [''],
   telephony: ['/telephony/v1'],
+  admin: ['/admin/v1'],
 };

@@ -63,6 +63,18 @@ export class EngineRegistry {
     return loading.length ? { name: 'models', ready: false, detail: `loading: ${loading.join(', ')}` } : { name: 'models', ready: true };
   }
 
+  /**
+   * One served id's state (the admin API's model list): ready once its engine is loaded and warm; while it
+   * loads, or after a load failure (which stops the start of every engine), not ready with the reason.
+   * Undefined when no engine here serves the id.
+   */
+  modelReadiness(id: string): EngineReadiness | undefined {
+    const engine = this.byId.get(id);
+    if (!engine) return undefined;
+    if (engine.ready) return { name: id, ready: true };
+    return { name: id, ready: false, detail: this.failure ? `failed to load: ${this.failure.message}` : 'loading' };
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.engines.map((e) => e.close()));
   }

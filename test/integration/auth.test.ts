@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { meteredProbeRoute } from '../fixtures/metered-probe-route.js';
+import { createAdminKey } from '../helpers/admin.js';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -48,6 +49,13 @@ describe('authentication', () => {
   it('a well-formed but unknown key is 401', async () => {
     const res = await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { authorization: `Bearer ${crypto.randomUUID()}` } });
     await expectEnvelope(res, 401, 'authentication_error', 'invalid_api_key');
+  });
+
+  it('an admin key is not an API key: 401 invalid_api_key like any incorrect key, under either header', async () => {
+    const { adminKey } = await createAdminKey(t.server.store);
+    for (const headers of [{ authorization: `Bearer ${adminKey}` }, { 'x-api-key': adminKey }]) {
+      await expectEnvelope(await fetch(`${t.baseUrl}/compat/v1/models`, { headers }), 401, 'authentication_error', 'invalid_api_key');
+    }
   });
 
   it('a revoked key is 401', async () => {

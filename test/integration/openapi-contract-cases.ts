@@ -11,7 +11,8 @@ export interface ContractCase {
   /** Groups the cases of one operation into one test. */
   operation: string;
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  path: string;
+  /** A function when the path holds an id the server makes at the start of the test (the admin API's). */
+  path: string | (() => string);
   /** Not under the primary surface's prefixes (the operational endpoints). */
   absolute?: boolean;
   /** `bare`: the server without models. */

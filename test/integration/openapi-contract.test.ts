@@ -11,6 +11,8 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 import { OpenApiContract } from '../helpers/openapi-contract.js';
 import { casesFor, type ContractCase } from './openapi-contract-cases.js';
+import { adminContractCases } from './openapi-contract-admin-cases.js';
+import { createAdminKey } from '../helpers/admin.js';
 import type { RouteDef } from '../../src/api/types.js';
 
 let t: TestServer;
@@ -20,6 +22,8 @@ let contract: OpenApiContract;
 let brokeKey: string;
 let limitedKey: string;
 let readinessWhileLoading: Response;
+let adminKey: string;
+let revocableKeyId: string;
 
 const PROBE: RouteDef = { method: 'GET', path: '/probe/undocumented', surface: 'compat', auth: false, handler: async () => ({ kind: 'json', body: {} }) };
 
@@ -38,6 +42,8 @@ beforeAll(async () => {
   const limited = await t.newAccount(1_000_000);
   await t.server.store.setRateLimits(limited.accountId, { requestsPerMinute: 1 });
   limitedKey = limited.apiKey;
+  adminKey = (await createAdminKey(t.server.store)).adminKey;
+  revocableKeyId = (await t.newAccount(1)).keyId;
   await (await fetch(`${t.baseUrl}/openai/v1/models`, { headers: { authorization: `Bearer ${limitedKey}` } })).text();
   contract = new OpenApiContract((await (await fetch(`${t.baseUrl}/compat/v1/openapi.json`)).json()) as Record<string, unknown>);
   // Readiness while the models load (503 not_ready, or 200 if they were quick): checked below.
@@ -79,7 +85,7 @@ describe('the route table', () => {
 
 async function run(c: ContractCase, prefix: string): Promise<void> {
   const server = c.server === 'bare' ? bare : t;
-  const path = prefix + c.path;
+  const path = prefix + (typeof c.path === 'function' ? c.path() : c.path);
   const res = await fetch(server.baseUrl + path, { method: c.method, headers: c.headers?.(), body: c.body?.() });
   // The document describes paths; a query (e.g. a carrier stream's ?token=) is the request's, not the path's.
   const checked = await contract.check({ method: c.method, path: path.split('?')[0]!, responseFormat: c.responseFormat }, res).catch((err: Error) => {
@@ -116,6 +122,16 @@ describe('the operational endpoints', () => {
     const early = await contract.check({ method: 'GET', path: '/readyz' }, readinessWhileLoading);
     expect([200, 503]).toContain(early.status);
   });
+});
+
+describe('the admin API', () => {
+  const admin = adminContractCases({ adminKey: () => adminKey, apiKey: () => t.apiKey, accountId: () => t.accountId, revocableKeyId: () => revocableKeyId });
+  for (const operation of new Set(admin.map((c) => c.operation))) {
+    const group = admin.filter((c) => c.operation === operation);
+    it(`${operation} (${group.length} exchanges): every response matches the document`, async () => {
+      for (const c of group) await run(c, '');
+    });
+  }
 });
 
 describe('coverage', () => {

@@ -11,9 +11,10 @@ import { ErrorEnvelopeSchema } from './common.js';
 
 const MEANING: Record<number, string> = {
   400: 'Invalid request',
-  401: 'Missing or invalid API key',
+  401: 'Missing or invalid API key (on the admin API: admin key)',
   402: 'Insufficient balance',
-  404: 'Unknown model',
+  403: 'An API key on the admin API, which takes admin keys only',
+  404: 'Unknown model, or on the admin API an unknown account or key',
   405: 'Method not served on this path',
   410: 'Retired: the route is gone since the retirement date (SPEC §9); the Link header names its successor',
   413: 'Request body, upload or audio too large',
