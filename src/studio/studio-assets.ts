@@ -4,11 +4,12 @@
  * the current sources and no build step can be forgotten), and each file is hashed and precompressed
  * once. The result is the static site the transport serves (transport/static-site.ts).
  *
- * Names: the script and stylesheet get content hashes (`/studio/app-<hash>.js`) and are cached for a year
- * (`immutable`); the page at `/` is revalidated on every load (`no-cache`, with its ETag), so a new
- * build is picked up at once. The page is served with a Content-Security-Policy that allows scripts and
- * styles from this origin only (no inline script, no eval), audio from blob: URLs (streamed speech), and
- * connections to this origin (REST and the realtime WebSocket).
+ * Names: the scripts (the page's, and its audio worklets') get content hashes (`/studio/app-<hash>.js`) and
+ * are cached for a year (`immutable`); the page at `/` is revalidated on every load (`no-cache`, with its
+ * ETag), so a new build is picked up at once. The stylesheet is inlined into the page. The page is served
+ * with a Content-Security-Policy that allows scripts from this origin only (no inline script, no eval),
+ * styles from this origin plus the one inline stylesheet (by its hash), audio from blob: URLs (streamed
+ * speech), and connections to this origin (REST and the realtime WebSocket).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -21,10 +22,11 @@ import type { StaticAsset, StaticSite } from '../transport/static-site.js';
 
 const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'web');
 
-export const STUDIO_CSP = [
+/** The page's policy; `styleHash` allows exactly the one inline stylesheet the build puts in the page. */
+export const studioCsp = (styleHash: string) => [
   "default-src 'none'",
   "script-src 'self'",
-  "style-src 'self'",
+  `style-src 'self' '${styleHash}'`,
   "img-src 'self' data:",
   "media-src 'self' blob:",
   "connect-src 'self'",
@@ -69,18 +71,25 @@ export async function buildStudioSite(settings: StudioSettings, webDir = WEB_DIR
   const site = new Map<string, StaticAsset>();
   const names: Record<string, string> = {};
   for (const file of result.outputFiles) {
+    if (file.path.endsWith('.css')) continue; // inlined into the page below
     const urlPath = `/studio/${path.basename(file.path)}`;
     names[path.basename(file.path).replace(/-[A-Z0-9]+\./, '.')] = urlPath;
     site.set(urlPath, asset(file.contents, CONTENT_TYPES[path.extname(file.path)] ?? 'application/octet-stream', IMMUTABLE));
   }
   const template = fs.readFileSync(path.join(webDir, 'index.html'), 'utf8');
-  const page = template.replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
+  // The stylesheet goes inline (allowed by its hash alone): it blocks rendering, and a second request for
+  // it cost the first paint a round trip (bench:studio, load-tests/RESULTS.md).
+  const css = result.outputFiles.find((file) => file.path.endsWith('.css'));
+  if (!css) throw new Error('studio build: no stylesheet was produced');
+  const styleText = css.text.trim();
+  const styleHash = `sha256-${crypto.createHash('sha256').update(styleText).digest('base64')}`;
+  const page = template.replace('{{styles.css:inline}}', () => styleText).replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
     if (name === 'vendor') return escapeHtml(settings.vendor);
     const url = names[name];
     if (!url) throw new Error(`studio build: index.html names ${name}, which the build did not produce`);
     return url;
   });
-  site.set('/', asset(new TextEncoder().encode(page), CONTENT_TYPES['.html']!, REVALIDATE, { 'content-security-policy': STUDIO_CSP }));
+  site.set('/', asset(new TextEncoder().encode(page), CONTENT_TYPES['.html']!, REVALIDATE, { 'content-security-policy': studioCsp(styleHash) }));
   return site;
 }
 

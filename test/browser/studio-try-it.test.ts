@@ -31,7 +31,7 @@ const urlsSeen: string[] = [];
 
 async function restTranscript(wav: Buffer): Promise<string> {
   const form = new FormData();
-  form.append('file', new Blob([wav], { type: 'audio/wav' }), 'speech.wav');
+  form.append('file', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'speech.wav');
   form.append('model', 'sunjata-1');
   form.append('response_format', 'text');
   const res = await fetch(`${t.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
@@ -163,7 +163,7 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
   }
 
   it('transcribes an uploaded file into segments, with srt and vtt downloads', async () => {
-    const input = await page.$('#file-input');
+    const input = await page.$('input#file-input');
     await input!.uploadFile(spokenWav);
     await page.click('#file-form button[type=submit]');
     await page.waitForFunction(() => document.querySelector('#file-status')?.textContent?.includes('segments'), { timeout: 20_000 });

@@ -25,10 +25,10 @@ export function screenshotDir(): string {
 }
 
 /**
- * Headless Chromium whose microphone is `fakeCaptureWav` (Chromium loops the file, in real time) and which
+ * Headless Chromium whose microphone is `fakeCaptureWav` (Chromium loops the file, in real time; a beep without it) and which
  * grants the microphone without asking. --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
  */
-export async function launchChromium(fakeCaptureWav: string): Promise<Browser> {
+export async function launchChromium(fakeCaptureWav?: string): Promise<Browser> {
   const executablePath = findChromium();
   if (!executablePath) throw new Error('No Chromium found: install Debian\'s chromium or set KUMA_CHROMIUM');
   return puppeteer.launch({
@@ -38,7 +38,7 @@ export async function launchChromium(fakeCaptureWav: string): Promise<Browser> {
       '--no-sandbox',
       '--use-fake-ui-for-media-stream',
       '--use-fake-device-for-media-stream',
-      `--use-file-for-fake-audio-capture=${fakeCaptureWav}`,
+      ...(fakeCaptureWav ? [`--use-file-for-fake-audio-capture=${fakeCaptureWav}`] : []),
       '--autoplay-policy=no-user-gesture-required',
       '--disable-dev-shm-usage',
     ],

@@ -3,6 +3,7 @@
  * types, caching, compression (br, gzip or none, as the client accepts), 304 revalidation, HEAD, a strict
  * Content-Security-Policy and no inline script; 404 for other paths and 405 for other methods.
  */
+import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,13 +31,14 @@ function get(path: string, headers: Record<string, string> = {}, method = 'GET')
   });
 }
 
-async function page(): Promise<{ html: string; script: string; stylesheet: string; headers: http.IncomingHttpHeaders }> {
+async function page(): Promise<{ html: string; script: string; worklet: string; style: string; headers: http.IncomingHttpHeaders }> {
   const res = await get('/');
   const html = res.body.toString('utf8');
   const script = /<script type="module" src="([^"]+)"><\/script>/.exec(html)?.[1];
-  const stylesheet = /<link rel="stylesheet" href="([^"]+)">/.exec(html)?.[1];
-  if (!script || !stylesheet) throw new Error(`the page names no script or stylesheet:\n${html}`);
-  return { html, script, stylesheet, headers: res.headers };
+  const worklet = /<meta name="kuma-worklet" content="([^"]+)">/.exec(html)?.[1];
+  const style = /<style>([^<]+)<\/style>/.exec(html)?.[1];
+  if (!script || !worklet || !style) throw new Error(`the page names no script, worklet or stylesheet:\n${html}`);
+  return { html, script, worklet, style, headers: res.headers };
 }
 
 describe('Kuma Studio static site', () => {
@@ -55,17 +57,25 @@ describe('Kuma Studio static site', () => {
     expect(html).not.toMatch(/\s(style|on[a-z]+)=/i);
   });
 
-  it('serves the hashed script and stylesheet with their types, cached for a year', async () => {
-    const { script, stylesheet } = await page();
+  it('serves the hashed script and audio worklet with their type, cached for a year', async () => {
+    const { script, worklet } = await page();
     expect(script).toMatch(/^\/studio\/app-[A-Z0-9]+\.js$/);
-    const js = await get(script);
-    expect(js.status).toBe(200);
-    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
-    expect(js.body.toString('utf8')).toContain('kuma.apiKey');
-    const css = await get(stylesheet);
-    expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
-    expect(css.body.toString('utf8')).toContain('font-family');
+    expect(worklet).toMatch(/^\/studio\/worklet-[A-Z0-9]+\.js$/);
+    for (const [url, marker] of [[script, 'kuma.apiKey'], [worklet, 'kuma-capture']] as const) {
+      const js = await get(url);
+      expect(js.status).toBe(200);
+      expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      expect(js.body.toString('utf8')).toContain(marker);
+    }
+  });
+
+  it('inlines the stylesheet, allowed by its hash alone, and the vendor name the page sends', async () => {
+    const { html, style, headers } = await page();
+    expect(style).toContain('font-family');
+    const hash = crypto.createHash('sha256').update(style).digest('base64');
+    expect(headers['content-security-policy']).toContain(`style-src 'self' 'sha256-${hash}'`);
+    expect(html).toContain('<meta name="kuma-vendor" content="djelia">');
   });
 
   it('sends br, gzip or the plain body as Accept-Encoding allows, each decoding to the same bytes with its own ETag', async () => {
