@@ -53,7 +53,7 @@ describe('authentication', () => {
 
   it('an admin key is not an API key: 401 invalid_api_key like any incorrect key, under either header', async () => {
     const { adminKey } = await createAdminKey(t.server.store);
-    for (const headers of [{ authorization: `Bearer ${adminKey}` }, { 'x-api-key': adminKey }]) {
+    for (const headers of [{ authorization: `Bearer ${adminKey}` }, { 'x-api-key': adminKey }] as Record<string, string>[]) {
       await expectEnvelope(await fetch(`${t.baseUrl}/compat/v1/models`, { headers }), 401, 'authentication_error', 'invalid_api_key');
     }
   });
