@@ -1,7 +1,7 @@
 /**
  * Key administration from the command line: `npm run keys -- <command>`. Creates accounts and keys,
- * lists them, adds credit, revokes keys, shows recent usage and phone calls, and sets account webhooks, on the
- * database named by KUMA_DB_PATH.
+ * lists them, adds credit, revokes keys, shows recent usage and phone calls, sets account webhooks and
+ * manages the admin API's admin keys, on the database named by KUMA_DB_PATH.
  * The logic is `runKeysCommand`, which writes through output functions so tests need not spawn a process.
  */
 import { parseArgs } from 'node:util';
@@ -16,6 +16,7 @@ import { isEntryPoint } from './entry-point.js';
 import { UsageError } from './usage-error.js';
 import { LIMITS_HELP, limitsCommand } from './keys-limits.js';
 import { WEBHOOK_HELP, webhookCommand } from './keys-webhooks.js';
+import { ADMIN_HELP, adminCommand } from './keys-admin.js';
 import { callLines } from './keys-calls.js';
 import { limitDefaultsOf, type LimitDefaults } from '../limits/limits.js';
 
@@ -36,6 +37,7 @@ Commands:
   usage [ACCOUNT_ID]          The last ${USAGE_ROWS_SHOWN} usage records and phone calls, for one account or all
 ${LIMITS_HELP}
 ${WEBHOOK_HELP}
+${ADMIN_HELP}
   help                        This text
 
 Amounts are in units (1 unit = ${MICROS_PER_UNIT.toLocaleString('en-US')} micros), with up to 6 decimals.
@@ -156,6 +158,7 @@ const COMMANDS: Record<string, (args: string[], store: Store, out: Output, optio
   usage: usageCommand,
   limits: (args, store, out, options) => limitsCommand(args, store, out, options.limitDefaults),
   webhook: (args, store, out) => webhookCommand(args, store, out),
+  admin: (args, store, out) => adminCommand(args, store, out),
 };
 
 /** Runs one command; returns the process exit code. Bad input goes to `err` with a hint, exit code 1. */
