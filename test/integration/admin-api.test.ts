@@ -80,9 +80,16 @@ describe('who may call it', () => {
   });
 
   it('refusals are logged at info with their reason and without the key', async () => {
-    await adminClient(t.baseUrl, t.apiKey).call('GET', '/whoami');
-    const refused = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'admin authentication refused');
-    expect(refused.map((l) => l.reason)).toEqual(expect.arrayContaining(['missing', 'incorrect', 'api_key']));
+    const presented = generateAdminKey();
+    const calls = [
+      adminClient(t.baseUrl, t.apiKey).call('GET', '/whoami'),
+      adminClient(t.baseUrl, presented).call('GET', '/whoami'),
+      adminClient(t.baseUrl, '').call('GET', '/whoami', undefined, { authorization: '' }),
+    ];
+    const ids = (await Promise.all(calls)).map((r) => r.res.headers.get('x-request-id'));
+    const refused = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'admin authentication refused' && ids.includes(l.requestId));
+    expect(refused.map((l) => l.reason).sort()).toEqual(['api_key', 'incorrect', 'missing']);
+    expect(t.logs.join('\n')).not.toContain(presented);
     for (const line of refused) expect(line.level).toBe(30);
     expect(t.logs.join('\n')).not.toContain(t.apiKey);
   });
