@@ -101,7 +101,7 @@ describe('accounts', () => {
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       id: expect.stringMatching(/^acct_[0-9a-f]{12}$/), name: 'Acme', balance_micros: 12_500_000, balance: '12.50',
-      available_micros: 12_500_000, created_at: expect.any(String), active_keys: 0,
+      available_micros: 12_500_000, available: '12.50', created_at: expect.any(String), active_keys: 0,
     });
     expect((await admin.call('POST', '/accounts', { name: 'Number', balance: 2.25 })).body.balance_micros).toBe(2_250_000);
     expect((await admin.call('POST', '/accounts', { name: 'No balance' })).body.balance).toBe('0.00');
@@ -135,7 +135,7 @@ describe('accounts', () => {
 
     const one = await admin.call('GET', `/accounts/${created.id}`);
     expect(one.status).toBe(200);
-    expect(one.body).toMatchObject({ id: created.id, name: 'Listed', balance: '3.00', available_micros: 2_000_000, active_keys: 1 });
+    expect(one.body).toMatchObject({ id: created.id, name: 'Listed', balance: '3.00', available_micros: 2_000_000, available: '2.00', active_keys: 1 });
     expect(one.body.keys).toEqual([
       { id: expect.stringMatching(/^key_/), account_id: created.id, label: 'one', created_at: expect.any(String), revoked_at: null },
       { id: revoked.key.id, account_id: created.id, label: 'default', created_at: expect.any(String), revoked_at: expect.any(String) },

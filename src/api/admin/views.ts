@@ -13,6 +13,7 @@ export interface AccountView {
   balance_micros: number;
   balance: string;
   available_micros: number;
+  available: string;
   created_at: string;
   active_keys: number;
 }
@@ -27,13 +28,15 @@ export interface KeyView {
 
 /** `activeKeys`: the account's keys not revoked, counted by the caller (one listing serves every account of a page). */
 export async function accountView(deps: AdminDeps, account: Account, activeKeys: number): Promise<AccountView> {
+  // The balance less live holds: what the 402 check compares a request's cost with.
+  const available = await deps.store.availableMicros(account.id, (deps.now ?? Date.now)());
   return {
     id: account.id,
     name: account.name,
     balance_micros: account.balanceMicros,
     balance: formatUnits(account.balanceMicros),
-    // The balance less live holds: what the 402 check compares a request's cost with.
-    available_micros: await deps.store.availableMicros(account.id, (deps.now ?? Date.now)()),
+    available_micros: available,
+    available: formatUnits(available),
     created_at: account.createdAt,
     active_keys: activeKeys,
   };

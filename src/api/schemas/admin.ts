@@ -72,6 +72,7 @@ export const AdminAccountSchema = z
     balance_micros: micros,
     balance: units,
     available_micros: micros.describe('The balance less what requests in flight hold.'),
+    available: units,
     created_at: timestamp,
     active_keys: z.number().int().describe('Keys not revoked.'),
   })

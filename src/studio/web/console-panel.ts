@@ -8,11 +8,9 @@ import { Client } from './http.js';
 import { CredentialStore } from './credential-store.js';
 import { drawUsage, type UsageDay } from './usage-chart.js';
 
-interface Account { id: string; name: string; balance: string; available_micros: number; balance_micros: number; active_keys: number; created_at: string }
+interface Account { id: string; name: string; balance: string; available: string; active_keys: number; created_at: string }
 interface Key { id: string; label: string; created_at: string; revoked_at: string | null }
 interface Model { id: string; ready: boolean; detail?: string }
-
-const formatUnits = (micros: number) => (micros / 1_000_000).toFixed(2);
 
 export function setUpConsole(): void {
   const credential = new CredentialStore('kuma.adminKey');
@@ -56,7 +54,7 @@ export function setUpConsole(): void {
       ...data.map((account) => {
         const open = make('button', 'Open', { type: 'button', 'aria-label': `Open account ${account.name}` });
         open.addEventListener('click', () => void attempt(() => openAccount(account.id)));
-        return row([`${account.name} (${account.id})`, account.balance, formatUnits(account.available_micros), String(account.active_keys)], open);
+        return row([`${account.name} (${account.id})`, account.balance, account.available, String(account.active_keys)], open);
       }),
     );
   }

@@ -1,0 +1,106 @@
+/**
+ * Kuma Studio's console in real Chromium against a real server: an API key is refused (403), an admin key
+ * signs in; the page lists accounts, credits one, creates a key that then works with curl, draws the
+ * account's usage, and revokes the key, after which curl is refused. The admin key stays out of URLs,
+ * storage and logs.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { createAdminKey } from '../helpers/admin.js';
+import { formatUnits } from '../../src/billing/units.js';
+import { browserRequired, findChromium, launchChromium, screenshotDir } from '../helpers/browser.js';
+
+const run = promisify(execFile);
+const chromium = findChromium();
+
+let t: TestServer;
+let browser: Browser;
+let page: Page;
+let adminKey: string;
+const urlsSeen: string[] = [];
+
+/** What curl gets from GET /openai/v1/models with this key: the HTTP status. */
+async function curlStatus(apiKey: string): Promise<number> {
+  const { stdout } = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Authorization: Bearer ${apiKey}`, `${t.baseUrl}/openai/v1/models`]);
+  return Number(stdout);
+}
+
+const status = (selector: string) => page.$eval(selector, (node) => node.textContent ?? '');
+
+describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the console', () => {
+  beforeAll(async () => {
+    t = await startTestServer({ config: { studio: true } });
+    adminKey = (await createAdminKey(t.server.store)).adminKey;
+    // Usage today on the test account, for the chart.
+    await t.server.store.recordUsage([
+      { requestId: 'req_console_1', accountId: t.accountId, keyId: 'key_x', model: 'sunjata-1', unit: 'second', quantity: 12, unitPriceMicros: 100, costMicros: 1200 },
+    ]);
+    browser = await launchChromium();
+    page = await browser.newPage();
+    page.on('request', (request) => urlsSeen.push(request.url()));
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.setViewport({ width: 1000, height: 1100 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('refuses an API key, and signs in with an admin key', async () => {
+    await page.goto(`${t.baseUrl}/#console`, { waitUntil: 'load' });
+    expect(await page.$eval('#view-console', (n) => (n as HTMLElement).hidden)).toBe(false);
+    await page.type('#admin-key', t.apiKey);
+    await page.click('#admin-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#admin-status')?.textContent?.startsWith('This key may not do that.'));
+    expect(await page.$eval('#console-body', (n) => (n as HTMLElement).hidden)).toBe(true);
+
+    await page.type('#admin-key', adminKey);
+    await page.click('#admin-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#admin-status')?.textContent?.startsWith('Signed in with admin key adm_'));
+    await page.waitForSelector('#accounts tbody tr');
+    expect(await page.$$eval('#accounts tbody tr', (rows) => rows.map((r) => r.cells[0]!.textContent))).toContain(`test (${t.accountId})`);
+  });
+
+  it('credits an account, creates a key that works with curl, shows usage, and revokes the key', async () => {
+    await page.click(`#accounts tbody button[aria-label="Open account test"]`);
+    await page.waitForFunction(() => !(document.querySelector('#account-detail') as HTMLElement).hidden);
+    const before = await status('#account-heading');
+    await page.type('#credit-amount', '2.5');
+    await page.click('#credit-form button[type=submit]');
+    await page.waitForFunction((text) => document.querySelector('#account-heading')?.textContent !== text, {}, before);
+    const balance = (await t.server.store.getAccount(t.accountId))!.balanceMicros;
+    expect(await status('#account-heading')).toContain(`balance ${formatUnits(balance)}`);
+
+    await page.type('#new-key-label', 'made in the browser');
+    await page.click('#new-key-form button[type=submit]');
+    await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.querySelector('#new-key-value')?.textContent ?? ''));
+    const apiKey = await status('#new-key-value');
+    expect(await curlStatus(apiKey)).toBe(200);
+    await page.click('#new-key-hide');
+    expect(await status('#new-key-value')).toBe('');
+
+    // The usage chart: 30 bars, the one with usage drawn, and a caption that sums them.
+    expect(await page.$$eval('#usage-chart rect', (bars) => bars.length)).toBe(30);
+    expect(await page.$$eval('#usage-chart rect', (bars) => bars.filter((b) => Number(b.getAttribute('height')) > 0).length)).toBe(1);
+    expect(await status('#usage-caption')).toMatch(/^0\.0012 spent from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d, on 1 of 30 days; 1 requests\.$/);
+    await page.waitForSelector('#readiness li');
+    await page.screenshot({ path: path.join(screenshotDir(), 'studio-console.png'), fullPage: true });
+
+    const keyId = await page.$$eval('#keys tbody tr', (rows) => rows.find((r) => r.cells[1]?.textContent === 'made in the browser')?.cells[0]?.textContent);
+    await page.click(`#keys button[aria-label="Revoke key ${keyId}"]`);
+    await page.waitForFunction((id) => [...document.querySelectorAll('#keys tbody tr')].some((r) => (r as HTMLTableRowElement).cells[0]?.textContent === id && (r as HTMLTableRowElement).cells[3]?.textContent?.startsWith('revoked')), {}, keyId);
+    expect(await curlStatus(apiKey)).toBe(401);
+  });
+
+  it('keeps the admin key out of URLs, storage and logs', async () => {
+    for (const url of urlsSeen) expect(url).not.toContain(adminKey);
+    expect(await page.evaluate(() => JSON.stringify(localStorage))).toBe('{}');
+    for (const line of t.logs) expect(line).not.toContain(adminKey);
+    expect(page.url()).toBe(`${t.baseUrl}/#console`);
+  });
+});
