@@ -9,7 +9,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import type { TestServer } from '../helpers/test-server.js';
+import { startRealtimeServer } from '../helpers/realtime.js';
 import { createAdminKey } from '../helpers/admin.js';
 import { formatUnits } from '../../src/billing/units.js';
 import { browserRequired, findChromium, launchChromium, screenshotDir } from '../helpers/browser.js';
@@ -33,7 +34,8 @@ const status = (selector: string) => page.$eval(selector, (node) => node.textCon
 
 describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the console', () => {
   beforeAll(async () => {
-    t = await startTestServer({ config: { studio: true } });
+    // With the demo models, so the console shows them ready.
+    t = await startRealtimeServer({ config: { studio: true } });
     adminKey = (await createAdminKey(t.server.store)).adminKey;
     // Usage today on the test account, for the chart.
     await t.server.store.recordUsage([
@@ -87,8 +89,9 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     // The usage chart: 30 bars, the one with usage drawn, and a caption that sums them.
     expect(await page.$$eval('#usage-chart rect', (bars) => bars.length)).toBe(30);
     expect(await page.$$eval('#usage-chart rect', (bars) => bars.filter((b) => Number(b.getAttribute('height')) > 0).length)).toBe(1);
-    expect(await status('#usage-caption')).toMatch(/^0\.0012 spent from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d, on 1 of 30 days; 1 requests\.$/);
+    expect(await status('#usage-caption')).toMatch(/^0\.0012 spent from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d, on 1 of 30 days; 1 request\.$/);
     await page.waitForSelector('#readiness li');
+    expect(await page.$$eval('#readiness li', (items) => items.map((i) => i.textContent))).toEqual(['sunjata-1: ready', 'jifili-1: ready', 'banjugu-1: ready']);
     await page.screenshot({ path: path.join(screenshotDir(), 'studio-console.png'), fullPage: true });
 
     const keyId = await page.$$eval('#keys tbody tr', (rows) => rows.find((r) => r.cells[1]?.textContent === 'made in the browser')?.cells[0]?.textContent);

@@ -20,7 +20,11 @@ export const browserRequired = process.env.KUMA_REQUIRE_BROWSER === '1';
 
 /** Where a test's screenshots go: docs/studio when KUMA_UPDATE_SCREENSHOTS=1 (npm run studio:screenshots), else a temp folder. */
 export function screenshotDir(): string {
-  if (process.env.KUMA_UPDATE_SCREENSHOTS === '1') return path.resolve('docs/studio');
+  if (process.env.KUMA_UPDATE_SCREENSHOTS === '1') {
+    const dir = path.resolve('docs/studio');
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
   return fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-screens-'));
 }
 

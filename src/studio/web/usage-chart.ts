@@ -24,7 +24,7 @@ export function drawUsage(svg: SVGSVGElement, caption: HTMLElement, days: UsageD
     bar.setAttribute('height', height.toFixed(2));
     bar.setAttribute('class', 'bar');
     const title = document.createElementNS(SVG, 'title');
-    title.textContent = `${day.date}: ${day.cost} (${day.requests} requests)`;
+    title.textContent = `${day.date}: ${day.cost} (${day.requests} ${day.requests === 1 ? 'request' : 'requests'})`;
     bar.append(title);
     return bar;
   });
@@ -34,5 +34,6 @@ export function drawUsage(svg: SVGSVGElement, caption: HTMLElement, days: UsageD
   const active = days.filter((d) => d.requests > 0).length;
   const first = days[0]?.date ?? '';
   const last = days.at(-1)?.date ?? '';
-  caption.textContent = `${totalCost} spent from ${first} to ${last}, on ${active} of ${days.length} days; ${days.reduce((n, d) => n + d.requests, 0)} requests.`;
+  const requests = days.reduce((n, d) => n + d.requests, 0);
+  caption.textContent = `${totalCost} spent from ${first} to ${last}, on ${active} of ${days.length} days; ${requests} ${requests === 1 ? 'request' : 'requests'}.`;
 }
