@@ -13,7 +13,8 @@ import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silence, speak, startRealtimeServer } from '../helpers/realtime.js';
 import type { TestServer } from '../helpers/test-server.js';
-import { browserRequired, findChromium, launchChromium, screenshotDir, wavFile } from '../helpers/browser.js';
+import { browserRequired, findChromium, launchChromium, screenshotDir } from '../helpers/browser.js';
+import { wavOfPcm16 } from '../helpers/audio.js';
 
 const chromium = findChromium();
 if (!chromium && !browserRequired) console.warn('Studio browser tests skipped: no Chromium (install chromium, or set KUMA_CHROMIUM)');
@@ -53,15 +54,17 @@ const text = (selector: string) => page.$eval(selector, (node) => node.textConte
 
 describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it', () => {
   beforeAll(async () => {
-    t = await startRealtimeServer({ config: { studio: true } });
+    // Interim decodes always allowed: the server skips them on a busy machine (KUMA_REALTIME_INTERIM_MAX_CPU),
+    // and npm test keeps this one busy; this test is about the page showing them.
+    t = await startRealtimeServer({ config: { studio: true, realtimeInterimMaxCpu: 1 } });
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-studio-'));
     const speech = await speak(t, SPOKEN); // 24 kHz pcm16
     spokenWav = path.join(work, 'spoken.wav');
-    fs.writeFileSync(spokenWav, wavFile(speech, 24_000));
+    fs.writeFileSync(spokenWav, wavOfPcm16(speech, 24_000));
     expectedTranscript = await restTranscript(fs.readFileSync(spokenWav));
     // The microphone: 1 s of silence, the speech, then 3 s of silence so the turn ends (the file loops).
     const microphone = path.join(work, 'microphone.wav');
-    fs.writeFileSync(microphone, wavFile(Buffer.concat([silence(1), speech, silence(3)]), 24_000));
+    fs.writeFileSync(microphone, wavOfPcm16(Buffer.concat([silence(1), speech, silence(3)]), 24_000));
     browser = await launchChromium(microphone);
     page = await browser.newPage();
     page.on('request', (request) => urlsSeen.push(request.url()));
@@ -137,7 +140,8 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
     expect(final).toBe(expectedTranscript);
     const interim = await page.evaluate(() => (window as unknown as { interimSeen: string[] }).interimSeen);
     expect(interim.length).toBeGreaterThan(0);
-    for (const partial of interim) expect(expectedTranscript.startsWith(partial)).toBe(true);
+    // Deltas are append-only; the final decode may still revise the last words, never the first ones.
+    expect(expectedTranscript.startsWith(interim[0]!)).toBe(true);
     expect(await text('#live-turns li .time')).toMatch(/^0:0\d\.\d–0:0\d\.\d$/);
     await page.waitForFunction(() => { const s = document.querySelector('#live-turns li .translation')?.textContent; return s && s !== '…'; }, { timeout: 10_000 });
     expect(await text('#live-turns li .translation')).toBe(await restTranslation(expectedTranscript, 'fra_Latn'));

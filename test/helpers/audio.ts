@@ -5,9 +5,14 @@ import { speakDemo } from '../../models/generator/demo-voice.js';
 export function wavBytes(samples: Float32Array, rate: number): Buffer {
   const data = Buffer.alloc(samples.length * 2);
   for (let i = 0; i < samples.length; i++) data.writeInt16LE(Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767), i * 2);
+  return wavOfPcm16(data, rate);
+}
+
+/** A mono 16-bit PCM WAV file around `pcm` (little-endian samples at `rate`), the samples kept as they are. */
+export function wavOfPcm16(pcm: Buffer, rate: number): Buffer {
   const header = Buffer.alloc(44);
   header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data.length, 4);
+  header.writeUInt32LE(36 + pcm.length, 4);
   header.write('WAVEfmt ', 8);
   header.writeUInt32LE(16, 16);
   header.writeUInt16LE(1, 20);
@@ -17,8 +22,8 @@ export function wavBytes(samples: Float32Array, rate: number): Buffer {
   header.writeUInt16LE(2, 32);
   header.writeUInt16LE(16, 34);
   header.write('data', 36);
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
 }
 
 export interface SpokenPhrase {
