@@ -17,7 +17,7 @@ import { UsageError } from './usage-error.js';
 import { LIMITS_HELP, limitsCommand } from './keys-limits.js';
 import { WEBHOOK_HELP, webhookCommand } from './keys-webhooks.js';
 import { ADMIN_HELP, adminCommand } from './keys-admin.js';
-import { callLines } from './keys-calls.js';
+import { CALL_ROWS_SHOWN, callLines } from './keys-calls.js';
 import { limitDefaultsOf, type LimitDefaults } from '../limits/limits.js';
 
 export type Output = (line: string) => void;
@@ -134,13 +134,13 @@ async function usageCommand(args: string[], store: Store, out: Output): Promise<
   const accountId = positionals[0];
   if (accountId !== undefined && !(await store.getAccount(accountId))) throw new UsageError(`No account with id ${accountId}`);
   const filter = accountId === undefined ? {} : { accountId };
-  const rows = (await store.listUsage(filter)).slice(-USAGE_ROWS_SHOWN);
+  const rows = await store.listUsage({ ...filter, latest: USAGE_ROWS_SHOWN });
   if (rows.length === 0) out('No usage recorded yet.');
   for (const r of rows) {
     out(`${r.createdAt}  ${r.requestId}  ${r.accountId}  ${r.keyId}  ${r.model}  ${r.quantity} ${r.unit}` +
       ` × ${r.unitPriceMicros} micros = ${formatUnits(r.costMicros)}`);
   }
-  const calls = callLines(await store.listCalls(filter), formatUnits);
+  const calls = callLines(await store.listCalls({ ...filter, latest: CALL_ROWS_SHOWN }), formatUnits);
   if (calls.length > 0) out('');
   for (const line of calls) out(line);
 }

@@ -244,11 +244,13 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     },
     async listUsage(filter = {}) {
       const where: string[] = [];
-      const params: string[] = [];
+      const params: (string | number)[] = [];
       if (filter.accountId !== undefined) { where.push('account_id = ?'); params.push(filter.accountId); }
       if (filter.requestId !== undefined) { where.push('request_id = ?'); params.push(filter.requestId); }
-      const sql = `SELECT * FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
-      return db.prepare<string[], UsageRow>(sql).all(...params).map(toUsage);
+      let sql = `SELECT * FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
+      // The last N by id (the account index carries the rowid), put back in ascending order.
+      if (filter.latest !== undefined) { sql = `SELECT * FROM (${sql} ORDER BY id DESC LIMIT ?)`; params.push(filter.latest); }
+      return db.prepare<(string | number)[], UsageRow>(`${sql} ORDER BY id`).all(...params).map(toUsage);
     },
 
     async placeHold(hold, now) {

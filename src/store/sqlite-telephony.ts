@@ -51,7 +51,7 @@ export interface SqliteTelephony {
   getWebhook(accountId: string): AccountWebhook | undefined;
   setWebhook(accountId: string, webhook: { url: string; secret: string } | null): void;
   recordCall(call: CallRecord): void;
-  listCalls(filter: { accountId?: string }): CallRecord[];
+  listCalls(filter: { accountId?: string; latest?: number }): CallRecord[];
 }
 
 const toCall = (r: CallRow): CallRecord => ({
@@ -78,6 +78,9 @@ export function sqliteTelephony(db: Database.Database): SqliteTelephony {
   );
   const callsOf = db.prepare<[string], CallRow>('SELECT * FROM calls WHERE account_id = ? ORDER BY started_at');
   const allCalls = db.prepare<[], CallRow>('SELECT * FROM calls ORDER BY started_at');
+  // The last N calls by start (the (account_id, started_at) index read backwards), put back in ascending order.
+  const latestOf = db.prepare<[string, number], CallRow>('SELECT * FROM (SELECT * FROM calls WHERE account_id = ? ORDER BY started_at DESC LIMIT ?) ORDER BY started_at');
+  const latestAll = db.prepare<[number], CallRow>('SELECT * FROM (SELECT * FROM calls ORDER BY started_at DESC LIMIT ?) ORDER BY started_at');
   return {
     serverSecret(name, create) {
       const existing = getSecret.get(name);
@@ -97,7 +100,9 @@ export function sqliteTelephony(db: Database.Database): SqliteTelephony {
       insertCall.run(call);
     },
     listCalls(filter) {
-      return (filter.accountId ? callsOf.all(filter.accountId) : allCalls.all()).map(toCall);
+      const { accountId, latest } = filter;
+      if (latest !== undefined) return (accountId ? latestOf.all(accountId, latest) : latestAll.all(latest)).map(toCall);
+      return (accountId ? callsOf.all(accountId) : allCalls.all()).map(toCall);
     },
   };
 }

@@ -179,7 +179,8 @@ export interface Store {
    * `releaseHoldId`, that hold is dropped in the same transaction (settling a reservation).
    */
   recordUsage(records: NewUsageRecord[], options?: { releaseHoldId?: string }): Promise<{ balances: Record<string, number> }>;
-  listUsage(filter?: { accountId?: string; requestId?: string }): Promise<UsageRecord[]>;
+  /** Oldest first; `latest`: only the last that many (still oldest first). */
+  listUsage(filter?: { accountId?: string; requestId?: string; latest?: number }): Promise<UsageRecord[]>;
 
   /**
    * In ONE write transaction: drops the account's expired holds (`expiresAt <= now`), then takes the hold
@@ -214,7 +215,8 @@ export interface Store {
   /** Sets (or with null, removes) the account's webhook endpoint. */
   setWebhook(accountId: string, webhook: { url: string; secret: string } | null): Promise<void>;
   recordCall(call: CallRecord): Promise<void>;
-  listCalls(filter?: { accountId?: string }): Promise<CallRecord[]>;
+  /** By start time, oldest first; `latest`: only the last that many (still oldest first). */
+  listCalls(filter?: { accountId?: string; latest?: number }): Promise<CallRecord[]>;
 
   /** Stores an admin key by its hash (SHA-256 hex of the whole key). */
   createAdminKey(keyHash: string, label: string): Promise<AdminKeyRecord>;
