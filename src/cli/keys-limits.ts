@@ -4,7 +4,7 @@
  * its key cache's TTL (KUMA_AUTH_CACHE_TTL_MS, 1 s by default).
  */
 import { parseArgs } from 'node:util';
-import { applyOverrides, type LimitDefaults, type Limits } from '../limits/limits.js';
+import { applyOverrides, limitSubjectKind, type LimitDefaults, type Limits, type LimitSubjectKind } from '../limits/limits.js';
 import type { LimitOverrides, Store } from '../store/store.js';
 import { UsageError } from './usage-error.js';
 
@@ -48,10 +48,10 @@ function describeLimits(limits: Limits, overrides: LimitOverrides): string {
 }
 
 /** An account id or a key id, checked to exist; says which it is. */
-async function subjectOf(store: Store, id: string): Promise<'account' | 'key'> {
-  if (await store.getAccount(id)) return 'account';
-  if (await store.getKey(id)) return 'key';
-  throw new UsageError(`No account or key with id ${id}`);
+async function subjectOf(store: Store, id: string): Promise<LimitSubjectKind> {
+  const kind = await limitSubjectKind(store, id);
+  if (!kind) throw new UsageError(`No account or key with id ${id}`);
+  return kind;
 }
 
 async function show(positionals: string[], store: Store, out: Output, defaults: LimitDefaults): Promise<void> {

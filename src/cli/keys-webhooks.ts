@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Store } from '../store/store.js';
-import { newWebhookSecret } from '../telephony/webhooks/signature.js';
+import { setAccountWebhook } from '../telephony/webhooks/account-webhook.js';
 import { UsageError } from './usage-error.js';
 
 type Output = (line: string) => void;
@@ -15,23 +15,6 @@ export const WEBHOOK_HELP = `  webhook set ACCOUNT_ID URL [--keep-secret]
                               signed; prints a new signing secret once (--keep-secret: keep the current one)
   webhook show ACCOUNT_ID     The account's webhook URL (never its secret)
   webhook clear ACCOUNT_ID    Stop sending the account's call events`;
-
-const MAX_URL_LENGTH = 2048;
-
-/** An absolute http(s) URL Kuma can POST to; anything else is refused here rather than failing at each call. */
-export function parseWebhookUrl(text: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new UsageError(`"${text}" is not a URL: expected e.g. https://example.com/kuma/events`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new UsageError(`Webhook URL must be https:// (or http://), not ${url.protocol}//`);
-  if (url.username || url.password) throw new UsageError('Webhook URL must not carry a user name or password; verify the Kuma-Signature header instead');
-  if (url.hash) throw new UsageError('Webhook URL must not have a #fragment (it is never sent to the server)');
-  if (url.href.length > MAX_URL_LENGTH) throw new UsageError(`Webhook URL is longer than ${MAX_URL_LENGTH} characters`);
-  return url;
-}
 
 async function requireAccount(store: Store, accountId: string | undefined, usage: string): Promise<string> {
   if (!accountId) throw new UsageError(`Usage: ${usage}`);
@@ -47,19 +30,17 @@ export async function webhookCommand(args: string[], store: Store, out: Output):
   if (action === 'set') {
     if (positionals.length !== 2) throw new UsageError('Usage: webhook set ACCOUNT_ID URL [--keep-secret]');
     const accountId = await requireAccount(store, positionals[0], 'webhook set ACCOUNT_ID URL');
-    const url = parseWebhookUrl(positionals[1]!);
-    const current = await store.getWebhook(accountId);
-    if (values['keep-secret'] && !current) throw new UsageError(`Account ${accountId} has no webhook yet, so no secret to keep`);
-    const secret = values['keep-secret'] ? current!.secret : newWebhookSecret();
-    await store.setWebhook(accountId, { url: url.href, secret });
+    // The URL check and the secret are the domain's (shared with the admin API); runKeysCommand reports its refusals.
+    const { webhook, newSecret, replaced } = await setAccountWebhook(store, accountId, positionals[1]!, { keepSecret: values['keep-secret'] });
+    const url = new URL(webhook.url);
     out(`Webhook of account ${accountId}: ${url.href}`);
     if (url.protocol === 'http:') out('Warning: http:// sends call transcripts unencrypted; use https:// outside a private network.');
-    if (!values['keep-secret']) {
+    if (newSecret !== null) {
       out('');
-      out(`Signing secret: ${secret}`);
+      out(`Signing secret: ${newSecret}`);
       out('');
       out('Save this secret now: it is shown only this once. Check each request\'s Kuma-Signature header with it');
-      out(current ? '(the previous secret no longer signs anything).' : '(see "Webhooks" in README.md).');
+      out(replaced ? '(the previous secret no longer signs anything).' : '(see "Webhooks" in README.md).');
     }
     out('Kuma connects only to hosts the operator allows (KUMA_OUTBOUND_ALLOW); a running server uses this within 5 s.');
     return;

@@ -19,6 +19,7 @@ import { WEBHOOK_HELP, webhookCommand } from './keys-webhooks.js';
 import { ADMIN_HELP, adminCommand } from './keys-admin.js';
 import { CALL_ROWS_SHOWN, callLines } from './keys-calls.js';
 import { limitDefaultsOf, type LimitDefaults } from '../limits/limits.js';
+import { WebhookSettingError } from '../telephony/errors.js';
 
 export type Output = (line: string) => void;
 
@@ -180,7 +181,9 @@ export async function runKeysCommand(argv: string[], store: Store, out: Output, 
   } catch (error) {
     // parseArgs reports bad flags as TypeErrors with an ERR_PARSE_ARGS_* code; their messages are clear.
     const isParseError = (error as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS') ?? false;
-    if (!(error instanceof UsageError) && !(error instanceof InvalidAmountError) && !isParseError) throw error;
+    // The domain's refusals of bad input (an amount, a webhook URL) are usage errors here.
+    const isBadInput = error instanceof UsageError || error instanceof InvalidAmountError || error instanceof WebhookSettingError;
+    if (!isBadInput && !isParseError) throw error;
     // parseArgs appends advice about '--' that does not apply to these commands; keep its first sentence.
     const message = error instanceof Error ? error.message.split(' To specify')[0] : String(error);
     err(`Error: ${message}`);

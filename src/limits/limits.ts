@@ -3,7 +3,7 @@
  * field by what the store holds for that account or key (`npm run keys -- limits set`). 0 = unlimited.
  */
 import type { Config } from '../config/config.js';
-import type { LimitOverrides } from '../store/store.js';
+import type { LimitOverrides, Store } from '../store/store.js';
 import type { LimitSubject } from './rate-limiter.js';
 
 export interface Limits {
@@ -50,4 +50,14 @@ export function limitDefaultsOf(config: Config): LimitDefaults {
     account: { requestsPerMinute: config.accountRequestsPerMinute, tokensPerMinute: config.accountTokensPerMinute, concurrent: config.accountConcurrent },
     key: { requestsPerMinute: config.keyRequestsPerMinute, tokensPerMinute: config.keyTokensPerMinute, concurrent: config.keyConcurrent },
   };
+}
+
+/** What rate-limit overrides can be set on: an account (all its keys together) or one API key. */
+export type LimitSubjectKind = 'account' | 'key';
+
+/** Whether `id` is an account's or an API key's (a revoked key included), or undefined for neither. */
+export async function limitSubjectKind(store: Pick<Store, 'getAccount' | 'getKey'>, id: string): Promise<LimitSubjectKind | undefined> {
+  if (await store.getAccount(id)) return 'account';
+  if (await store.getKey(id)) return 'key';
+  return undefined;
 }

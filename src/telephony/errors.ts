@@ -41,3 +41,17 @@ export class OutboundPolicyError extends Error {
     this.name = 'OutboundPolicyError';
   }
 }
+
+/** Why an account's webhook setting was refused (src/telephony/webhooks/account-webhook.ts). */
+export type WebhookSettingFailure = 'invalid_url' | 'no_secret_to_keep';
+
+/** A webhook URL Kuma could not POST to, or a secret to keep where there is none; the message says which. */
+export class WebhookSettingError extends Error {
+  constructor(
+    readonly reason: WebhookSettingFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WebhookSettingError';
+  }
+}
