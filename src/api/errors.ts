@@ -8,7 +8,7 @@ import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../co
 import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
 import { AdminAuthError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
-import { CallTokenError, OutboundRefusedError } from '../telephony/errors.js';
+import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   call_not_found: { status: 404, type: 'invalid_request_error' },
   account_not_found: { status: 404, type: 'invalid_request_error' },
   key_not_found: { status: 404, type: 'invalid_request_error' },
+  subject_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_value: { status: 400, type: 'invalid_request_error' },
@@ -131,6 +132,7 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof CallTokenError) return new ApiError('invalid_api_key', err.message, { param: 'token' });
   if (err instanceof OutboundRefusedError) return new ApiError('invalid_value', err.message);
+  if (err instanceof WebhookSettingError) return new ApiError('invalid_value', err.message, { param: err.reason === 'invalid_url' ? 'url' : 'keep_secret' });
   if (err instanceof AudioDecodeError) {
     if (err.kind === 'too_long') return new ApiError('audio_too_large', err.message, { param: 'file' });
     return new ApiError('invalid_value', err.message, { param: 'file' });

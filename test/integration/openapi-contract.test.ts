@@ -24,6 +24,7 @@ let limitedKey: string;
 let readinessWhileLoading: Response;
 let adminKey: string;
 let revocableKeyId: string;
+let settings: { accountId: string; keyId: string };
 
 const PROBE: RouteDef = { method: 'GET', path: '/probe/undocumented', surface: 'compat', auth: false, handler: async () => ({ kind: 'json', body: {} }) };
 
@@ -44,6 +45,7 @@ beforeAll(async () => {
   limitedKey = limited.apiKey;
   adminKey = (await createAdminKey(t.server.store)).adminKey;
   revocableKeyId = (await t.newAccount(1)).keyId;
+  settings = await t.newAccount(1);
   await (await fetch(`${t.baseUrl}/openai/v1/models`, { headers: { authorization: `Bearer ${limitedKey}` } })).text();
   contract = new OpenApiContract((await (await fetch(`${t.baseUrl}/compat/v1/openapi.json`)).json()) as Record<string, unknown>);
   // Readiness while the models load (503 not_ready, or 200 if they were quick): checked below.
@@ -125,7 +127,10 @@ describe('the operational endpoints', () => {
 });
 
 describe('the admin API', () => {
-  const admin = adminContractCases({ adminKey: () => adminKey, apiKey: () => t.apiKey, accountId: () => t.accountId, revocableKeyId: () => revocableKeyId });
+  const admin = adminContractCases({
+    adminKey: () => adminKey, apiKey: () => t.apiKey, accountId: () => t.accountId, revocableKeyId: () => revocableKeyId,
+    settingsAccountId: () => settings.accountId, settingsKeyId: () => settings.keyId,
+  });
   for (const operation of new Set(admin.map((c) => c.operation))) {
     const group = admin.filter((c) => c.operation === operation);
     it(`${operation} (${group.length} exchanges): every response matches the document`, async () => {

@@ -7,6 +7,8 @@
 import { authenticateAdminKey } from '../../auth/admin-keys.js';
 import { AdminAuthError } from '../../auth/errors.js';
 import type { EngineRegistry } from '../../engines/engine-registry.js';
+import type { LimitDefaults } from '../../limits/limits.js';
+import type { RateLimiter } from '../../limits/rate-limiter.js';
 import type { Logger } from '../../observability/logger.js';
 import type { AdminKeyRecord, Store } from '../../store/store.js';
 import { toApiError } from '../errors.js';
@@ -25,6 +27,10 @@ export interface AdminDeps {
   engines: EngineRegistry | null;
   /** ms since the epoch: today's date for the usage report, `now` for the holds behind available balances. */
   now?: () => number;
+  /** The API's limiter: null or absent = rate limits off (KUMA_RATE_LIMITS=off), which GET /limits reports. */
+  limiter?: RateLimiter | null;
+  /** The configured default limits, under the overrides; absent = unlimited. */
+  limitDefaults?: LimitDefaults;
 }
 
 export interface AdminRouteDef {

@@ -15,7 +15,9 @@ export const MAX_AUDIT_ENTRIES = 1000;
 export const DEFAULT_AUDIT_ENTRIES = 100;
 
 /** What the audit trail records: every admin call that changes something. */
-export const AUDIT_ACTIONS = ['account.create', 'account.credit', 'key.create', 'key.revoke'] as const;
+export const AUDIT_ACTIONS = [
+  'account.create', 'account.credit', 'key.create', 'key.revoke', 'limits.set', 'limits.clear', 'webhook.set', 'webhook.clear',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** An amount in units ("12.50" or 12.5, at most 6 decimals) → integer micros; a bad one is a 400 naming the field. */
@@ -57,9 +59,9 @@ export const CreateKeyRequestSchema = z
 export const UsageQuerySchema = z.object({ days: z.coerce.number().int().min(1).max(MAX_USAGE_DAYS).default(DEFAULT_USAGE_DAYS) });
 export const AuditQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(MAX_AUDIT_ENTRIES).default(DEFAULT_AUDIT_ENTRIES) });
 
-const micros = z.number().int().describe('Integer micro-units (1 unit = 1,000,000 micros).');
-const units = z.string().describe('The same amount in units, for display: "12.50".');
-const timestamp = z.string().describe('ISO 8601, UTC.');
+export const micros = z.number().int().describe('Integer micro-units (1 unit = 1,000,000 micros).');
+export const units = z.string().describe('The same amount in units, for display: "12.50".');
+export const timestamp = z.string().describe('ISO 8601, UTC.');
 
 export const AdminIdentitySchema = z
   .object({ id: z.string().describe('adm_…'), label: z.string(), created_at: timestamp })
