@@ -100,6 +100,32 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     expect(await curlStatus(apiKey)).toBe(401);
   });
 
+  it('shows the latest charges, sets rate limits and a webhook, and puts them back', async () => {
+    const charges = await page.$$eval('#usage-records tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    expect(charges).toEqual([[expect.any(String), 'sunjata-1', '12 seconds', '0.0012', 'key_x']]);
+
+    expect(await page.$eval('#limits-subject', (n) => (n as HTMLSelectElement).value)).toBe(t.accountId);
+    await page.type('#limit-rpm', '5');
+    await page.click('#limits-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#limits-summary')?.textContent?.startsWith('In force: 5 requests/min'));
+    expect(await t.server.store.getRateLimits(t.accountId)).toEqual({ requestsPerMinute: 5, tokensPerMinute: null, concurrent: null });
+    await page.click('#limits-reset');
+    await page.waitForFunction(() => document.querySelector('#console-status')?.textContent?.includes('back to the defaults'));
+    expect(await t.server.store.getRateLimits(t.accountId)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
+    expect(await page.$eval('#limit-rpm', (n) => (n as HTMLInputElement).value)).toBe('');
+
+    await page.type('#webhook-url', 'https://example.com/kuma-events');
+    await page.click('#webhook-form button[type=submit]');
+    await page.waitForFunction(() => !(document.querySelector('#webhook-secret') as HTMLElement).hidden);
+    const secret = await status('#webhook-secret-value');
+    expect((await t.server.store.getWebhook(t.accountId))).toMatchObject({ url: 'https://example.com/kuma-events', secret });
+    await page.click('#webhook-secret-hide');
+    await page.click('#webhook-clear');
+    await page.waitForFunction(() => document.querySelector('#console-status')?.textContent?.startsWith('Webhook removed'));
+    expect(await t.server.store.getWebhook(t.accountId)).toBeUndefined();
+    for (const line of t.logs) expect(line).not.toContain(secret);
+  });
+
   it('keeps the admin key out of URLs, storage and logs', async () => {
     for (const url of urlsSeen) expect(url).not.toContain(adminKey);
     expect(await page.evaluate(() => JSON.stringify(localStorage))).toBe('{}');

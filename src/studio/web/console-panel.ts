@@ -1,16 +1,14 @@
 /**
- * The console: everything `npm run keys` does, over the admin API (/admin/v1) with an admin key — accounts,
- * balances, credit, keys (a new key is shown once, in the page only), revocation, 30 days of usage and the
- * models' readiness. The admin key follows the API key's rule: memory only unless the user asks to remember.
+ * The console: everything `npm run keys` does, over the admin API (/admin/v1) with an admin key — accounts
+ * and their balances here, one account's keys, credit, usage, calls and settings in account-detail.ts, and
+ * the models' readiness. The admin key follows the API key's rule: memory only unless the user asks to
+ * remember it.
  */
 import { busy, element, make, row, StatusLine } from './dom.js';
 import { Client } from './http.js';
 import { CredentialStore } from './credential-store.js';
-import { drawUsage, type UsageDay } from './usage-chart.js';
-
-interface Account { id: string; name: string; balance: string; available: string; active_keys: number; created_at: string }
-interface Key { id: string; label: string; created_at: string; revoked_at: string | null }
-interface Model { id: string; ready: boolean; detail?: string }
+import type { Account, Model } from './admin-types.js';
+import { AccountDetail } from './account-detail.js';
 
 export function setUpConsole(): void {
   const credential = new CredentialStore('kuma.adminKey');
@@ -21,11 +19,6 @@ export function setUpConsole(): void {
   const keyInput = element<HTMLInputElement>('admin-key');
   const remember = element<HTMLInputElement>('remember-admin');
   const accountsBody = element<HTMLTableElement>('accounts').tBodies[0]!;
-  const detail = element<HTMLElement>('account-detail');
-  const keysBody = element<HTMLTableElement>('keys').tBodies[0]!;
-  const newKey = element<HTMLDivElement>('new-key');
-  const newKeyValue = element<HTMLOutputElement>('new-key-value');
-  let selected: string | null = null;
 
   /** Runs an admin action, showing its failure in the console's status line. */
   const attempt = async (work: () => Promise<void>) => {
@@ -35,6 +28,7 @@ export function setUpConsole(): void {
       consoleStatus.error(error);
     }
   };
+  const detail = new AccountDetail(admin, attempt, (text) => consoleStatus.info(text), () => loadAccounts());
 
   async function signIn(): Promise<void> {
     try {
@@ -53,34 +47,10 @@ export function setUpConsole(): void {
     accountsBody.replaceChildren(
       ...data.map((account) => {
         const open = make('button', 'Open', { type: 'button', 'aria-label': `Open account ${account.name}` });
-        open.addEventListener('click', () => void attempt(() => openAccount(account.id)));
+        open.addEventListener('click', () => void attempt(() => detail.open(account.id)));
         return row([`${account.name} (${account.id})`, account.balance, account.available, String(account.active_keys)], open);
       }),
     );
-  }
-
-  async function openAccount(id: string): Promise<void> {
-    const account = await admin.json<Account & { keys: Key[] }>(`/accounts/${encodeURIComponent(id)}`);
-    selected = id;
-    detail.hidden = false;
-    element('account-heading').textContent = `Account ${account.name} (${account.id}): balance ${account.balance}`;
-    keysBody.replaceChildren(
-      ...account.keys.map((key) => {
-        if (key.revoked_at) return row([key.id, key.label, key.created_at, `revoked ${key.revoked_at}`]);
-        const revoke = make('button', 'Revoke', { type: 'button', 'aria-label': `Revoke key ${key.id}` });
-        revoke.addEventListener('click', () => {
-          if (!confirm(`Revoke key ${key.id} (${key.label})? Requests using it are refused at once.`)) return;
-          void attempt(async () => {
-            await admin.request(`/keys/${encodeURIComponent(key.id)}`, { method: 'DELETE' });
-            consoleStatus.info(`Key ${key.id} revoked.`);
-            await Promise.all([openAccount(id), loadAccounts()]);
-          });
-        });
-        return row([key.id, key.label, key.created_at, 'active'], revoke);
-      }),
-    );
-    const usage = await admin.json<{ days: UsageDay[]; total_cost: string }>(`/accounts/${encodeURIComponent(id)}/usage?days=30`);
-    drawUsage(element<HTMLElement>('usage-chart') as unknown as SVGSVGElement, element('usage-caption'), usage.days, usage.total_cost);
   }
 
   async function loadReadiness(): Promise<void> {
@@ -99,50 +69,22 @@ export function setUpConsole(): void {
   element('forget-admin').addEventListener('click', () => {
     credential.forget();
     body.hidden = true;
-    detail.hidden = true;
-    newKey.hidden = true;
-    newKeyValue.textContent = '';
+    detail.close();
     status.info('Admin key forgotten.');
   });
 
-  const form = (id: string, handler: () => Promise<void>) => {
-    const node = element<HTMLFormElement>(id);
-    node.addEventListener('submit', (event) => {
-      event.preventDefault();
-      void busy(node.querySelector('button')!, () => attempt(handler));
-    });
-    return node;
-  };
-  const value = (id: string) => element<HTMLInputElement>(id).value.trim();
-
-  form('new-account-form', async () => {
-    const balance = value('new-account-balance');
-    const account = await admin.send<Account>('/accounts', { name: value('new-account-name'), ...(balance ? { balance } : {}) });
-    consoleStatus.info(`Account ${account.id} created with ${account.balance}.`);
-    element<HTMLFormElement>('new-account-form').reset();
-    await loadAccounts();
-    await openAccount(account.id);
-  });
-  form('credit-form', async () => {
-    if (!selected) return;
-    const account = await admin.send<Account>(`/accounts/${encodeURIComponent(selected)}/credit`, { amount: value('credit-amount') });
-    consoleStatus.info(`Balance of ${account.id} is now ${account.balance}.`);
-    element<HTMLFormElement>('credit-form').reset();
-    await Promise.all([openAccount(account.id), loadAccounts()]);
-  });
-  form('new-key-form', async () => {
-    if (!selected) return;
-    const label = value('new-key-label');
-    const created = await admin.send<{ key: Key; api_key: string }>(`/accounts/${encodeURIComponent(selected)}/keys`, label ? { label } : {});
-    newKeyValue.textContent = created.api_key;
-    newKey.hidden = false;
-    consoleStatus.info(`Key ${created.key.id} created.`);
-    element<HTMLFormElement>('new-key-form').reset();
-    await Promise.all([openAccount(selected), loadAccounts()]);
-  });
-  element('new-key-hide').addEventListener('click', () => {
-    newKeyValue.textContent = '';
-    newKey.hidden = true;
+  const newAccount = element<HTMLFormElement>('new-account-form');
+  newAccount.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void busy(newAccount.querySelector('button')!, () => attempt(async () => {
+      const balance = element<HTMLInputElement>('new-account-balance').value.trim();
+      const name = element<HTMLInputElement>('new-account-name').value.trim();
+      const account = await admin.send<Account>('/accounts', { name, ...(balance ? { balance } : {}) });
+      consoleStatus.info(`Account ${account.id} created with ${account.balance}.`);
+      newAccount.reset();
+      await loadAccounts();
+      await detail.open(account.id);
+    }));
   });
 
   remember.checked = credential.remembered;
