@@ -22,6 +22,15 @@ afterAll(() => t.close());
 const ZERO = { requests: 0, cost_micros: 0, cost: '0.00', seconds: 0, characters: 0, tokens: 0 };
 
 /** The `days` UTC dates ending today, oldest first. */
+/** A real billed request through the metered probe route: `seconds` at 100 micros a second. */
+function meteredRequest(apiKey: string, seconds: number): Promise<Response> {
+  return fetch(`${t.baseUrl}/openai/v1/test/metered`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ seconds }),
+  });
+}
+
 function lastDays(days: number): string[] {
   const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
   return Array.from({ length: days }, (_, i) => new Date(today - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10));
@@ -31,11 +40,7 @@ describe('GET /accounts/:id/usage', () => {
   it('gives exactly `days` days ending today, zero-filled, today summing every request of the account', async () => {
     const customer = await t.newAccount(10_000_000);
     // A real billed request: 2.5 s at 100 micros a second.
-    const billed = await fetch(`${t.baseUrl}/openai/v1/test/metered`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${customer.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ seconds: 2.5 }),
-    });
+    const billed = await meteredRequest(customer.apiKey, 2.5);
     expect(billed.status).toBe(200);
     // One more request with two records (characters and tokens): counted once.
     const record = { requestId: 'req_report', accountId: customer.accountId, keyId: customer.keyId, model: 'banjugu-1' };
@@ -122,11 +127,7 @@ describe('GET /accounts/:id/calls', () => {
 describe('GET /accounts/:id/usage/records', () => {
   it('lists the account\'s usage records newest first, `limit` of them, a real billed request included', async () => {
     const customer = await t.newAccount(10_000_000);
-    const billed = await fetch(`${t.baseUrl}/openai/v1/test/metered`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${customer.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ seconds: 2.5 }),
-    });
+    const billed = await meteredRequest(customer.apiKey, 2.5);
     expect(billed.status).toBe(200);
     const billedId = billed.headers.get('x-request-id');
     const record = { requestId: 'req_records', accountId: customer.accountId, keyId: customer.keyId, model: 'banjugu-1' };
