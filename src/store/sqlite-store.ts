@@ -60,6 +60,16 @@ const MIGRATIONS: readonly string[] = [
   CLIENT_SECRETS_MIGRATION,
   TELEPHONY_MIGRATION,
   ADMIN_MIGRATION,
+  // Idempotent settlements (the same rule as the PostgreSQL store, src/store/postgres/pg-ledger.ts): a
+  // request id is not unique (one settlement writes several rows; a call or realtime session settles many
+  // times under one request id), so each row of a settlement carries the hold id it settles and its index
+  // in the batch, UNIQUE together. A retried write of the same settlement inserts nothing and debits
+  // nothing; rows written without a hold id (NULL, never equal) are not deduplicated.
+  `
+  ALTER TABLE usage_records ADD COLUMN settlement_id TEXT;
+  ALTER TABLE usage_records ADD COLUMN line INTEGER;
+  CREATE UNIQUE INDEX idx_usage_settlement ON usage_records(settlement_id, line);
+  `,
 ];
 
 interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
@@ -152,10 +162,12 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     listAllKeys: db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY rowid'),
     listAccountKeys: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE account_id = ? ORDER BY rowid'),
     revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    // DO NOTHING on the settlement key only: CHECK, NOT NULL and foreign-key failures still abort.
     insertUsage: db.prepare(
       `INSERT INTO usage_records
-         (request_id, account_id, key_id, model, unit, quantity, unit_price_micros, cost_micros, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         (request_id, account_id, key_id, model, unit, quantity, unit_price_micros, cost_micros, created_at, settlement_id, line)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (settlement_id, line) DO NOTHING`,
     ),
   };
 
@@ -176,10 +188,15 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     // counted twice (held and debited) nor for a moment neither.
     if (releaseHoldId !== undefined) holds.release(releaseHoldId);
     const createdAt = nowIso();
-    const debits = new Map<string, number>();
-    for (const r of records) {
-      stmt.insertUsage.run(r.requestId, r.accountId, r.keyId, r.model, r.unit, r.quantity, r.unitPriceMicros, r.costMicros, createdAt);
-      debits.set(r.accountId, (debits.get(r.accountId) ?? 0) + r.costMicros);
+    const settlementId = releaseHoldId ?? null;
+    const debits = new Map<string, number>(records.map((r) => [r.accountId, 0]));
+    for (const [line, r] of records.entries()) {
+      const { changes } = stmt.insertUsage.run(
+        r.requestId, r.accountId, r.keyId, r.model, r.unit, r.quantity, r.unitPriceMicros, r.costMicros, createdAt,
+        settlementId, settlementId === null ? null : line,
+      );
+      // Only rows actually inserted are debited: a retried settlement costs nothing more.
+      if (changes > 0) debits.set(r.accountId, debits.get(r.accountId)! + r.costMicros);
     }
     const balances: Record<string, number> = {};
     for (const [accountId, total] of debits) balances[accountId] = addToBalance(accountId, -total).balanceMicros;

@@ -1,6 +1,7 @@
 /**
- * The SQLite store: schema and pragmas, accounts, keys, and above all the usage ledger's all-or-nothing
- * transaction and its durability across a kill -9.
+ * What only the SQLite store has: its file (parent directory, WAL, schema version), upgrades of files
+ * written by older versions, and a committed usage row's durability across a kill -9. Everything a Store
+ * must do runs against SQLite and PostgreSQL in sqlite-contract.test.ts and postgres-contract.test.ts.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
-import type { NewUsageRecord, Store, UsageUnit } from '../../../src/store/store.js';
+import type { NewUsageRecord, Store } from '../../../src/store/store.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const hangFixture = fileURLToPath(new URL('../../fixtures/commit-then-hang.ts', import.meta.url));
@@ -30,6 +31,9 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Undoes migration 7 (idempotent settlements), so that a test can replay the migrations from an older version. */
+const UNDO_SETTLEMENTS = 'DROP INDEX idx_usage_settlement; ALTER TABLE usage_records DROP COLUMN line; ALTER TABLE usage_records DROP COLUMN settlement_id; ';
+
 function usage(accountId: string, overrides: Partial<NewUsageRecord> = {}): NewUsageRecord {
   return {
     requestId: 'req_1', accountId, keyId: 'key_aaaaaaaaaaaa', model: 'djelia-transcribe',
@@ -42,7 +46,7 @@ describe('opening', () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(raw.pragma('user_version', { simple: true })).toBe(6);
+      expect(raw.pragma('user_version', { simple: true })).toBe(7);
       const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual(expect.arrayContaining(['accounts', 'api_keys', 'usage_records', 'holds', 'rate_limits', 'admin_keys', 'admin_audit']));
       const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").pluck().all();
@@ -63,7 +67,7 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -77,7 +81,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 2');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -91,7 +95,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'c'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 3');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -110,7 +114,7 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'd'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
     raw.pragma('user_version = 4');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -125,6 +129,23 @@ describe('opening', () => {
     await store.recordCall(call);
     expect(await store.listCalls({ accountId: account.id })).toEqual([call]);
     expect(await store.listCalls({ accountId: 'acct_other' })).toEqual([]);
+  });
+
+  it('upgrades a version-6 file (before idempotent settlements) in place: old rows kept, a retried settlement debits once', async () => {
+    const account = await store.createAccount('old', 1_000);
+    await store.recordUsage([usage(account.id)]);
+    await store.close();
+    const raw = new Database(dbPath);
+    raw.exec(UNDO_SETTLEMENTS);
+    raw.pragma('user_version = 6');
+    raw.close();
+    store = await openSqliteStore(dbPath);
+    expect(await store.listUsage()).toHaveLength(1);
+    await store.placeHold({ id: 'hold_1', accountId: account.id, requestId: 'req_2', amountMicros: 150, expiresAt: Date.now() + 60_000 }, Date.now());
+    await store.recordUsage([usage(account.id, { requestId: 'req_2' })], { releaseHoldId: 'hold_1' });
+    await store.recordUsage([usage(account.id, { requestId: 'req_2' })], { releaseHoldId: 'hold_1' });
+    expect(await store.listUsage()).toHaveLength(2);
+    expect((await store.getAccount(account.id))!.balanceMicros).toBe(700);
   });
 
   it('refuses a database written by a newer schema', async () => {
@@ -144,102 +165,7 @@ describe('opening', () => {
   });
 });
 
-describe('accounts', () => {
-  it('creates, lists, counts and credits accounts with ISO UTC timestamps', async () => {
-    const a = await store.createAccount('alpha', 1_000_000);
-    const b = await store.createAccount('beta', 0);
-    expect(a.id).toMatch(/^acct_[0-9a-f]{12}$/);
-    expect(a.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    expect((await store.listAccounts()).map((x) => x.id)).toEqual([a.id, b.id]);
-    expect(await store.countAccounts()).toBe(2);
-    expect((await store.credit(a.id, 250)).balanceMicros).toBe(1_000_250);
-    expect((await store.credit(a.id, -2_000_000)).balanceMicros).toBe(-999_750);
-    expect(await store.getAccount('acct_missing')).toBeUndefined();
-  });
-
-  it('rejects crediting an unknown account or a fractional amount', async () => {
-    await expect(store.credit('acct_000000000000', 5)).rejects.toThrow(/Unknown account/);
-    const a = await store.createAccount('a', 0);
-    await expect(store.credit(a.id, 0.5)).rejects.toThrow(RangeError);
-  });
-});
-
-describe('keys', () => {
-  it('finds an active key by hash with its account, and stops finding it once revoked', async () => {
-    const account = await store.createAccount('k', 10);
-    const key = await store.createKey(account.id, 'a'.repeat(64), 'ci');
-    expect(key).toMatchObject({ accountId: account.id, label: 'ci', revokedAt: null });
-    expect(key.id).toMatch(/^key_[0-9a-f]{12}$/);
-    const none = { requestsPerMinute: null, tokensPerMinute: null, concurrent: null };
-    expect(await store.findKeyByHash('a'.repeat(64))).toEqual({ key, keyHash: 'a'.repeat(64), account, limits: { account: none, key: none } });
-    expect(await store.revokeKey(key.id)).toBe(true);
-    expect(await store.revokeKey(key.id)).toBe(false);
-    expect(await store.revokeKey('key_unknown')).toBe(false);
-    expect(await store.findKeyByHash('a'.repeat(64))).toBeUndefined();
-    expect((await store.listKeys(account.id))[0]!.revokedAt).not.toBeNull();
-  });
-
-  it('lists keys per account and refuses a duplicate hash or an unknown account', async () => {
-    const a = await store.createAccount('a', 0);
-    const b = await store.createKey(a.id, 'b'.repeat(64), 'one');
-    const other = await store.createAccount('other', 0);
-    await store.createKey(other.id, 'c'.repeat(64), 'two');
-    expect(await store.listKeys(a.id)).toEqual([b]);
-    expect(await store.listKeys()).toHaveLength(2);
-    await expect(store.createKey(a.id, 'b'.repeat(64), 'dup')).rejects.toThrow(/UNIQUE/);
-    await expect(store.createKey('acct_nope', 'd'.repeat(64), 'x')).rejects.toThrow(/FOREIGN KEY/);
-  });
-});
-
-describe('recordUsage', () => {
-  it('writes exactly one row and debits exactly its cost', async () => {
-    const a = await store.createAccount('u', 1_000);
-    const { balances } = await store.recordUsage([usage(a.id)]);
-    expect(balances).toEqual({ [a.id]: 850 });
-    const rows = await store.listUsage();
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ ...usage(a.id), id: expect.any(Number) });
-    expect((await store.getAccount(a.id))!.balanceMicros).toBe(850);
-  });
-
-  it('writes nothing and debits nothing when one record violates the unit CHECK', async () => {
-    const a = await store.createAccount('u', 1_000);
-    const bad = usage(a.id, { unit: 'minute' as UsageUnit, costMicros: 300 });
-    await expect(store.recordUsage([usage(a.id), bad])).rejects.toThrow(/CHECK constraint/);
-    expect(await store.listUsage()).toEqual([]);
-    expect((await store.getAccount(a.id))!.balanceMicros).toBe(1_000);
-  });
-
-  it('writes nothing when a later record names an unknown account', async () => {
-    const a = await store.createAccount('u', 1_000);
-    await expect(store.recordUsage([usage(a.id), usage('acct_nonexistent')])).rejects.toThrow();
-    expect(await store.listUsage()).toEqual([]);
-    expect((await store.getAccount(a.id))!.balanceMicros).toBe(1_000);
-  });
-
-  it('debits each account by the sum of its own records', async () => {
-    const a = await store.createAccount('a', 1_000);
-    const b = await store.createAccount('b', 1_000);
-    const result = await store.recordUsage([usage(a.id), usage(b.id, { costMicros: 7 }), usage(a.id, { costMicros: 50 })]);
-    expect(result.balances).toEqual({ [a.id]: 800, [b.id]: 993 });
-  });
-
-  it('refuses fractional micros', async () => {
-    const a = await store.createAccount('a', 1_000);
-    await expect(store.recordUsage([usage(a.id, { costMicros: 1.5 })])).rejects.toThrow(RangeError);
-    expect(await store.listUsage()).toEqual([]);
-  });
-
-  it('filters usage by account and request', async () => {
-    const a = await store.createAccount('a', 1_000);
-    const b = await store.createAccount('b', 1_000);
-    await store.recordUsage([usage(a.id, { requestId: 'r1' }), usage(b.id, { requestId: 'r2' })]);
-    await store.recordUsage([usage(a.id, { requestId: 'r3' })]);
-    expect((await store.listUsage({ accountId: a.id })).map((r) => r.requestId)).toEqual(['r1', 'r3']);
-    expect((await store.listUsage({ requestId: 'r2' })).map((r) => r.accountId)).toEqual([b.id]);
-    expect(await store.listUsage({ accountId: a.id, requestId: 'r2' })).toEqual([]);
-  });
-
+describe('recordUsage durability', () => {
   it('keeps a committed row when the process is killed with SIGKILL right after the commit', async () => {
     const a = await store.createAccount('crash', 1_000);
     const child = spawn(process.execPath, ['--import', 'tsx', hangFixture, dbPath, a.id, 'req_crash'], {
@@ -259,25 +185,5 @@ describe('recordUsage', () => {
     store = await openSqliteStore(dbPath);
     expect((await store.listUsage({ requestId: 'req_crash' })).map((r) => r.costMicros)).toEqual([200]);
     expect((await store.getAccount(a.id))!.balanceMicros).toBe(800);
-  });
-});
-
-describe('rate-limit overrides', () => {
-  it('sets fields one by one, keeps the others, goes back to defaults with null, and clears', async () => {
-    const account = await store.createAccount('l', 1);
-    const key = await store.createKey(account.id, 'c'.repeat(64), 'l');
-    expect(await store.getRateLimits(account.id)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
-    await store.setRateLimits(account.id, { requestsPerMinute: 10 });
-    expect(await store.setRateLimits(account.id, { concurrent: 0 })).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, concurrent: 0 });
-    await store.setRateLimits(key.id, { tokensPerMinute: 7 });
-    expect((await store.findKeyByHash('c'.repeat(64)))?.limits).toEqual({
-      account: { requestsPerMinute: 10, tokensPerMinute: null, concurrent: 0 },
-      key: { requestsPerMinute: null, tokensPerMinute: 7, concurrent: null },
-    });
-    expect(await store.setRateLimits(account.id, { requestsPerMinute: null })).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: 0 });
-    await expect(store.setRateLimits(account.id, { concurrent: -1 })).rejects.toThrow(RangeError);
-    expect(await store.clearRateLimits(account.id)).toBe(true);
-    expect(await store.clearRateLimits(account.id)).toBe(false);
-    expect(await store.getRateLimits(account.id)).toEqual({ requestsPerMinute: null, tokensPerMinute: null, concurrent: null });
   });
 });
