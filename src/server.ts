@@ -7,7 +7,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from './config/config.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
-import { openSqliteStore } from './store/sqlite-store.js';
+import { describeStoreLocation, openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { Ledger } from './billing/ledger.js';
 import { ModelCatalog, type Clock } from './api/model-catalog.js';
@@ -32,7 +32,7 @@ export interface StartOptions {
   config: Config;
   clock?: Clock;
   logDestination?: DestinationStream;
-  /** Use this store instead of opening config.dbPath (the caller closes it). */
+  /** Use this store instead of opening the configured one (KUMA_DATABASE_URL or KUMA_DB_PATH; the caller closes it). */
   store?: Store;
   /** Use these engines instead of the config's manifest (the caller closes them); null = no models. */
   engines?: EngineRegistry | null;
@@ -65,7 +65,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const logger = createLogger(config.logLevel, options.logDestination);
   const metrics = new Metrics();
   const ownsStore = !options.store;
-  const rawStore = options.store ?? (await openSqliteStore(config.dbPath));
+  const rawStore = options.store ?? (await openStore(config));
   const keys = new KeyCache(rawStore, { ttlMs: config.authCacheTtlMs });
   // This process's own changes to keys and limits drop the cache at once; other processes' within its TTL.
   const store = withKeyCacheInvalidation(rawStore, keys);
@@ -150,7 +150,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes },
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
   });
-  logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert) }, 'listening');
+  logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert), store: ownsStore ? describeStoreLocation(config) : 'embedder' }, 'listening');
 
   let closing: Promise<void> | null = null;
   return {

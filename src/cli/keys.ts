@@ -10,7 +10,7 @@ import { MICROS_PER_UNIT } from '../billing/prices.js';
 import { InvalidAmountError } from '../billing/errors.js';
 import { formatUnits, parseUnits } from '../billing/units.js';
 import { loadConfig } from '../config/config.js';
-import { openSqliteStore } from '../store/sqlite-store.js';
+import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { isEntryPoint } from './entry-point.js';
 import { UsageError } from './usage-error.js';
@@ -196,7 +196,7 @@ async function main(): Promise<void> {
   let store: Store | undefined;
   try {
     const config = loadConfig();
-    store = await openSqliteStore(config.dbPath);
+    store = await openStore(config);
     const options = { limitDefaults: limitDefaultsOf(config) };
     process.exitCode = await runKeysCommand(process.argv.slice(2), store, (l) => console.log(l), (l) => console.error(l), options);
   } catch (error) {

@@ -8,12 +8,26 @@ import { z } from 'zod';
 import { PriceTableSchema } from '../billing/prices.js';
 import { parseOutboundPolicy } from '../telephony/outbound-policy.js';
 
+/**
+ * '' (not set) or a postgres:// / postgresql:// URL. Only the scheme is checked here: libpq-style URLs that
+ * WHATWG's URL refuses are valid (postgres://kuma@/kuma?host=/run/postgresql, a Unix socket), and the
+ * driver reports anything else it cannot use when the store opens.
+ */
+function isPostgresUrl(value: string): boolean {
+  return value === '' || /^postgres(ql)?:\/\/\S+$/.test(value);
+}
+
 const int = (def: number) => z.coerce.number().int().nonnegative().default(def);
 
 export const ConfigSchema = z.object({
   host: z.string().default('0.0.0.0'),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   dbPath: z.string().default(path.join('data', 'kuma.sqlite')),
+  /**
+   * PostgreSQL connection URL: when set, the store is PostgreSQL (shared by every node) and dbPath is unused;
+   * empty = the embedded SQLite file. Never logged (it may hold a password).
+   */
+  databaseUrl: z.string().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL (e.g. postgres://kuma:secret@db.internal:5432/kuma)').default(''),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** The service maker's name: the extension object's key, model ids' prefix and `owned_by` (SPEC's `vendor`). */
   vendor: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('djelia'),
@@ -146,6 +160,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   PORT: 'port',
   KUMA_PORT: 'port',
   KUMA_DB_PATH: 'dbPath',
+  KUMA_DATABASE_URL: 'databaseUrl',
   KUMA_LOG_LEVEL: 'logLevel',
   KUMA_VENDOR: 'vendor',
   KUMA_RETIREMENT_DATE: 'retirementDate',

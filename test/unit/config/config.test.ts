@@ -23,4 +23,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KUMA_RETIREMENT_DATE: 'soon' })).toThrow(/KUMA_RETIREMENT_DATE/);
     expect(() => loadConfig({ KUMA_PRICE_TRANSCRIPTION_PER_SECOND: '-1' })).toThrow(/KUMA_PRICE_TRANSCRIPTION_PER_SECOND/);
   });
+
+  it('takes a postgres:// or postgresql:// KUMA_DATABASE_URL and refuses anything else, naming the variable', () => {
+    expect(loadConfig({}).databaseUrl).toBe('');
+    expect(loadConfig({ KUMA_DATABASE_URL: 'postgres://kuma:pw@db:5432/kuma' }).databaseUrl).toBe('postgres://kuma:pw@db:5432/kuma');
+    expect(loadConfig({ KUMA_DATABASE_URL: 'postgresql://kuma@/kuma?host=/run/postgresql' }).databaseUrl).toMatch(/^postgresql:/);
+    expect(() => loadConfig({ KUMA_DATABASE_URL: 'mysql://kuma@db/kuma' })).toThrow(/databaseUrl \(KUMA_DATABASE_URL\): must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    expect(() => loadConfig({ KUMA_DATABASE_URL: 'db.internal:5432' })).toThrow(/KUMA_DATABASE_URL/);
+  });
 });

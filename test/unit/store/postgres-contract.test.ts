@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../../src/store/postgres/postgres-store.js';
 import { MIGRATIONS, migrate } from '../../../src/store/postgres/pg-migrations.js';
 import { createPool } from '../../../src/store/postgres/pg-db.js';
+import { describeStoreLocation, openStore } from '../../../src/store/open-store.js';
 import type { Store } from '../../../src/store/store.js';
 import { findPostgresBin, startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { describeStoreContract } from '../../store-contract/store-contract.js';
@@ -55,6 +56,24 @@ describe.skipIf(!bin && !required)('PostgreSQL store', () => {
         await store.close();
       },
     };
+  });
+
+  describe('selection', () => {
+    it('openStore opens PostgreSQL when a database URL is set (the SQLite path is then unused)', async () => {
+      const url = await freshDatabase();
+      const store = await openStore({ databaseUrl: url, dbPath: '/nonexistent/never-created/kuma.sqlite' });
+      const account = await store.createAccount('via openStore', 3);
+      await store.close();
+      const direct = await openPostgresStore(url);
+      expect(await direct.getAccount(account.id)).toEqual(account);
+      await direct.close();
+      expect(describeStoreLocation({ databaseUrl: 'postgres://kuma:secret@db:5432/kuma', dbPath: 'x' })).toBe('postgres://kuma:***@db:5432/kuma');
+      expect(describeStoreLocation({ databaseUrl: url, dbPath: 'x' })).toBe(url);
+    });
+
+    it('fails to open, with the driver\'s error, when the database does not exist', async () => {
+      await expect(openPostgresStore(cluster.url.replace('/kuma_test?', '/no_such_db?'))).rejects.toThrow(/no_such_db/);
+    });
   });
 
   describe('migrations', () => {
