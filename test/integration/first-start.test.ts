@@ -63,11 +63,14 @@ describe('first start', () => {
       expect((await fetch(`${first.baseUrl}/openai/v1/models`, { headers: { authorization: `Bearer ${adminKey}` } })).status).toBe(401);
       expect((await fetch(`${first.baseUrl}/admin/v1/whoami`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(403);
 
+      // The log is written asynchronously: wait for the access-log lines of the requests above, so the
+      // check below covers them (on a busy machine they can trail the responses).
+      const logLinesOf = (text: string) => text.split('\n').filter((l) => l.startsWith('{'));
+      await expect.poll(() => logLinesOf(first.stdout()).length, { timeout: 10_000 }).toBeGreaterThan(3);
       const everything = first.stdout();
       expect(everything.split(adminKey)).toHaveLength(2);
       expect(everything.split(apiKey)).toHaveLength(2);
-      const logLines = everything.split('\n').filter((l) => l.startsWith('{'));
-      expect(logLines.length).toBeGreaterThan(3);
+      const logLines = logLinesOf(everything);
       for (const line of logLines) {
         expect(line).not.toContain(adminKey);
         expect(line).not.toContain(apiKey);
