@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { AdminAuditEntry, AdminKeyRecord, Store } from './store.js';
+import { toAdminKey, toAudit, toDay, type AdminKeyRow, type AuditRow, type DayRow } from './store-rows.js';
 
 /** Appended to the store's migrations. */
 export const ADMIN_MIGRATION = `
@@ -33,16 +34,6 @@ type AdminMethods = Pick<
   Store,
   'createAdminKey' | 'findAdminKeyByHash' | 'listAdminKeys' | 'revokeAdminKey' | 'countAdminKeys' | 'recordAdminAudit' | 'listAdminAudit' | 'dailyUsage'
 >;
-
-interface AdminKeyRow { id: string; key_hash: string; label: string; created_at: string; revoked_at: string | null }
-interface AuditRow { id: string; at: string; admin_key_id: string; action: string; target: string; detail: string; request_id: string }
-interface DayRow { day: string; requests: number; cost_micros: number; seconds: number; characters: number; tokens: number }
-
-const toAdminKey = (r: AdminKeyRow): AdminKeyRecord => ({ id: r.id, label: r.label, createdAt: r.created_at, revokedAt: r.revoked_at });
-const toAudit = (r: AuditRow): AdminAuditEntry => ({
-  id: r.id, at: r.at, adminKeyId: r.admin_key_id, action: r.action, target: r.target,
-  detail: JSON.parse(r.detail) as Record<string, unknown>, requestId: r.request_id,
-});
 
 /**
  * The admin methods of the Store. `durable` is the store's wait for the WAL's fdatasync: every write the
@@ -101,9 +92,7 @@ export function sqliteAdmin(db: Database.Database, durable: <T>(value: T) => Pro
       return stmt.listAudit.all(limit).map(toAudit);
     },
     async dailyUsage(accountId, sinceDate) {
-      return stmt.dailyUsage.all(accountId, sinceDate).map((r) => ({
-        date: r.day, requests: r.requests, costMicros: r.cost_micros, seconds: r.seconds, characters: r.characters, tokens: r.tokens,
-      }));
+      return stmt.dailyUsage.all(accountId, sinceDate).map(toDay);
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ClientSecretRecord, NewClientSecret } from './store.js';
+import { toClientSecret, type SecretRow } from './store-rows.js';
 
 /** Appended to the store's migrations: a new table only, so existing files keep every row they had. */
 export const CLIENT_SECRETS_MIGRATION = `
@@ -20,10 +21,6 @@ export const CLIENT_SECRETS_MIGRATION = `
   CREATE INDEX idx_client_secrets_expiry ON client_secrets(expires_at);
 `;
 
-interface Row {
-  secret_hash: string; account_id: string; key_id: string; shape: string; session_json: string; expires_at: number;
-}
-
 export interface SqliteClientSecrets {
   insert(secret: NewClientSecret, now: number): void;
   consume(secretHash: string): ClientSecretRecord | undefined;
@@ -36,7 +33,7 @@ export function sqliteClientSecrets(db: Database.Database): SqliteClientSecrets 
   // Expired secrets are dropped as new ones are minted: the table holds at most ten minutes of mints.
   const prune = db.prepare('DELETE FROM client_secrets WHERE expires_at <= ?');
   // One statement: two upgrades racing with one secret cannot both get the row (single use).
-  const consume = db.prepare<[string], Row>('DELETE FROM client_secrets WHERE secret_hash = ? RETURNING *');
+  const consume = db.prepare<[string], SecretRow>('DELETE FROM client_secrets WHERE secret_hash = ? RETURNING *');
   return {
     insert(secret, now) {
       db.transaction(() => {
@@ -46,15 +43,7 @@ export function sqliteClientSecrets(db: Database.Database): SqliteClientSecrets 
     },
     consume(secretHash) {
       const row = consume.get(secretHash);
-      if (!row) return undefined;
-      return {
-        secretHash: row.secret_hash,
-        accountId: row.account_id,
-        keyId: row.key_id,
-        shape: row.shape as ClientSecretRecord['shape'],
-        session: JSON.parse(row.session_json) as Record<string, unknown>,
-        expiresAt: row.expires_at,
-      };
+      return row && toClientSecret(row);
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { LimitOverrides } from './store.js';
+import { toOverrides, type LimitColumns } from './store-rows.js';
 
 /**
  * Appended to the store's migrations. A new table only, so an existing database file gains it on its next
@@ -17,21 +18,6 @@ export const RATE_LIMITS_MIGRATION = `
     concurrent          INTEGER CHECK (concurrent IS NULL OR concurrent >= 0)
   );
 `;
-
-/** The columns as the key lookup joins them (prefix `a_` for the account's row, `k_` for the key's). */
-export interface LimitColumns {
-  requests_per_minute: number | null;
-  tokens_per_minute: number | null;
-  concurrent: number | null;
-}
-
-export function toOverrides(row: LimitColumns | undefined): LimitOverrides {
-  return {
-    requestsPerMinute: row?.requests_per_minute ?? null,
-    tokensPerMinute: row?.tokens_per_minute ?? null,
-    concurrent: row?.concurrent ?? null,
-  };
-}
 
 export interface SqliteRateLimits {
   get(subject: string): LimitOverrides;

@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { Account, ApiKeyRecord, NewUsageRecord, Store, UsageRecord } from './store.js';
+import type { Account, ApiKeyRecord, NewUsageRecord, Store } from './store.js';
 import { WalSync } from './wal-sync.js';
 import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
-import { RATE_LIMITS_MIGRATION, sqliteRateLimits, toOverrides } from './sqlite-rate-limits.js';
+import { RATE_LIMITS_MIGRATION, sqliteRateLimits } from './sqlite-rate-limits.js';
+import { toAccount, toFoundKey, toKey, toUsage, type AccountRow, type FoundKeyRow, type KeyRow, type UsageRow } from './store-rows.js';
 import { CLIENT_SECRETS_MIGRATION, sqliteClientSecrets } from './sqlite-client-secrets.js';
 import { sqliteTelephony, TELEPHONY_MIGRATION } from './sqlite-telephony.js';
 import { ADMIN_MIGRATION, sqliteAdmin } from './sqlite-admin.js';
@@ -71,27 +72,6 @@ const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX idx_usage_settlement ON usage_records(settlement_id, line);
   `,
 ];
-
-interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
-interface KeyRow { id: string; account_id: string; label: string; created_at: string; revoked_at: string | null }
-interface FoundKeyRow extends KeyRow {
-  key_hash: string; a_name: string; a_balance: number; a_created: string;
-  a_rpm: number | null; a_tpm: number | null; a_conc: number | null; k_rpm: number | null; k_tpm: number | null; k_conc: number | null;
-}
-interface UsageRow {
-  id: number; request_id: string; account_id: string; key_id: string; model: string; unit: string;
-  quantity: number; unit_price_micros: number; cost_micros: number; created_at: string;
-}
-
-const toAccount = (r: AccountRow): Account => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, createdAt: r.created_at });
-const toKey = (r: KeyRow): ApiKeyRecord => ({
-  id: r.id, accountId: r.account_id, label: r.label, createdAt: r.created_at, revokedAt: r.revoked_at,
-});
-const toUsage = (r: UsageRow): UsageRecord => ({
-  id: r.id, requestId: r.request_id, accountId: r.account_id, keyId: r.key_id, model: r.model,
-  unit: r.unit as UsageRecord['unit'], quantity: r.quantity, unitPriceMicros: r.unit_price_micros,
-  costMicros: r.cost_micros, createdAt: r.created_at,
-});
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
 const nowIso = () => new Date().toISOString();
@@ -229,16 +209,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     },
     async findKeyByHash(keyHash) {
       const row = stmt.findKeyByHash.get(keyHash);
-      if (!row) return undefined;
-      return {
-        key: toKey(row),
-        keyHash: row.key_hash,
-        account: { id: row.account_id, name: row.a_name, balanceMicros: row.a_balance, createdAt: row.a_created },
-        limits: {
-          account: toOverrides({ requests_per_minute: row.a_rpm, tokens_per_minute: row.a_tpm, concurrent: row.a_conc }),
-          key: toOverrides({ requests_per_minute: row.k_rpm, tokens_per_minute: row.k_tpm, concurrent: row.k_conc }),
-        },
-      };
+      return row && toFoundKey(row);
     },
     async getKey(keyId) {
       const row = stmt.getKey.get(keyId);

@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { AccountWebhook, CallRecord } from './store.js';
+import { toCall, toWebhook, type CallRow, type WebhookRow } from './store-rows.js';
 
 /** Appended to the store's migrations: new tables only. */
 export const TELEPHONY_MIGRATION = `
@@ -39,13 +40,6 @@ export const TELEPHONY_MIGRATION = `
   CREATE INDEX idx_calls_account ON calls(account_id, started_at);
 `;
 
-interface WebhookRow { account_id: string; url: string; secret: string; updated_at: string }
-interface CallRow {
-  id: string; account_id: string; key_id: string; carrier: string; mode: string; carrier_call_id: string | null;
-  started_at: string; ended_at: string; duration_ms: number; turns: number; caller_seconds: number;
-  characters_synthesized: number; characters_translated: number; cost_micros: number; end_reason: string;
-}
-
 export interface SqliteTelephony {
   serverSecret(name: string, create: () => string): string;
   getWebhook(accountId: string): AccountWebhook | undefined;
@@ -53,13 +47,6 @@ export interface SqliteTelephony {
   recordCall(call: CallRecord): void;
   listCalls(filter: { accountId?: string; latest?: number }): CallRecord[];
 }
-
-const toCall = (r: CallRow): CallRecord => ({
-  id: r.id, accountId: r.account_id, keyId: r.key_id, carrier: r.carrier, mode: r.mode, carrierCallId: r.carrier_call_id,
-  startedAt: r.started_at, endedAt: r.ended_at, durationMs: r.duration_ms, turns: r.turns, callerSeconds: r.caller_seconds,
-  charactersSynthesized: r.characters_synthesized, charactersTranslated: r.characters_translated, costMicros: r.cost_micros,
-  endReason: r.end_reason,
-});
 
 export function sqliteTelephony(db: Database.Database): SqliteTelephony {
   // INSERT OR IGNORE then read: two processes creating the secret at once agree on the first one written.
@@ -90,7 +77,7 @@ export function sqliteTelephony(db: Database.Database): SqliteTelephony {
     },
     getWebhook(accountId) {
       const row = getWebhook.get(accountId);
-      return row ? { accountId: row.account_id, url: row.url, secret: row.secret, updatedAt: row.updated_at } : undefined;
+      return row && toWebhook(row);
     },
     setWebhook(accountId, webhook) {
       if (webhook) upsertWebhook.run(accountId, webhook.url, webhook.secret, new Date().toISOString());

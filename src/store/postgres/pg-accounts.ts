@@ -5,8 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import type { Account, ApiKeyRecord, LimitOverrides, Store } from '../store.js';
+import type { Account, ApiKeyRecord, Store } from '../store.js';
 import { assertSafeInteger, nowIso, type Queryable } from './pg-db.js';
+import { toAccount, toFoundKey, toKey, toOverrides, type AccountRow, type FoundKeyRow, type KeyRow, type LimitColumns } from '../store-rows.js';
 
 type AccountMethods = Pick<
   Store,
@@ -14,20 +15,8 @@ type AccountMethods = Pick<
   | 'getRateLimits' | 'setRateLimits' | 'clearRateLimits'
 >;
 
-interface AccountRow { id: string; name: string; balance_micros: number; created_at: string }
-interface KeyRow { id: string; account_id: string; label: string; created_at: string; revoked_at: string | null }
-interface LimitRow { requests_per_minute: number | null; tokens_per_minute: number | null; concurrent: number | null }
-interface FoundKeyRow extends KeyRow {
-  key_hash: string; a_name: string; a_balance: number; a_created: string;
-  a_rpm: number | null; a_tpm: number | null; a_conc: number | null; k_rpm: number | null; k_tpm: number | null; k_conc: number | null;
-}
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
-const toAccount = (r: AccountRow): Account => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, createdAt: r.created_at });
-const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, accountId: r.account_id, label: r.label, createdAt: r.created_at, revokedAt: r.revoked_at });
-const toOverrides = (r: LimitRow | undefined): LimitOverrides => ({
-  requestsPerMinute: r?.requests_per_minute ?? null, tokensPerMinute: r?.tokens_per_minute ?? null, concurrent: r?.concurrent ?? null,
-});
 
 function assertLimit(value: number | null | undefined, what: string): void {
   if (value === null || value === undefined) return;
@@ -87,17 +76,7 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
           WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
         [keyHash],
       );
-      const row = rows[0];
-      if (!row) return undefined;
-      return {
-        key: toKey(row),
-        keyHash: row.key_hash,
-        account: { id: row.account_id, name: row.a_name, balanceMicros: row.a_balance, createdAt: row.a_created },
-        limits: {
-          account: toOverrides({ requests_per_minute: row.a_rpm, tokens_per_minute: row.a_tpm, concurrent: row.a_conc }),
-          key: toOverrides({ requests_per_minute: row.k_rpm, tokens_per_minute: row.k_tpm, concurrent: row.k_conc }),
-        },
-      };
+      return rows[0] && toFoundKey(rows[0]);
     },
     async getKey(keyId) {
       const { rows } = await pool.query<KeyRow>('SELECT id, account_id, label, created_at, revoked_at FROM api_keys WHERE id = $1', [keyId]);
@@ -115,7 +94,7 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
     },
 
     async getRateLimits(subject) {
-      const { rows } = await pool.query<LimitRow>('SELECT requests_per_minute, tokens_per_minute, concurrent FROM rate_limits WHERE subject = $1', [subject]);
+      const { rows } = await pool.query<LimitColumns>('SELECT requests_per_minute, tokens_per_minute, concurrent FROM rate_limits WHERE subject = $1', [subject]);
       return toOverrides(rows[0]);
     },
     async setRateLimits(subject, changes) {
@@ -125,7 +104,7 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
       // One upsert, each column kept or replaced inside PostgreSQL: two admins setting different fields at
       // the same moment both keep their change (no read-modify-write in JS).
       const keep = (v: number | null | undefined) => v === undefined;
-      const { rows } = await pool.query<LimitRow>(
+      const { rows } = await pool.query<LimitColumns>(
         `INSERT INTO rate_limits AS r (subject, requests_per_minute, tokens_per_minute, concurrent) VALUES ($1, $2, $3, $4)
          ON CONFLICT (subject) DO UPDATE SET
            requests_per_minute = CASE WHEN $5 THEN r.requests_per_minute ELSE excluded.requests_per_minute END,

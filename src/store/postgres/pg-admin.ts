@@ -6,22 +6,14 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { AdminAuditEntry, AdminKeyRecord, Store } from '../store.js';
 import { nowIso } from './pg-db.js';
+import { toAdminKey, toAudit, toDay, type AdminKeyRow, type AuditRow, type DayRow } from '../store-rows.js';
 
 type AdminMethods = Pick<
   Store,
   'createAdminKey' | 'findAdminKeyByHash' | 'listAdminKeys' | 'revokeAdminKey' | 'countAdminKeys' | 'recordAdminAudit' | 'listAdminAudit' | 'dailyUsage'
 >;
 
-interface AdminKeyRow { id: string; key_hash: string; label: string; created_at: string; revoked_at: string | null }
-interface AuditRow { id: string; at: string; admin_key_id: string; action: string; target: string; detail: string; request_id: string }
-interface DayRow { day: string; requests: number; cost_micros: number; seconds: number; characters: number; tokens: number }
-
 const KEY_COLUMNS = 'id, key_hash, label, created_at, revoked_at';
-const toAdminKey = (r: AdminKeyRow): AdminKeyRecord => ({ id: r.id, label: r.label, createdAt: r.created_at, revokedAt: r.revoked_at });
-const toAudit = (r: AuditRow): AdminAuditEntry => ({
-  id: r.id, at: r.at, adminKeyId: r.admin_key_id, action: r.action, target: r.target,
-  detail: JSON.parse(r.detail) as Record<string, unknown>, requestId: r.request_id,
-});
 
 export function pgAdmin(pool: pg.Pool): AdminMethods {
   return {
@@ -77,9 +69,7 @@ export function pgAdmin(pool: pg.Pool): AdminMethods {
           ORDER BY day`,
         [accountId, sinceDate],
       );
-      return rows.map((r) => ({
-        date: r.day, requests: r.requests, costMicros: r.cost_micros, seconds: r.seconds, characters: r.characters, tokens: r.tokens,
-      }));
+      return rows.map(toDay);
     },
   };
 }

@@ -14,24 +14,14 @@
  * not deduplicated. The SQLite store applies the same rule (its migration 7).
  */
 import type pg from 'pg';
-import type { HoldOutcome, NewHold, NewUsageRecord, Store, UsageRecord } from '../store.js';
+import type { HoldOutcome, NewHold, NewUsageRecord, Store } from '../store.js';
 import { addToBalance } from './pg-accounts.js';
 import { assertSafeInteger, nowIso, transaction, type Queryable } from './pg-db.js';
+import { toUsage, type UsageRow } from '../store-rows.js';
 
 type LedgerMethods = Pick<Store, 'recordUsage' | 'listUsage' | 'placeHold' | 'growHold' | 'renewHolds' | 'releaseHold' | 'availableMicros'>;
 
-interface UsageRow {
-  id: number; request_id: string; account_id: string; key_id: string; model: string; unit: string;
-  quantity: number; unit_price_micros: number; cost_micros: number; created_at: string;
-}
-
 const USAGE_COLUMNS = 'id, request_id, account_id, key_id, model, unit, quantity, unit_price_micros, cost_micros, created_at';
-
-const toUsage = (r: UsageRow): UsageRecord => ({
-  id: r.id, requestId: r.request_id, accountId: r.account_id, keyId: r.key_id, model: r.model,
-  unit: r.unit as UsageRecord['unit'], quantity: r.quantity, unitPriceMicros: r.unit_price_micros,
-  costMicros: r.cost_micros, createdAt: r.created_at,
-});
 
 function assertMicros(value: number, what: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be a non-negative safe integer, got ${value}`);

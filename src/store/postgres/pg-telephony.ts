@@ -4,28 +4,14 @@
  * webhook endpoint, and one record per finished phone call.
  */
 import type pg from 'pg';
-import type { CallRecord, ClientSecretRecord, Store } from '../store.js';
+import type { Store } from '../store.js';
 import { nowIso, transaction } from './pg-db.js';
+import { toCall, toClientSecret, toWebhook, type CallRow, type SecretRow, type WebhookRow } from '../store-rows.js';
 
 type TelephonyMethods = Pick<
   Store,
   'createClientSecret' | 'consumeClientSecret' | 'serverSecret' | 'getWebhook' | 'setWebhook' | 'recordCall' | 'listCalls'
 >;
-
-interface SecretRow { secret_hash: string; account_id: string; key_id: string; shape: string; session_json: string; expires_at: number }
-interface WebhookRow { account_id: string; url: string; secret: string; updated_at: string }
-interface CallRow {
-  id: string; account_id: string; key_id: string; carrier: string; mode: string; carrier_call_id: string | null;
-  started_at: string; ended_at: string; duration_ms: number; turns: number; caller_seconds: number;
-  characters_synthesized: number; characters_translated: number; cost_micros: number; end_reason: string;
-}
-
-const toCall = (r: CallRow): CallRecord => ({
-  id: r.id, accountId: r.account_id, keyId: r.key_id, carrier: r.carrier, mode: r.mode, carrierCallId: r.carrier_call_id,
-  startedAt: r.started_at, endedAt: r.ended_at, durationMs: r.duration_ms, turns: r.turns, callerSeconds: r.caller_seconds,
-  charactersSynthesized: r.characters_synthesized, charactersTranslated: r.characters_translated, costMicros: r.cost_micros,
-  endReason: r.end_reason,
-});
 
 export function pgTelephony(pool: pg.Pool): TelephonyMethods {
   return {
@@ -42,16 +28,7 @@ export function pgTelephony(pool: pg.Pool): TelephonyMethods {
     async consumeClientSecret(secretHash) {
       // One statement: two upgrades racing on two nodes with one secret cannot both get the row (single use).
       const { rows } = await pool.query<SecretRow>('DELETE FROM client_secrets WHERE secret_hash = $1 RETURNING *', [secretHash]);
-      const row = rows[0];
-      if (!row) return undefined;
-      return {
-        secretHash: row.secret_hash,
-        accountId: row.account_id,
-        keyId: row.key_id,
-        shape: row.shape as ClientSecretRecord['shape'],
-        session: JSON.parse(row.session_json) as Record<string, unknown>,
-        expiresAt: row.expires_at,
-      };
+      return rows[0] && toClientSecret(rows[0]);
     },
     async serverSecret(name, create) {
       const existing = await pool.query<{ value: string }>('SELECT value FROM server_secrets WHERE name = $1', [name]);
@@ -64,7 +41,7 @@ export function pgTelephony(pool: pg.Pool): TelephonyMethods {
     async getWebhook(accountId) {
       const { rows } = await pool.query<WebhookRow>('SELECT * FROM account_webhooks WHERE account_id = $1', [accountId]);
       const row = rows[0];
-      return row ? { accountId: row.account_id, url: row.url, secret: row.secret, updatedAt: row.updated_at } : undefined;
+      return row && toWebhook(row);
     },
     async setWebhook(accountId, webhook) {
       if (!webhook) {
