@@ -46,15 +46,14 @@ describe('ModelEngine', () => {
     expect(await engine.run('spin', { steps: 1, stepMs: 1 })).toMatchObject({ steps: 1 });
   });
 
-  it('an abort is seen by the worker between steps and rejects quickly', async () => {
+  // How quickly (< 100 ms) is measured in test/timing/engine-abort.timing.test.ts, alone on the cores.
+  it('an abort is seen by the worker between steps and rejects the job', async () => {
     const engine = await busyEngine();
     const controller = new AbortController();
     const job = engine.run('spin', { steps: 1000, stepMs: 10 }, controller.signal);
     await new Promise((r) => setTimeout(r, 50));
-    const t0 = performance.now();
     controller.abort();
     await expect(job).rejects.toBeInstanceOf(EngineCancelledError);
-    expect(performance.now() - t0).toBeLessThan(100);
   });
 
   it('a full queue refuses at once with a Retry-After estimate', async () => {
