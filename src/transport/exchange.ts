@@ -121,7 +121,9 @@ export class Exchange implements ApiRequest, WriteContext {
 
   /** Completes the upgrade for a 'duplex' result of an upgrade request (status 101 in the access log). */
   upgrade(result: DuplexResult): boolean {
-    if (!this.upgradeContext) return false;
+    // RFC 6455 §4.1: a handshake says `Connection: Upgrade`. uWS ends a `Connection: close` request's
+    // socket right after the 101, so such a request gets the plain-HTTP answer (426) instead.
+    if (!this.upgradeContext || !hasUpgradeToken(this.headers.connection)) return false;
     const data: UpgradeData = { requestId: this.requestId, route: this.routeLabel, result, peer: null };
     const { headers } = this;
     this.sink.upgrade(
@@ -334,4 +336,9 @@ class ExchangeBody implements RequestBody {
       exchange.signal,
     );
   }
+}
+
+/** Whether a Connection header lists the `upgrade` token (comma-separated, any case). */
+function hasUpgradeToken(connection: string | undefined): boolean {
+  return connection !== undefined && connection.split(',').some((token) => token.trim().toLowerCase() === 'upgrade');
 }

@@ -123,11 +123,14 @@ export class ResponseSink {
     this.status = 101;
     this.headSent = true;
     this.finished = true;
-    this.res.cork(() => {
-      // uWS sends custom headers on an upgrade only after an explicit 101 status line.
-      this.writeHead(101, headers);
-      this.res.upgrade(userData, key, protocol, extensions, context);
-    });
+    // uWS sends custom headers on an upgrade only after an explicit 101 status line; they go out corked.
+    this.res.cork(() => this.writeHead(101, headers));
+    // The upgrade itself must not run inside res.cork(): after the callback, uWS's cork() reads the HTTP
+    // response's state from the socket's memory, which the upgrade has just reallocated (in place) as a
+    // WebSocket; when the stale bytes look like "Connection: close, response done" it closes the new
+    // WebSocket (uNetworking/uWebSockets#1929). Seen here as sockets dropped (1006) right after `open`.
+    // Uncorked, uWS prints a cork warning when this runs outside its callbacks; a lost socket is worse.
+    this.res.upgrade(userData, key, protocol, extensions, context);
     return true;
   }
 

@@ -2,6 +2,7 @@
  * The WebSocket transport seen by a `ws` client: the upgrade goes through the same routing, auth and
  * errors as HTTP; frames are echoed intact; limits close with clear codes; a handler bug costs one socket.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { closed, connect, nextMessage, nextText, open, wsUrl } from '../helpers/websocket-client.js';
@@ -68,6 +69,25 @@ describe('WebSocket upgrade', () => {
     expect(json).toMatchObject({ kind: 'refused', status: 200, body: { plain: true } });
     // Ordinary HTTP still reaches the HTTP handler beside the ws route.
     expect((await fetch(`${t.baseUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('answers an upgrade request that says Connection: close with 426, not a 101 on a socket about to close', async () => {
+    // uWS would send the 101 and then end the socket (a `close` request's socket ends after its response).
+    const port = Number(new URL(t.baseUrl).port);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.write(
+          ['GET /openai/v1/probe/ws/echo HTTP/1.1', 'Host: kuma', `Authorization: Bearer ${t.apiKey}`, 'Upgrade: websocket', 'Connection: close',
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', '', ''].join('\r\n'),
+        );
+      });
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString('latin1')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 426 /);
+    expect(answer).toContain('upgrade_required');
   });
 });
 
