@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The timing tests and the browser tests run alone afterwards (vitest.timing.config.ts); here they would share the cores.
-    exclude: ['test/timing/**', 'test/browser/**', '**/node_modules/**'],
+    // The timing, browser and multi-process tests run alone afterwards (vitest.timing.config.ts); here they would share the cores.
+    exclude: ['test/timing/**', 'test/browser/**', 'test/cluster/**', '**/node_modules/**'],
     // Generates the demo model pack once (skipped when it is current).
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

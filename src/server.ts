@@ -80,6 +80,8 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
       }
     },
   });
+  /** Set by close(): /readyz says not-ready from then on, while the node still serves (drainDelayMs). */
+  let draining = false;
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
   const ownsEngines = options.engines === undefined;
   const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;
@@ -127,6 +129,8 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     vendor: config.vendor,
     version: KUMA_VERSION,
     readinessChecks: [
+      // Not ready from the moment close() is called: the balancer stops sending new work here.
+      async () => (draining ? { name: 'lifecycle', ready: false, detail: 'draining: this node is stopping' } : { name: 'lifecycle', ready: true }),
       async () => ({ name: 'store', ready: (await store.countAccounts()) >= 0 }),
       async () => engines?.readiness() ?? { name: 'models', ready: true, detail: 'no models configured' },
     ],
@@ -166,6 +170,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     audioSocketPort: telephony.audioSocketPort,
     close: () =>
       (closing ??= (async () => {
+        draining = true;
+        if (config.drainDelayMs > 0) {
+          logger.info({ ms: config.drainDelayMs }, 'draining: /readyz answers 503 while this node still serves');
+          await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs));
+        }
         await http.close(config.shutdownGraceMs);
         await telephony.close(config.shutdownGraceMs);
         await vad?.close();
@@ -181,14 +190,18 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   };
 }
 
+/** Generates the demo model pack when the config uses it and it is missing or stale (a no-op otherwise). */
+export async function ensureModelFiles(config: Config): Promise<void> {
+  if (!config.modelsManifest || !config.demoPack) return;
+  // Loaded only when needed: the generator is development-grade code that a production install with
+  // real models never runs.
+  const { ensureDemoPack } = await import('../models/generator/generate-demo-pack.js');
+  await ensureDemoPack();
+}
+
 async function enginesFromConfig(config: Config): Promise<EngineRegistry | null> {
   if (!config.modelsManifest) return null;
-  if (config.demoPack) {
-    // Loaded only when needed: the generator is development-grade code that a production install with
-    // real models never runs.
-    const { ensureDemoPack } = await import('../models/generator/generate-demo-pack.js');
-    await ensureDemoPack();
-  }
+  await ensureModelFiles(config);
   return EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
     intraOpThreads: config.engineIntraOpThreads,
     interOpThreads: config.engineInterOpThreads,

@@ -67,9 +67,25 @@ export const ConfigSchema = z.object({
   streamStallTimeoutMs: int(30_000),
   /** In-flight requests get this long to finish after SIGTERM before the process exits. */
   shutdownGraceMs: int(10_000),
+  /**
+   * On SIGTERM, /readyz answers 503 (draining) for this long while the node keeps serving, so a load
+   * balancer's health check takes it out of rotation before it stops listening; 0 = stop listening at once.
+   */
+  drainDelayMs: int(0),
+  /**
+   * Server processes on this machine, all on one port (SO_REUSEPORT): a primary process starts them,
+   * restarts one that dies, and replaces them one by one on SIGHUP. 1 = a single process, no primary.
+   */
+  workers: z.coerce.number().int().min(1).max(64).default(1),
   corsOrigin: z.string().default('*'),
-  /** Model manifest (served ids → engines and model directories); empty = serve no models. */
-  modelsManifest: z.string().default(path.join('models', 'kuma-models.json')),
+  /**
+   * Model manifest (served ids → engines and model directories); empty = serve no models. `none` says the
+   * same from the environment, where an empty variable means "not set" (e.g. a node of an API-only tier).
+   */
+  modelsManifest: z
+    .string()
+    .default(path.join('models', 'kuma-models.json'))
+    .transform((value) => (value === 'none' ? '' : value)),
   /** Generate the demo model pack on start when missing or out of date (the default manifest uses it). */
   demoPack: z.union([z.boolean(), z.stringbool()]).default(true),
   /** Serve Kuma Studio (the web page at `/`, src/studio), built from its sources at start; off = the API only. */
@@ -178,6 +194,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_TMP_DIR: 'tmpDir',
   KUMA_STREAM_STALL_TIMEOUT_MS: 'streamStallTimeoutMs',
   KUMA_SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
+  KUMA_DRAIN_DELAY_MS: 'drainDelayMs',
+  KUMA_WORKERS: 'workers',
   KUMA_CORS_ORIGIN: 'corsOrigin',
   KUMA_MODELS_MANIFEST: 'modelsManifest',
   KUMA_DEMO_PACK: 'demoPack',

@@ -37,7 +37,7 @@ describe('transport', () => {
   });
 
   it('serves /healthz, /readyz and Prometheus /metrics with request counts by route and status', async () => {
-    expect(await (await fetch(`${t.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${t.baseUrl}/healthz`)).json()).toEqual({ status: 'ok', pid: process.pid });
     const ready = await fetch(`${t.baseUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(((await ready.json()) as any).status).toBe('ready');

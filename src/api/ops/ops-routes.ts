@@ -2,6 +2,7 @@
  * Operational endpoints, unauthenticated and outside the API prefixes: liveness, readiness (not ready
  * until every dependency reports ready, e.g. models loaded and warmed), and Prometheus metrics.
  */
+import cluster from 'node:cluster';
 import type { Metrics } from '../../observability/metrics.js';
 import type { RouteDef } from '../types.js';
 import { HealthSchema, ReadinessSchema } from '../schemas/ops.js';
@@ -19,7 +20,7 @@ export function opsRoutes(metrics: Metrics, readinessChecks: ReadinessCheck[]): 
       surface: 'ops',
       auth: false,
       openapi: { operationId: 'getHealth', summary: 'Liveness: the process answers', tags: TAGS, responses: { 200: { description: 'Alive', content: [jsonContent(HealthSchema)] } } },
-      handler: async () => ({ kind: 'json', body: { status: 'ok' } }),
+      handler: async () => ({ kind: 'json', body: { status: 'ok', pid: process.pid, ...(cluster.worker ? { worker: cluster.worker.id } : {}) } }),
     },
     {
       method: 'GET',

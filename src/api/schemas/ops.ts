@@ -1,7 +1,15 @@
 /** zod schemas of the operational endpoints (liveness, readiness) and of the OpenAPI document itself. */
 import { z } from 'zod';
 
-export const HealthSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
+export const HealthSchema = z
+  .object({
+    status: z.literal('ok'),
+    /** Which process answered: with several workers (KUMA_WORKERS) or nodes, tells them apart. */
+    pid: z.number().int(),
+    /** The cluster's id of this worker process (new for every worker started); absent for a single process. */
+    worker: z.number().int().optional(),
+  })
+  .meta({ id: 'Health' });
 
 export const ReadinessSchema = z
   .object({
