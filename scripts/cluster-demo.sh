@@ -12,6 +12,7 @@
 #   KUMA_DATABASE_URL    use this PostgreSQL instead of starting a throwaway one (its first start prints keys)
 #   KUMA_DEMO_MAX_QUEUE  jobs that may wait per model on each node (default 4096), see "Queues" below
 #   KUMA_POSTGRES_BIN    the folder with initdb/pg_ctl (default: Debian's newest /usr/lib/postgresql/*/bin)
+#   KUMA_HAPROXY         the haproxy binary (default: haproxy on the PATH or in /usr/sbin)
 #   any KUMA_* setting   passed to every node (README "Configuration"), except the ports and the store
 #
 # The run dir holds: node1.log … node3.log (each node's stdout/stderr), haproxy.log, postgres.log (when the
@@ -45,7 +46,9 @@ NODES=3
 say() { printf '[cluster-demo] %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-command -v haproxy >/dev/null || die "haproxy is not installed (Debian: apt-get install -y --no-install-recommends haproxy)"
+# Debian installs haproxy in /usr/sbin, which a normal user's PATH lacks.
+HAPROXY="${KUMA_HAPROXY:-$(PATH="$PATH:/usr/sbin:/usr/local/sbin:/sbin" command -v haproxy || true)}"
+[ -n "$HAPROXY" ] || die "haproxy is not installed (Debian: apt-get install -y --no-install-recommends haproxy), or set KUMA_HAPROXY"
 command -v curl >/dev/null || die "curl is not installed"
 [ -d node_modules/tsx ] || die "node_modules/tsx is missing: run npm install first"
 
@@ -64,25 +67,36 @@ AS_PG=() # the command prefix that runs PostgreSQL's binaries (runuser as root)
 
 # ---------------------------------------------------------------- stopping everything (Ctrl-C, TERM, exit)
 STOPPING=0
+NODE_PIDS=()
+HAPROXY_PID=""
+# is_ours PID WORD: PID is a live process whose command line contains WORD.
+is_ours() {
+  [ -n "$1" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
 cleanup() {
   local status=$?
   [ "$STOPPING" = 1 ] && return
   STOPPING=1
   trap - INT TERM EXIT
   say "stopping…"
-  local f pid
-  if [ -f "$RUN/haproxy.pid" ]; then kill -TERM "$(cat "$RUN/haproxy.pid")" 2>/dev/null || true; fi
-  # Nodes get SIGTERM (graceful: in-flight work finishes within KUMA_SHUTDOWN_GRACE_MS), then SIGKILL.
-  for f in "$RUN"/node*.pid; do
-    [ -f "$f" ] || continue
-    kill -TERM "$(cat "$f")" 2>/dev/null || true
+  set +e # stop all that can be stopped
+  local f pid pids=()
+  # The pids this script started, and those in the pid files now (a node started again by start-node.sh);
+  # each checked to still be ours (a pid of a process that died could have been reused).
+  for pid in "$HAPROXY_PID" "$(cat "$RUN/haproxy.pid" 2>/dev/null)"; do
+    is_ours "$pid" haproxy && kill -TERM "$pid" 2>/dev/null
   done
-  local waited=0
+  for pid in "${NODE_PIDS[@]}"; do is_ours "$pid" src/main.ts && pids+=("$pid"); done
   for f in "$RUN"/node*.pid; do
-    [ -f "$f" ] || continue
-    pid="$(cat "$f")"
+    pid="$(cat "$f" 2>/dev/null)"
+    is_ours "$pid" src/main.ts && pids+=("$pid")
+  done
+  # Nodes get SIGTERM (graceful: in-flight work finishes within KUMA_SHUTDOWN_GRACE_MS), then SIGKILL.
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  local waited=0
+  for pid in "${pids[@]}"; do
     while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
-    kill -KILL "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null
   done
   if [ -n "$PG_DIR" ] && [ -d "$PG_DIR/data" ]; then
     "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
@@ -195,10 +209,13 @@ wait_ready() {
 say "run dir: $RUN"
 say "starting node 1 on $HOST:$(port_of 1) (migrations, dev account, demo models)…"
 bash "$RUN/start-node.sh" 1
+NODE_PIDS+=("$(cat "$RUN/node1.pid")")
 wait_ready 1
 say "node 1 ready; starting nodes 2 and 3 on $HOST:$(port_of 2), $HOST:$(port_of 3)…"
 bash "$RUN/start-node.sh" 2
+NODE_PIDS+=("$(cat "$RUN/node2.pid")")
 bash "$RUN/start-node.sh" 3
+NODE_PIDS+=("$(cat "$RUN/node3.pid")")
 wait_ready 2
 wait_ready 3
 
@@ -206,9 +223,10 @@ wait_ready 3
 export KUMA_LB_BIND="$HOST:$LB_PORT"
 export KUMA_LB_STATS_BIND="$HOST:$STATS_PORT"
 export KUMA_NODE1="$HOST:$(port_of 1)" KUMA_NODE2="$HOST:$(port_of 2)" KUMA_NODE3="$HOST:$(port_of 3)"
-haproxy -c -q -f deploy/haproxy/kuma.cfg || die "deploy/haproxy/kuma.cfg is not valid for this HAProxy"
-haproxy -db -f deploy/haproxy/kuma.cfg >>"$RUN/haproxy.log" 2>&1 </dev/null &
-echo $! >"$RUN/haproxy.pid"
+"$HAPROXY" -c -q -f deploy/haproxy/kuma.cfg || die "deploy/haproxy/kuma.cfg is not valid for this HAProxy"
+"$HAPROXY" -db -f deploy/haproxy/kuma.cfg >>"$RUN/haproxy.log" 2>&1 </dev/null &
+HAPROXY_PID=$!
+echo "$HAPROXY_PID" >"$RUN/haproxy.pid"
 deadline=$((SECONDS + 30))
 until curl -fsS -o /dev/null "http://$HOST:$LB_PORT/readyz" 2>/dev/null; do
   kill -0 "$(cat "$RUN/haproxy.pid")" 2>/dev/null || { tail -n 20 "$RUN/haproxy.log" >&2; die "haproxy exited"; }

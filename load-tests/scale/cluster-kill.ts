@@ -76,11 +76,15 @@ const stopAll = async () => {
 };
 process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
 
+let passed = false;
 try {
-  await run(cluster);
+  passed = await run(cluster);
 } finally {
   await stopAll();
 }
+// Only once the demo has stopped: its trap reads the pid files in the run dir to stop the nodes.
+if (passed && !values.keep) fs.rmSync(runDir, { recursive: true, force: true });
+else process.stdout.write(`run dir kept: ${runDir}\n`);
 
 async function admin(c: DemoCluster, method: string, route: string, body?: unknown): Promise<any> {
   const res = await fetch(`${c.url}/admin/v1${route}`, {
@@ -140,7 +144,7 @@ function watchStates(c: DemoCluster, origin: number) {
   };
 }
 
-async function run(c: DemoCluster): Promise<void> {
+async function run(c: DemoCluster): Promise<boolean> {
   const accounts = await makeAccounts(c);
   const rich = accounts.filter((a) => !a.poor);
   const poor = accounts.filter((a) => a.poor);
@@ -228,13 +232,10 @@ async function run(c: DemoCluster): Promise<void> {
   );
   process.stdout.write(`\n${latency('speech')}; ${latency('speech-sse')}; ${latency('transcription')}; ${latency('chat')}; ${latency('chat-stream')}\n`);
   if (!report.pass) {
-    process.stdout.write(`\nFAIL:\n${report.failures.map((f) => `  - ${f}`).join('\n')}\nrun dir kept: ${c.runDir}\n`);
+    process.stdout.write(`\nFAIL:\n${report.failures.map((f) => `  - ${f}`).join('\n')}\n`);
     process.exitCode = 1;
-  } else if (values.keep) {
-    process.stdout.write(`run dir kept: ${c.runDir}\n`);
-  } else {
-    fs.rmSync(runDir, { recursive: true, force: true });
   }
+  return report.pass;
 }
 
 function haproxyVersion(): string {
