@@ -118,19 +118,22 @@ async function makeAccounts(c: DemoCluster): Promise<TestAccount[]> {
 
 /** HAProxy's state of every server, sampled every 100 ms: when the killed node went DOWN and came back UP. */
 function watchStates(c: DemoCluster, origin: number) {
-  // A change seen at `at` happened after `since`, the previous sample (which still showed the old state).
+  // A sample shows the state at some moment between asking for it and reading the answer (which may come late
+  // on this busy machine), so a change seen in a sample read at `at` happened after `since`, the moment the
+  // previous sample (which still showed the old state) was asked for.
   const changes: Array<{ since: number; at: number; server: string; state: string }> = [];
   const last = new Map<string, string>();
   let active = true;
   const done = (async () => {
     let since = 0;
     while (active) {
+      const asked = performance.now() - origin;
       const states = await c.serverStates().catch(() => new Map<string, string>());
       const at = performance.now() - origin;
       for (const [server, state] of states) {
         if (last.get(server) !== state) (changes.push({ since, at, server, state }), last.set(server, state));
       }
-      since = at;
+      since = asked;
       await sleep(100);
     }
   })();
