@@ -38,6 +38,12 @@ export interface StartOptions {
   engines?: EngineRegistry | null;
   /** Clock of the rate limiter (ms since the epoch); tests inject one to refill buckets without waiting. */
   rateLimitClock?: () => number;
+  /**
+   * Listen only once the models are loaded and warm (a cluster worker: the others serve meanwhile, and a
+   * worker answering "model still loading" would turn a rolling restart into refused requests). If a model
+   * fails to load, it listens anyway and /readyz says why.
+   */
+  listenWhenWarm?: boolean;
   extraRoutes?: (deps: { store: Store; ledger: Ledger; catalog: ModelCatalog; engines: EngineRegistry | null }) => RouteDef[];
 }
 
@@ -138,6 +144,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   });
 
   const site = config.studio ? await studioSite(logger, { vendor: config.vendor }) : undefined;
+  if (options.listenWhenWarm) await enginesReady.catch(() => undefined);
   const http = await startHttpServer({
     site,
     host: config.host,

@@ -25,8 +25,7 @@ import { openStore } from '../store/open-store.js';
 import { ensureFirstStartKeys, printBanner } from './first-start.js';
 import { isWorkerMessage, WORKER_INDEX_ENV, type WorkerMessage } from './messages.js';
 
-/** A new worker must be listening, and warm, within these (model loading is the long part). */
-const LISTEN_TIMEOUT_MS = 60_000;
+/** A new worker must be listening, and warm, within this (a worker listens once its models are loaded and warm). */
 const READY_TIMEOUT_MS = 300_000;
 /** A worker that dies is restarted after a pause that doubles while it keeps dying young (crash loops). */
 const RESTART_DELAY_MS = { first: 1000, max: 30_000, youngMs: 10_000 };
@@ -156,7 +155,7 @@ export class WorkerSupervisor {
   }
 
   private async waitListening(slot: Slot): Promise<void> {
-    const message = await nextMessage(slot.worker, ['listening'], LISTEN_TIMEOUT_MS);
+    const message = await nextMessage(slot.worker, ['listening'], READY_TIMEOUT_MS);
     if (typeof message === 'string') throw new Error(`worker ${slot.index} did not start listening (${message}); see its log above`);
   }
 

@@ -1,8 +1,9 @@
 /**
  * One server process: on its own (KUMA_WORKERS=1, the default) or as a worker of the primary
- * (primary.ts). Alone, it prints the first-start banner itself and SIGHUP is ignored with a warning;
- * as a worker it reports `listening` and `ready` to the primary, leaves SIGHUP to the primary (which
- * replaces workers one by one), and stops gracefully when the primary goes away.
+ * (primary.ts). Alone, it listens at once (/readyz says not-ready until the models are warm), prints the
+ * first-start banner itself and ignores SIGHUP with a warning; as a worker it listens only once its models
+ * are warm (the other workers serve meanwhile), reports `listening` and `ready` to the primary, leaves
+ * SIGHUP to the primary (which replaces workers one by one), and stops gracefully when the primary goes.
  *
  * Stopping (SIGTERM/SIGINT, or the primary gone): /readyz says not-ready at once, the node keeps serving
  * for KUMA_DRAIN_DELAY_MS, then stops listening, lets in-flight requests and realtime sessions finish
@@ -15,8 +16,8 @@ import { ensureFirstStartKeys, printBanner } from './first-start.js';
 import type { WorkerMessage } from './messages.js';
 
 export async function serveProcess(config: Config): Promise<void> {
-  const server = await startKuma({ config });
   const isWorker = cluster.isWorker;
+  const server = await startKuma({ config, listenWhenWarm: isWorker });
   const tell = (message: WorkerMessage) => {
     if (process.connected) process.send?.(message);
   };

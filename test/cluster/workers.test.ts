@@ -93,15 +93,28 @@ async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 90_000):
   }
 }
 
-/** Answers /healthz on fresh connections every 25 ms until stopped; counts what was not a 200. */
+/** Speech from the model on a new connection (a worker still loading its models would answer 503). */
+function speechFresh(): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'jifili-1', input: 'i ni ce', voice: 'alloy', response_format: 'wav' });
+    const req = http.request(`${baseUrl}/openai/v1/audio/speech`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: null }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Asks /healthz and for speech, each on a fresh connection, every 25 ms until stopped; counts what was not a 200. */
 function keepAsking(): { stop(): Promise<{ answered: number; failures: string[] }> } {
   let running = true;
   let answered = 0;
   const failures: string[] = [];
   const loop = (async () => {
-    while (running) {
+    for (let i = 0; running; i++) {
       try {
-        const { status } = await getFresh('/healthz');
+        const { status } = await (i % 2 === 0 ? getFresh('/healthz') : speechFresh());
         if (status === 200) answered++;
         else failures.push(`status ${status}`);
       } catch (err) {
