@@ -25,6 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import net from 'node:net';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seededRandom } from '../../test/helpers/seeded-random.js';
@@ -56,8 +57,7 @@ const RESTART_AFTER_MS = Number(values['restart-after']) * 1000;
 const AFTER_REJOIN_MS = Number(values['after-rejoin']) * 1000;
 const VICTIM = Number(values.node);
 const VICTIM_NAME = `kuma${VICTIM}`;
-// A random range well away from the usual 8080, so that a run beside the test suite or a demo collides with neither.
-const BASE_PORT = values.port ? Number(values.port) : 20_000 + 10 * Math.floor(Math.random() * 2_000);
+const BASE_PORT = values.port ? Number(values.port) : await freePortRange(5);
 const REQUEST_TIMEOUT_MS = 120_000;
 
 /** Rich accounts never run out; poor ones (micros) run out during the run, so 402s happen and balances approach zero. */
@@ -257,4 +257,32 @@ function postgresVersion(): string {
   } catch {
     return '?';
   }
+}
+
+/**
+ * A base port with `count` free ports from it: away from the usual 8080, so that a run beside the test suite or
+ * a demo collides with neither, and below the kernel's ephemeral range (ip_local_port_range), from which every
+ * outgoing connection of this test (200 clients, HAProxy to the nodes) takes a local port.
+ */
+async function freePortRange(count: number): Promise<number> {
+  let ephemeralLow = 32_768;
+  try {
+    ephemeralLow = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow;
+  } catch {
+    // not Linux: keep the usual lower bound
+  }
+  const low = 10_000;
+  const high = Math.max(low + 1_000, ephemeralLow) - count;
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = net.createServer().once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = low + 10 * Math.floor((Math.random() * (high - low)) / 10);
+    let ok = true;
+    for (let i = 0; i < count && ok; i++) ok = await free(base + i);
+    if (ok) return base;
+  }
+  throw new Error('no range of free ports found: pass --port');
 }
