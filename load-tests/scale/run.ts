@@ -3,7 +3,8 @@
  * point (`src/main.ts`, demo models):
  *   - throughput of KUMA_WORKERS=1 vs 2 on REST transcription and speech (and chat translation);
  *   - SQLite vs PostgreSQL as the store, one process, same requests: the ledger's cost per request.
- * Each configuration is a fresh server tree on a fresh store; every client is a closed loop on its own
+ * Each configuration is a fresh server tree on a fresh store, all running side by side while the
+ * measurements alternate between them in slices; every client is a closed loop on its own
  * keep-alive connection, which first asks /healthz which process it reached, so the share of the work each
  * worker did (how evenly the kernel's SO_REUSEPORT hash spread the connections) is counted too.
  *
@@ -22,6 +23,8 @@ import { appendResults, environmentLines } from '../results.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '15' }, clients: { type: 'string', default: '8' }, record: { type: 'boolean', default: false } } });
 const SECONDS = Number(values.seconds);
+/** Each configuration's SECONDS per path are measured in this many slices, alternating with the others. */
+const ROUNDS = 3;
 const CLIENTS = Number(values.clients);
 
 interface Kuma {
@@ -106,13 +109,36 @@ interface Outcome {
   failures: number;
   /** Requests answered by each worker process, as shares of the total (sorted, largest first). */
   shares: number[];
+  latencies: number[];
+  perPid: number[];
 }
 
-async function load(kuma: Kuma, scenario: Scenario): Promise<Outcome> {
+/** One figure per configuration: the median slice's rate, latencies pooled, work shares summed over slices. */
+function mergeSlices(slices: Outcome[]): Outcome {
+  const rates = slices.map((o) => o.perSecond).sort((a, b) => a - b);
+  const latencies = slices.flatMap((o) => o.latencies).sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  // Shares by rank (largest first) per slice: each slice's clients connect anew, so pids are not comparable.
+  const byRank: number[] = [];
+  for (const o of slices) [...o.perPid].sort((a, b) => b - a).forEach((n, i) => (byRank[i] = (byRank[i] ?? 0) + n));
+  const total = byRank.reduce((a, b) => a + b, 0);
+  return {
+    requests: latencies.length,
+    perSecond: rates[Math.floor(rates.length / 2)]!,
+    p50: at(0.5),
+    p95: at(0.95),
+    failures: slices.reduce((n, o) => n + o.failures, 0),
+    shares: byRank.map((n) => n / total),
+    latencies,
+    perPid: byRank,
+  };
+}
+
+async function load(kuma: Kuma, seconds: number, scenario: Scenario): Promise<Outcome> {
   const latencies: number[] = [];
   const perPid = new Map<number, number>();
   let failures = 0;
-  const deadline = performance.now() + SECONDS * 1000;
+  const deadline = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: CLIENTS }, async () => {
       // One keep-alive connection per client: the kernel chose its worker when it connected.
@@ -135,7 +161,7 @@ async function load(kuma: Kuma, scenario: Scenario): Promise<Outcome> {
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
   const shares = [...perPid.values()].map((n) => n / latencies.length).sort((a, b) => b - a);
-  return { requests: latencies.length, perSecond: latencies.length / SECONDS, p50: at(0.5), p95: at(0.95), failures, shares };
+  return { requests: latencies.length, perSecond: latencies.length / seconds, p50: at(0.5), p95: at(0.95), failures, shares, latencies, perPid: [...perPid.values()] };
 }
 
 const configs: { name: string; env: Record<string, string>; postgres?: boolean }[] = [
@@ -148,32 +174,39 @@ const pgBin = findPostgresBin();
 if (!pgBin) throw new Error('PostgreSQL binaries not found (apt-get install postgresql, or set KUMA_POSTGRES_BIN)');
 const postgres = await startTestPostgres(pgBin);
 const results = new Map<string, Map<string, Outcome>>();
-let wav: Buffer | null = null;
+// Every configuration runs at once (idle servers cost little) and the measurements alternate between them
+// in short slices, ROUNDS times: a background load that comes and goes then weighs on each alike.
+const servers: { config: (typeof configs)[number]; kuma: Kuma; dir: string }[] = [];
 try {
   for (const config of configs) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-scale-'));
     const env = config.postgres ? { ...config.env, KUMA_DATABASE_URL: await postgres.createDatabase(`scale_${Date.now()}`) } : config.env;
-    const kuma = await startKuma(dir, env);
-    try {
-      if (!wav) {
-        const speech = await request(kuma.baseUrl, new http.Agent(), 'POST', '/openai/v1/audio/speech', { authorization: `Bearer ${kuma.apiKey}`, 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ model: 'jifili-1', input: 'i ni ce, i ka kene wa? n ka kene kosebe.', voice: 'alloy', response_format: 'wav' })));
-        if (speech.status !== 200) throw new Error(`speech for the upload failed: ${speech.status}`);
-        wav = speech.body;
+    servers.push({ config, kuma: await startKuma(dir, env), dir });
+  }
+  const first = servers[0]!.kuma;
+  const speech = await request(first.baseUrl, new http.Agent(), 'POST', '/openai/v1/audio/speech', { authorization: `Bearer ${first.apiKey}`, 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ model: 'jifili-1', input: 'i ni ce, i ka kene wa? n ka kene kosebe.', voice: 'alloy', response_format: 'wav' })));
+  if (speech.status !== 200) throw new Error(`speech for the upload failed: ${speech.status}`);
+  for (const scenario of scenarios(speech.body)) {
+    for (const { kuma } of servers) await load(kuma, SECONDS / ROUNDS, { ...scenario, name: 'warm-up' }).catch(() => undefined);
+    const slices = new Map<string, Outcome[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const { config, kuma } of servers) {
+        const outcome = await load(kuma, SECONDS / ROUNDS, scenario);
+        slices.set(config.name, [...(slices.get(config.name) ?? []), outcome]);
       }
-      const byScenario = new Map<string, Outcome>();
-      for (const scenario of scenarios(wav)) {
-        await load(kuma, { ...scenario, name: 'warm-up' }).catch(() => undefined);
-        const outcome = await load(kuma, scenario);
-        byScenario.set(scenario.name, outcome);
-        process.stdout.write(`${config.name} · ${scenario.name}: ${outcome.perSecond.toFixed(1)} req/s, p50 ${outcome.p50.toFixed(0)} ms, p95 ${outcome.p95.toFixed(0)} ms, failures ${outcome.failures}, shares ${outcome.shares.map((s) => (s * 100).toFixed(0) + '%').join('/')}\n`);
-      }
-      results.set(config.name, byScenario);
-    } finally {
-      await stopKuma(kuma);
-      rmSync(dir, { recursive: true, force: true });
+    }
+    for (const { config } of servers) {
+      const merged = mergeSlices(slices.get(config.name)!);
+      if (!results.has(config.name)) results.set(config.name, new Map());
+      results.get(config.name)!.set(scenario.name, merged);
+      process.stdout.write(`${config.name} · ${scenario.name}: ${merged.perSecond.toFixed(1)} req/s (median of ${ROUNDS} slices), p50 ${merged.p50.toFixed(0)} ms, p95 ${merged.p95.toFixed(0)} ms, failures ${merged.failures}, shares ${merged.shares.map((x) => (x * 100).toFixed(0) + '%').join('/')}\n`);
     }
   }
 } finally {
+  for (const { kuma, dir } of servers) {
+    await stopKuma(kuma);
+    rmSync(dir, { recursive: true, force: true });
+  }
   await postgres.stop();
 }
 
@@ -184,7 +217,7 @@ const lines = [
   `## Scale: 1 vs 2 processes (KUMA_WORKERS), SQLite vs PostgreSQL — ${new Date().toISOString().slice(0, 10)}`,
   '',
   ...environmentLines(),
-  `- Command: \`npm run bench:scale -- --seconds ${SECONDS} --clients ${CLIENTS} --record\` (${CLIENTS} closed-loop clients, each on its own keep-alive connection, ${SECONDS} s per cell after a warm-up of the same length; the load generator runs on the same 2 cores)`,
+  `- Command: \`npm run bench:scale -- --seconds ${SECONDS} --clients ${CLIENTS} --record\` (${CLIENTS} closed-loop clients, each on its own keep-alive connection; the three server trees run side by side and each path is measured in ${ROUNDS} slices of ${(SECONDS / ROUNDS).toFixed(1)} s per configuration, alternating, after a warm-up slice each; req/s is the median slice; the load generator runs on the same 2 cores)`,
   '',
   '| configuration | path | req/s | p50 ms | p95 ms | failures | work per worker |',
   '|---|---|---:|---:|---:|---:|---|',
