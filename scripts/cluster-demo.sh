@@ -13,7 +13,10 @@
 #   KUMA_DEMO_MAX_QUEUE  jobs that may wait per model on each node (default 4096), see "Queues" below
 #   KUMA_POSTGRES_BIN    the folder with initdb/pg_ctl (default: Debian's newest /usr/lib/postgresql/*/bin)
 #   KUMA_HAPROXY         the haproxy binary (default: haproxy on the PATH or in /usr/sbin)
-#   any KUMA_* setting   passed to every node (README "Configuration"), except the ports and the store
+#   KUMA_MODELS_MANIFEST the manifest the demo's own is made from (default models/kuma-models.json; `none` as is)
+#   any KUMA_* setting   passed to every node (README "Configuration"); the demo sets KUMA_HOST, KUMA_PORT,
+#                        KUMA_DATABASE_URL and KUMA_MODELS_MANIFEST itself, and KUMA_DECODER_MAX_QUEUE (see
+#                        "Queues") and KUMA_DRAIN_DELAY_MS (3000: HAProxy's fall × inter + 1 s) unless set
 #
 # The run dir holds: node1.log … node3.log (each node's stdout/stderr), haproxy.log, postgres.log (when the
 # demo started PostgreSQL), node1.pid … node3.pid, haproxy.pid, start-node.sh (`start-node.sh 2` starts node 2
@@ -151,15 +154,17 @@ else
 fi
 
 # ---------------------------------------------------------------- the nodes
-# The repository's manifest with every model's maxQueue raised (see "Queues"); directories made absolute,
-# since a manifest's relative directories resolve against its own folder.
-node -e '
+# The repository's manifest (or KUMA_MODELS_MANIFEST's) with every model's maxQueue raised (see "Queues");
+# directories made absolute, since a manifest's relative directories resolve against its own folder.
+SRC_MANIFEST="${KUMA_MODELS_MANIFEST:-$ROOT/models/kuma-models.json}"
+DEMO_MANIFEST="$RUN/manifest.json"
+if [ "$SRC_MANIFEST" = none ]; then DEMO_MANIFEST=none; else node -e '
   const fs = require("fs"), path = require("path");
   const [src, dst, maxQueue] = process.argv.slice(1);
   const m = JSON.parse(fs.readFileSync(src, "utf8"));
   for (const e of m.models) { e.dir = path.resolve(path.dirname(src), e.dir); e.maxQueue = Number(maxQueue); }
   fs.writeFileSync(dst, JSON.stringify(m, null, 2) + "\n");
-' "$ROOT/models/kuma-models.json" "$RUN/manifest.json" "$MAX_QUEUE"
+' "$SRC_MANIFEST" "$DEMO_MANIFEST" "$MAX_QUEUE"; fi
 
 # start-node.sh N: starts node N in the background as this script does, writes its pid file and returns.
 # Everything a node needs is in this file, so a node killed by a test can be started again the same way.
@@ -172,7 +177,7 @@ cd $(printf '%q' "$ROOT")
 export KUMA_HOST=$(printf '%q' "$HOST")
 export KUMA_PORT=\$(( $NODE_PORT + n - 1 ))
 export KUMA_DATABASE_URL=$(printf '%q' "$DATABASE_URL")
-export KUMA_MODELS_MANIFEST=$(printf '%q' "$RUN/manifest.json")
+export KUMA_MODELS_MANIFEST=$(printf '%q' "$DEMO_MANIFEST")
 export KUMA_DECODER_MAX_QUEUE=$(printf '%q' "${KUMA_DECODER_MAX_QUEUE:-$MAX_QUEUE}")
 # Stop receiving new requests before stopping to accept them: HAProxy needs fall x inter = 2 s to mark a
 # draining node down (deploy/haproxy/kuma.cfg).
