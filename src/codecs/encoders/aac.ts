@@ -41,6 +41,11 @@ const EMPTY = new Uint8Array(0);
 export interface AacEncoderDeps {
   /** Defaults to the process-wide pool. */
   pool?: FfmpegAacPool;
+  /**
+   * How long push() waits without output for a due frame (default IDLE_TIMEOUT_MS). Tests of the exact frame
+   * schedule raise it, so that a machine too loaded to run ffmpeg for 100 ms does not look like a foreign ffmpeg.
+   */
+  idleTimeoutMs?: number;
 }
 
 /** Turns the ADTS frames a call produced into the bytes it returns; called once per push and once at the end. */
@@ -64,7 +69,7 @@ export async function createAdtsEncoder(info: FormatInfo, options: EncoderOption
     resampler?.close();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new FfmpegAdtsEncoder(info, pool, proc, resampler, mux);
+  return new FfmpegAdtsEncoder(info, pool, proc, resampler, mux, deps.idleTimeoutMs ?? IDLE_TIMEOUT_MS);
 }
 
 type State = 'open' | 'flushed' | 'closed' | 'failed';
@@ -88,6 +93,7 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
     private readonly proc: FfmpegProcess,
     private readonly resampler: StreamingResampler | undefined,
     private readonly mux: AdtsMuxer,
+    private readonly idleTimeoutMs: number,
   ) {
     proc.beginStream((frames) => {
       this.ready.push(...frames);
@@ -196,7 +202,7 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
     while (this.framesReceived < ideal - this.lag) {
       this.assertRunning();
       const progressed = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), IDLE_TIMEOUT_MS);
+        const timer = setTimeout(() => resolve(false), this.idleTimeoutMs);
         this.wake = () => {
           clearTimeout(timer);
           resolve(true);

@@ -145,10 +145,8 @@ describe('malformed bodies and content types', { timeout: 5000 }, () => {
   const body = SEEDS[0]!; // OpenAI SDK shape: the file part first, with a Content-Type
 
   it('missing final boundary rejects with invalid_multipart instead of hanging', async () => {
-    const started = Date.now();
     const err = await rejection(parseMultipart(CT, bytewise(body.subarray(0, body.length - END.length)), limits()));
     expect([err.status, err.code]).toEqual([400, 'invalid_multipart']);
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(await readdir(tmpDir)).toEqual([]); // the 300-byte file had spilled
   });
 
