@@ -19,6 +19,7 @@ import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
 import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
+import { StoreUnavailableError } from './store/store-errors.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
@@ -137,7 +138,15 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     readinessChecks: [
       // Not ready from the moment close() is called: the balancer stops sending new work here.
       async () => (draining ? { name: 'lifecycle', ready: false, detail: 'draining: this node is stopping' } : { name: 'lifecycle', ready: true }),
-      async () => ({ name: 'store', ready: (await store.countAccounts()) >= 0 }),
+      async () => {
+        try {
+          await store.countAccounts();
+          return { name: 'store', ready: true };
+        } catch (err) {
+          // /readyz is public: the reason's code, never the driver's message (hosts, socket paths).
+          return { name: 'store', ready: false, detail: err instanceof StoreUnavailableError ? `the account database is unreachable (${err.reason})` : 'the account database failed a query' };
+        }
+      },
       async () => engines?.readiness() ?? { name: 'models', ready: true, detail: 'no models configured' },
     ],
     extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),

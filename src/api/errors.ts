@@ -8,6 +8,7 @@ import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../co
 import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
 import { AdminAuthError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
+import { StoreUnavailableError } from '../store/store-errors.js';
 import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
 
 export const ERROR_CODES = {
@@ -120,6 +121,8 @@ export function toApiError(err: unknown): ApiError {
     });
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
+  // The ledger's database is down or restarting: worth a retry, unlike the 500 of a bug.
+  if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'The account database is unavailable. Try again shortly.', { headers: { 'retry-after': '2' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof InvalidAmountError) return new ApiError('invalid_value', err.message);
   if (err instanceof AdminAuthError) return new ApiError(err.reason === 'api_key' ? 'permission_denied' : 'invalid_api_key', err.message);

@@ -33,6 +33,10 @@ export interface TestPostgres {
   url: string;
   /** A URL for another fresh database in the same cluster (created now). */
   createDatabase(name: string): Promise<string>;
+  /** Stops the server (fast shutdown: sessions are ended) and keeps its data, for an outage test. */
+  pause(): Promise<void>;
+  /** Starts the paused server again on the same socket and data. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -59,13 +63,14 @@ export async function startTestPostgres(bin: string): Promise<TestPostgres> {
   }
   chmodSync(root, 0o700);
   const data = path.join(root, 'data');
+  // Socket only, in our temp folder; fsync off: a test cluster need not survive a power cut.
+  const options = `-c listen_addresses='' -c unix_socket_directories='${root}' -c fsync=off -c max_connections=60`;
   const socketDir = root;
   const log = path.join(root, 'postgres.log');
+  const start = () => as.exec(path.join(bin, 'pg_ctl'), ['-D', data, '-l', log, '-o', options, '-w', '-t', '60', 'start']);
   try {
     await as.exec(path.join(bin, 'initdb'), ['-D', data, '-U', as.user, '-A', 'trust', '-E', 'UTF8', '--no-sync', '--locale=C']);
-    // Socket only, in our temp folder; fsync off: a test cluster need not survive a power cut.
-    const options = `-c listen_addresses='' -c unix_socket_directories='${socketDir}' -c fsync=off -c max_connections=60`;
-    await as.exec(path.join(bin, 'pg_ctl'), ['-D', data, '-l', log, '-o', options, '-w', '-t', '60', 'start']);
+    await start();
   } catch (error) {
     rmSync(root, { recursive: true, force: true });
     throw error;
@@ -86,6 +91,12 @@ export async function startTestPostgres(bin: string): Promise<TestPostgres> {
   return {
     url,
     createDatabase,
+    async pause() {
+      await as.exec(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    async resume() {
+      await start();
+    },
     async stop() {
       await as.exec(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => {});
       rmSync(root, { recursive: true, force: true });

@@ -11,6 +11,9 @@ import pg from 'pg';
  */
 export const POOL_MAX = 10;
 
+/** How long taking a connection may wait: for a free pooled one, or for a new one to connect. */
+export const CONNECT_TIMEOUT_MS = 5000;
+
 const INT8_OID = 20;
 
 /** BIGINT → number: money is micros and must stay exact, so a value JS cannot represent is an error. */
@@ -30,6 +33,9 @@ export function createPool(url: string): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: POOL_MAX,
+    // Without it, a host that drops packets (rather than refusing) holds a request until the kernel's TCP
+    // timeout, minutes; with it the request fails as an outage (503, Retry-After) in seconds.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // Our own parser for BIGINT only, on this pool only (pg.types is process-wide and shared with others).
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

@@ -11,10 +11,12 @@ import { createPool } from './pg-db.js';
 import { pgLedger } from './pg-ledger.js';
 import { migrate } from './pg-migrations.js';
 import { pgTelephony } from './pg-telephony.js';
+import { reportingOutages } from './pg-outage.js';
 
 /**
  * Connects to `url` (postgres:// or postgresql://), applies pending migrations, and returns the Store.
  * Fails (and closes the pool) when the database cannot be reached or its schema is newer than this build.
+ * Afterwards a method that finds the database unreachable fails with StoreUnavailableError (pg-outage.ts).
  */
 export async function openPostgresStore(url: string): Promise<Store> {
   const pool = createPool(url);
@@ -27,7 +29,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     throw error;
   }
   let closed = false;
-  return {
+  return reportingOutages({
     ...pgAccounts(pool),
     ...pgLedger(pool),
     ...pgTelephony(pool),
@@ -37,5 +39,5 @@ export async function openPostgresStore(url: string): Promise<Store> {
       closed = true;
       await pool.end();
     },
-  };
+  });
 }
