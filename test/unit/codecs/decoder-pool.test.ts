@@ -146,7 +146,8 @@ describe('DecoderPool: streams of windows', () => {
     const joined = new Float32Array(windows.reduce((n, w) => n + w.length, 0));
     windows.reduce((at, w) => (joined.set(w, at), at + w.length), 0);
     expect(joined).toEqual(whole.samples);
-  });
+    // Two decodes of the long ADTS file through one worker: 11 s in a CI run under the parallel suite.
+  }, 60_000);
 
   it('decodes at most `credit` windows ahead of a reader that does not read', async () => {
     const stream = await pool.open(longAdts.slice(), second);
