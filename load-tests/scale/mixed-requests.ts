@@ -52,23 +52,19 @@ export function pickKind(random: () => number): Kind {
 
 const pick = <T>(list: readonly T[], random: () => number): T => list[Math.floor(random() * list.length)]!;
 
+const jsonPost = (path: string, body: object) => ({ path, init: { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } });
+
 function requestFor(kind: Kind, random: () => number): { path: string; init: RequestInit } {
   switch (kind) {
     case 'speech':
     case 'speech-sse':
-      return {
-        path: '/audio/speech',
-        init: {
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            model: 'jifili-1',
-            input: pick(SPEECH_TEXTS, random),
-            voice: 'moussa',
-            response_format: pick(SPEECH_FORMATS, random),
-            ...(kind === 'speech-sse' ? { stream_format: 'sse' } : {}),
-          }),
-        },
-      };
+      return jsonPost('/audio/speech', {
+        model: 'jifili-1',
+        input: pick(SPEECH_TEXTS, random),
+        voice: 'moussa',
+        response_format: pick(SPEECH_FORMATS, random),
+        ...(kind === 'speech-sse' ? { stream_format: 'sse' } : {}),
+      });
     case 'transcription': {
       const form = new FormData();
       form.append('model', 'sunjata-1');
@@ -77,18 +73,12 @@ function requestFor(kind: Kind, random: () => number): { path: string; init: Req
     }
     case 'chat':
     case 'chat-stream':
-      return {
-        path: '/chat/completions',
-        init: {
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            model: 'banjugu-1',
-            messages: [{ role: 'user', content: pick(CHAT_TEXTS, random) }],
-            djelia: { source_language: 'bam_Latn', target_language: random() < 0.5 ? 'fra_Latn' : 'eng_Latn' },
-            ...(kind === 'chat-stream' ? { stream: true } : {}),
-          }),
-        },
-      };
+      return jsonPost('/chat/completions', {
+        model: 'banjugu-1',
+        messages: [{ role: 'user', content: pick(CHAT_TEXTS, random) }],
+        djelia: { source_language: 'bam_Latn', target_language: random() < 0.5 ? 'fra_Latn' : 'eng_Latn' },
+        ...(kind === 'chat-stream' ? { stream: true } : {}),
+      });
   }
 }
 

@@ -13,8 +13,12 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'ENOTFOUN
  * connect now: starting up or in recovery), 53300 (too many connections).
  */
 const OUTAGE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
-/** Messages pg gives without a code: a connection that ended under a query, or the pool's connect timeout. */
-const OUTAGE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed/i;
+/**
+ * Messages pg 8 gives without a code: a connection that ended under a query ("Connection terminated
+ * [unexpectedly | due to connection timeout]"), a client broken by such an error, or the pool's wait for a
+ * connection running out. Not "Client was closed": that is our own close(), not the database's outage.
+ */
+const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
 export function isOutage(error: unknown): error is Error {
   if (!(error instanceof Error)) return false;

@@ -22,6 +22,7 @@ describe('isOutage', () => {
     ['a syntax error', coded('42601', 'syntax error at or near')],
     ['a serialization failure', coded('40001', 'could not serialize access')],
     ['an unsafe BIGINT', new RangeError('BIGINT 9007199254740993 is outside JavaScript\'s safe integer range')],
+    ['a client we closed ourselves', new Error('Client was closed and is not queryable')],
     ['not an Error', 'ECONNREFUSED'],
   ])('%s is not', (_, error) => {
     expect(isOutage(error)).toBe(false);
