@@ -66,20 +66,15 @@ describe('DecoderPool', () => {
   });
 
   it('keeps the event loop free while decoding', async () => {
-    let worstGap = 0;
-    let last = performance.now();
-    const ticker = setInterval(() => {
-      const now = performance.now();
-      worstGap = Math.max(worstGap, now - last);
-      last = now;
-    }, 5);
-    const t = performance.now();
+    // The ticker counts turns of the loop while the decode is pending: about one per millisecond while the
+    // child works (hundreds for this file), while decodeAudio on this thread lets it turn only between its
+    // decoder calls (measured: 9 turns over the same file's 375 ms).
+    let ticks = 0;
+    const ticker = setInterval(() => void (ticks += 1), 1);
     const result = await pool.decode(longAdts.slice(), { targetRate: 16000 });
-    const elapsed = performance.now() - t;
     clearInterval(ticker);
     expect(result.durationSeconds).toBeGreaterThan(119);
-    expect(elapsed).toBeGreaterThan(100); // the work was real…
-    expect(worstGap).toBeLessThan(Math.min(100, elapsed / 2)); // …and did not happen on this thread
+    expect(ticks).toBeGreaterThanOrEqual(30);
   });
 
   it('runs up to `size` jobs at once and queues the rest in order', async () => {
