@@ -9,6 +9,9 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll waits for something another process or socket does (a child exiting, a hold released);
+    // vitest's default 1 s was shorter than that under this suite's own load on two cores.
+    expect: { poll: { timeout: 10_000 } },
     // Integration tests start real servers on ephemeral ports; two cores, so keep parallelism modest.
     pool: 'forks',
     maxWorkers: 2,

@@ -9,6 +9,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    expect: { poll: { timeout: 10_000 } },
     fileParallelism: false,
   },
 });
