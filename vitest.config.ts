@@ -9,8 +9,9 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // expect.poll waits for something another process or socket does (a child exiting, a hold released);
-    // vitest's default 1 s was shorter than that under this suite's own load on two cores.
+    // Several polls wait for something another process or socket does (a child exiting, a hold released),
+    // which this suite's own load on two cores can delay past vitest's default 1 s; a poll that holds
+    // returns at once, so the longer wait costs nothing when the test passes.
     expect: { poll: { timeout: 10_000 } },
     // Integration tests start real servers on ephemeral ports; two cores, so keep parallelism modest.
     pool: 'forks',

@@ -193,8 +193,9 @@ describe('DecoderPool: streams of windows', () => {
 
 describe('DecoderPool: time, sharing and the wait queue', () => {
   it('times the decoding work, not the reader: a reader slower than the timeout still gets everything', async () => {
-    // 20 s of audio is ~20 ms of decoding on an idle machine, so even a heavily loaded CI box stays far
-    // inside the 4 s budget, while the reader (2 s windows, 400 ms apart) takes over 4 s to read them all.
+    // 20 s of audio is ~40 ms of decoding on an idle machine (~130 ms in a fresh child, wasm compile
+    // included; measured), so a heavily loaded CI box stays far inside the 4 s budget, while the reader
+    // (2 s windows, 400 ms apart) takes over 4 s to read them all.
     const timeoutMs = 4000;
     const pool = new DecoderPool({ size: 1, timeoutMs, credit: 1 });
     try {

@@ -251,6 +251,6 @@ describe('createFmp4Encoder', () => {
     }
     const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
     console.log(`[fmp4] after create: init segment ${median(initMs).toFixed(1)} ms, first audio fragment ${median(audioMs).toFixed(1)} ms (medians of 7; push 5 of 20 ms pieces)`);
-    expect(audioMs).toHaveLength(7); // every run had an audio fragment within its first 10 pieces (timings: load-tests/)
+    expect(audioMs).toHaveLength(7); // every run had an audio fragment within its first 10 pieces; the ≤ 60 ms target is measured by load-tests/codecs
   });
 });
