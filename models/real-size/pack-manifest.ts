@@ -1,0 +1,63 @@
+/**
+ * The real-size pack's manifests and parameter table. The API serves fixed model ids (sunjata-1, jifili-1,
+ * banjugu-1), so each speech recogniser of the pack gets a manifest of its own that serves it as sunjata-1;
+ * `kuma-models.json` is the default pairing (wav2vec2-base, NLLB-600M, MMS-TTS VITS). The verification
+ * manifest loads every model once under its folder name.
+ */
+import type { ModelEntry } from '../../src/engines/manifest.js';
+
+/** What pack.py stamps into each finished model folder (`.complete.json`), plus the folder name. */
+export interface PackedModel {
+  dir: string;
+  name: string;
+  engine: ModelEntry['engine'];
+  params: number;
+  published_params: number;
+  seed: number;
+  seconds: number;
+  /** Runner options for the manifest entry (e.g. a model file name). */
+  options?: Record<string, unknown>;
+}
+
+/** Served id of each capability, by engine. */
+const SERVED_AS: Partial<Record<ModelEntry['engine'], string>> = {
+  'ctc-wav2vec2': 'sunjata-1',
+  'ctc-nemo': 'sunjata-1',
+  nllb: 'banjugu-1',
+  'vits-hf': 'jifili-1',
+};
+
+const VAD = { id: 'vad', engine: 'silero-vad', dir: '.' } as const;
+const DEFAULT_ASR = 'wav2vec2-base';
+
+type Entry = Pick<ModelEntry, 'id' | 'engine' | 'dir'> & { options?: Record<string, unknown> };
+
+function entry(model: PackedModel, id: string): Entry {
+  return { id, engine: model.engine, dir: model.dir, ...(model.options ? { options: model.options } : {}) };
+}
+
+/** The default manifest: sunjata-1 (wav2vec2-base when packed), banjugu-1, jifili-1 and the VAD. */
+export function packManifest(models: PackedModel[]): { models: Entry[] } {
+  const asr = models.filter((m) => SERVED_AS[m.engine] === 'sunjata-1');
+  const chosen = asr.find((m) => m.dir === DEFAULT_ASR) ?? asr[0];
+  const others = models.filter((m) => SERVED_AS[m.engine] && SERVED_AS[m.engine] !== 'sunjata-1');
+  return { models: [...(chosen ? [entry(chosen, 'sunjata-1')] : []), ...others.map((m) => entry(m, SERVED_AS[m.engine]!)), VAD] };
+}
+
+/** A manifest serving one speech recogniser of the pack as sunjata-1 (for the benchmarks), with the VAD. */
+export function asrManifest(model: PackedModel): { models: Entry[] } {
+  return { models: [entry(model, 'sunjata-1'), VAD] };
+}
+
+/** Every model under its folder name: what `npm run models:real-size` loads to check the pack. */
+export function verificationManifest(models: PackedModel[]): { models: Entry[] } {
+  return { models: [...models.map((m) => entry(m, m.dir)), VAD] };
+}
+
+export function paramsTable(models: PackedModel[]): string {
+  const rows = models.map((m) => {
+    const ratio = m.params / m.published_params;
+    return `| ${m.dir} | \`${m.engine}\` | ${(m.params / 1e6).toFixed(2)} M | ${(m.published_params / 1e6).toFixed(1)} M | ${((ratio - 1) * 100).toFixed(1)} % |`;
+  });
+  return ['| Model | Layout | Parameters | Published | Difference |', '|---|---|---:|---:|---:|', ...rows, ''].join('\n');
+}
