@@ -37,7 +37,9 @@ export class EngineRegistry {
       this.engines.map(async (engine) => {
         const t0 = Date.now();
         await engine.start();
-        logger?.info({ model: engine.entry.id, engine: engine.entry.engine, ms: Date.now() - t0, info: engine.info }, 'model ready');
+        // The vocabulary (CTC pieces) is part of the info the realtime side reads, not of the log line.
+        const { pieces: _pieces, ...info } = engine.info;
+        logger?.info({ model: engine.entry.id, engine: engine.entry.engine, ms: Date.now() - t0, info }, 'model ready');
       }),
     ).then(
       () => undefined,

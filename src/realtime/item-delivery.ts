@@ -10,13 +10,13 @@ import { ItemBilling } from './item-billing.js';
 import type { RealtimeSessionDeps } from './realtime-session.js';
 import type { SessionConfig, SpeechModel } from './session-config.js';
 import type { SessionOutput } from './session-events.js';
-import type { TurnTranscriber } from './turn-transcriber.js';
+import type { TurnRecognizer } from './turn-transcriber.js';
 
 /** An item as committed: its audio, the transcriber that may already have sent interim deltas, and its models. */
 export interface CommittedItem {
   itemId: string;
   samples: Float32Array;
-  transcriber: TurnTranscriber;
+  transcriber: TurnRecognizer;
   model: SpeechModel;
   target: SessionConfig['target'];
   /** When the VAD turn's speech_stopped went out (performance.now()), for the end-of-speech latency metric. */

@@ -23,7 +23,8 @@ import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
 import { ServerVad } from './server-vad.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
 import type { SessionInput, SessionOutput } from './session-events.js';
-import { TurnTranscriber } from './turn-transcriber.js';
+import { TurnTranscriber, type TurnRecognizer } from './turn-transcriber.js';
+import { ChunkedTurn, ctcGeometry } from './chunked-turn.js';
 import type { TurnEvent, VadService } from './vad/contract.js';
 
 /** OpenAI refuses to commit less than 100 ms of audio. */
@@ -58,7 +59,7 @@ interface OpenTurn {
   itemId: string;
   /** Clock index where the turn's audio begins. */
   start: number;
-  transcriber: TurnTranscriber;
+  transcriber: TurnRecognizer;
 }
 
 export class RealtimeSession {
@@ -189,7 +190,7 @@ export class RealtimeSession {
     this.buffer.append(samples);
     this.vad?.push(samples);
     const turn = this.turn;
-    if (turn) turn.transcriber.offer(this.buffer.end - turn.start, () => this.buffer.copy(turn.start, this.buffer.end));
+    if (turn) turn.transcriber.offer(this.buffer.end - turn.start, (from, to) => this.buffer.copy(turn.start + from, turn.start + to));
     this.enforceBufferLimit();
   }
 
@@ -276,12 +277,17 @@ export class RealtimeSession {
     if (trimTo - this.buffer.start >= 16_000) this.buffer.dropBefore(trimTo);
   }
 
-  private transcriberFor(itemId: string): TurnTranscriber {
-    return new TurnTranscriber(this.config.model!, this.deps.charge.accountId, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }), this.deps.interimAllowed);
+  private transcriberFor(itemId: string): TurnRecognizer {
+    const model = this.config.model!;
+    const onDelta = (delta: string) => this.emit({ type: 'delta', itemId, delta });
+    const geometry = ctcGeometry(model);
+    // CTC models encode the turn while it is spoken; others (Whisper) decode it whole.
+    if (geometry) return new ChunkedTurn(model, geometry, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed);
+    return new TurnTranscriber(model, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed);
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */
-  private commitRange(from: number, to: number, itemId: string, transcriber: TurnTranscriber | null, stoppedAt?: number): void {
+  private commitRange(from: number, to: number, itemId: string, transcriber: TurnRecognizer | null, stoppedAt?: number): void {
     const samples = this.buffer.copy(from, to);
     this.buffer.dropBefore(to);
     this.lastActivity = to;

@@ -14,7 +14,21 @@ interface DecodedSegment {
   text: string;
 }
 
-export class TurnTranscriber {
+/** The turn's audio from `from` to `to` (samples from the turn's start, 16 kHz), as a copy. */
+export type TurnAudio = (from: number, to: number) => Float32Array;
+
+/** What a realtime session asks of a turn's recogniser: interims as audio comes, then the final. */
+export interface TurnRecognizer {
+  /** The turn's audio grew to `heldSamples`: start work if it is due. */
+  offer(heldSamples: number, audio: TurnAudio): void;
+  /** The turn was cleared: no more deltas. */
+  cancel(): void;
+  /** The final transcript of the committed audio (sends the last delta). */
+  final(samples: Float32Array): Promise<string>;
+}
+
+/** Decodes the whole turn for its interims and its final (models whose runner cannot encode chunks: Whisper). */
+export class TurnTranscriber implements TurnRecognizer {
   private readonly deltas = new TranscriptDeltas();
   private interimAt = 0;
   private interimJob: AbortController | null = null;
@@ -30,10 +44,10 @@ export class TurnTranscriber {
   ) {}
 
   /**
-   * Called as the turn's audio grows (`heldSamples` of it so far). Starts an interim decode of `audio()`
+   * Called as the turn's audio grows (`heldSamples` of it so far). Starts an interim decode of the audio
    * when enough new speech came in since the last one, none is running and the engine is not busy.
    */
-  offer(heldSamples: number, audio: () => Float32Array): void {
+  offer(heldSamples: number, audio: TurnAudio): void {
     if (this.finished || this.interimJob || heldSamples - this.interimAt < INTERIM_STEP_SAMPLES) return;
     const { replicas, busy, queued } = this.model.engine.stats();
     if (queued > 0 || busy >= replicas || !this.interimAllowed()) return;
@@ -42,7 +56,7 @@ export class TurnTranscriber {
     this.interimJob = job;
     const onAbort = () => job.abort();
     this.signal.addEventListener('abort', onAbort, { once: true });
-    this.decode(audio(), 'continuation', job.signal)
+    this.decode(audio(0, heldSamples), 'continuation', job.signal)
       .then((text) => {
         if (!this.finished && !job.signal.aborted) this.emit(this.deltas.interim(text));
       })

@@ -38,9 +38,13 @@ export interface Segment {
  * run, blank runs are dropped. A blank between two equal symbols keeps them apart ("kk").
  */
 export function greedyCtc(scores: ArrayLike<number>, frames: number, vocab: number, blank: number): CtcToken[] {
-  const tokens: CtcToken[] = [];
-  let previous = -1;
-  for (let t = 0; t < frames; t++) {
+  return tokensFromIds(argmaxFrames(scores, vocab, 0, frames), blank);
+}
+
+/** The best class of each frame in [from, to) of row-major scores [frames, vocab] (the first on a tie). */
+export function argmaxFrames(scores: ArrayLike<number>, vocab: number, from: number, to: number): Int32Array {
+  const ids = new Int32Array(Math.max(0, to - from));
+  for (let t = from; t < to; t++) {
     const row = t * vocab;
     let best = 0;
     let bestScore = scores[row]!;
@@ -51,6 +55,21 @@ export function greedyCtc(scores: ArrayLike<number>, frames: number, vocab: numb
         best = k;
       }
     }
+    ids[t - from] = best;
+  }
+  return ids;
+}
+
+/**
+ * Frame argmaxes → tokens: consecutive equal ids form one run, blank runs are dropped. Frames are numbered
+ * from `firstFrame` (a chunk's place in the whole), so the runs of several chunks joined are one sequence.
+ */
+export function tokensFromIds(ids: ArrayLike<number>, blank: number, firstFrame = 0): CtcToken[] {
+  const tokens: CtcToken[] = [];
+  let previous = -1;
+  for (let i = 0; i < ids.length; i++) {
+    const best = ids[i]!;
+    const t = firstFrame + i;
     if (best !== blank) {
       if (best === previous) tokens[tokens.length - 1]!.endFrame = t;
       else tokens.push({ id: best, startFrame: t, endFrame: t });

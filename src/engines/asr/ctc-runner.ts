@@ -17,8 +17,9 @@ import { UnknownMethodError } from '../runner.js';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
 import { readModelMetadata } from '../onnx/model-metadata.js';
 import { SileroVad } from '../vad/silero-vad.js';
-import { DEFAULT_SEGMENT_OPTIONS, Segmenter, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
+import { DEFAULT_SEGMENT_OPTIONS, Segmenter, argmaxFrames, greedyCtc, parseHfVocab, parseTokensTxt, tokenPieces, tokensToWords, type Segment, type Word } from './ctc-decode.js';
 import { windowOptions } from './ctc-windows.js';
+import { StreamingSchema } from './streaming-options.js';
 import { oneWindow, type AudioView } from './streamed-audio.js';
 import { streamedWalk } from './streamed-walk.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
@@ -42,11 +43,15 @@ const OptionsSchema = z
     normalize: z.enum(['per_feature', 'all_features', 'NA']).optional(),
     /** NeMo ≥ 1.23 pads the STFT with zeros; older checkpoints' preprocessors reflect. */
     stftPadMode: z.enum(['constant', 'reflect']).default('constant'),
+    /** Realtime turns are encoded in chunks as they are spoken (src/realtime/chunked-turn.ts): how. */
+    streaming: StreamingSchema.default(StreamingSchema.parse({})),
   })
   .passthrough();
 type Options = z.infer<typeof OptionsSchema>;
 
 const TranscribeInput = z.object({ samples: z.instanceof(Float32Array) });
+/** One chunk of a realtime turn: its audio (context included) and which of its output frames to return. */
+const FramesInput = z.object({ samples: z.instanceof(Float32Array), skip: z.number().int().min(0), take: z.number().int().min(0).nullable() });
 /** The windows of a streamed input. */
 const InputWindow = z.instanceof(Float32Array);
 
@@ -294,6 +299,17 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
     return tokensToWords(tokens, model.pieces, timing, options.minPauseSeconds);
   }
 
+  /**
+   * The argmax class of output frames [skip, skip + take) (take null: to the last) of one chunk of a realtime
+   * turn, and the blank's id: what the main thread needs to join chunks into the turn's CTC path.
+   */
+  async function chunkFrames(samples: Float32Array, skip: number, take: number | null): Promise<{ ids: Int32Array; frames: number; blank: number }> {
+    if (samples.length < model.minSamples) return { ids: new Int32Array(0), frames: 0, blank: model.blank };
+    const { data, frames, vocab } = await model.scores(samples);
+    const end = take === null ? frames : Math.min(frames, skip + take);
+    return { ids: argmaxFrames(data, vocab, Math.min(skip, end), end), frames, blank: model.blank >= 0 ? model.blank : vocab - 1 };
+  }
+
   async function* transcribe(input: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
     // VAD only decides which stretches are silence not worth a model run; cuts come from the decoded words.
     const windows = streamedWalk(input, {
@@ -315,11 +331,27 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
   }
 
   return {
-    info: () => ({ engine: entry.engine, sampleRate: CTC_SAMPLE_RATE, frameSeconds: model.frameSeconds, maxChunkSeconds: options.maxChunkSeconds, file: path.basename(model.loaded.file), ...model.info }),
+    info: () => ({
+      engine: entry.engine,
+      sampleRate: CTC_SAMPLE_RATE,
+      frameSeconds: model.frameSeconds,
+      windowSeconds: model.windowSeconds,
+      minSamples: model.minSamples,
+      minPauseSeconds: options.minPauseSeconds,
+      maxChunkSeconds: options.maxChunkSeconds,
+      streaming: options.streaming,
+      pieces: model.pieces,
+      file: path.basename(model.loaded.file),
+      ...model.info,
+    }),
     warmup: async () => {
       await decodeChunk(new Float32Array(CTC_SAMPLE_RATE), 0);
     },
     call(method, input, ctx) {
+      if (method === 'frames') {
+        const { samples, skip, take } = FramesInput.parse(input);
+        return chunkFrames(samples, skip, take);
+      }
       if (method !== 'transcribe') throw new UnknownMethodError(entry.engine, method);
       return transcribe(ctx.input ? checkedWindows(ctx.input) : oneWindow(TranscribeInput.parse(input).samples), ctx);
     },

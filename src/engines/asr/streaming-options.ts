@@ -1,0 +1,35 @@
+/**
+ * How a CTC model's realtime turns are encoded while they are spoken (manifest `options.streaming`; the
+ * realtime side's chunked-turn.ts does the scheduling). A chunk runs the model on [left context | new audio |
+ * lookahead] and keeps the frames of the new audio only, so the turn's CTC path is built piece by piece and
+ * the end of a turn costs about one chunk, not a re-decode of the whole turn.
+ *
+ * Chunk size adapts to load: while the model has a free place a turn is encoded in small steps
+ * (`minChunkSeconds`, so that a lone caller's final is ready right after speech ends, and interims move
+ * often); once jobs queue, a turn waits until `chunkSeconds` of new audio have built up, so less of the
+ * machine goes to re-running context. Context costs `(left + right) / chunk` extra model time per chunk.
+ *
+ * Accuracy: a frame sees `leftSeconds` back and `rightSeconds` ahead of itself at the least (more inside a
+ * chunk). For convolutional models whose receptive field fits in that context (the demo models) the frames
+ * equal those of the whole turn; full-attention models (wav2vec2, XLS-R, MMS) see less than the whole turn,
+ * which costs some accuracy on long turns — raise the context, or set `finalRedecodeSeconds` to decode
+ * turns up to that length whole when the model has a free place.
+ */
+import { z } from 'zod';
+
+export const StreamingSchema = z
+  .object({
+    /** Audio before the new audio that a chunk re-reads for context. */
+    leftSeconds: z.number().min(0).max(30).default(1),
+    /** Audio after the new audio that a chunk reads ahead (its frames are kept by the next chunk). */
+    rightSeconds: z.number().min(0).max(10).default(0.5),
+    /** New audio per chunk once the model is busy (the efficient size). */
+    chunkSeconds: z.number().min(0.1).max(60).default(4),
+    /** New audio per chunk while the model has a free place (the responsive size). */
+    minChunkSeconds: z.number().min(0.05).max(60).default(0.5),
+    /** Turns up to this long are decoded whole for their final when the model is idle (0: never). */
+    finalRedecodeSeconds: z.number().min(0).max(120).default(0),
+  })
+  .refine((s) => s.minChunkSeconds <= s.chunkSeconds, { message: 'minChunkSeconds must not exceed chunkSeconds' });
+
+export type StreamingOptions = z.infer<typeof StreamingSchema>;

@@ -1,0 +1,184 @@
+/**
+ * A turn recognised while it is spoken, for CTC models: the turn's audio is encoded in chunks as it arrives
+ * (each chunk re-reads `left` seconds of context and reads `right` seconds ahead, and keeps only the frames
+ * of its new audio), the frames' argmax classes are joined into the turn's CTC path, and interim deltas
+ * come from that path — no model run is ever repeated for an interim. At the end of the turn only what is
+ * not yet encoded is computed, so a final costs about one chunk, whatever the turn's length.
+ *
+ * Scheduling (streaming-options.ts): small chunks while the model has a free place, large ones once jobs
+ * queue; one chunk in flight per turn; chunks mid-turn wait behind finals (`continuation` priority), so on a
+ * saturated machine the callers who stopped speaking are served first and mid-turn encoding falls behind.
+ * The final rewinds to frames that saw no audio past the turn's end (the end of a turn is decided after
+ * some silence was already read ahead), then encodes the rest.
+ */
+import type { StreamingOptions } from '../engines/asr/streaming-options.js';
+import { tokensFromIds, tokensToWords } from '../engines/asr/ctc-decode.js';
+import type { SpeechModel } from './session-config.js';
+import { TranscriptDeltas } from './transcript-deltas.js';
+import type { TurnRecognizer, TurnAudio } from './turn-transcriber.js';
+
+const RATE = 16_000;
+
+/** What the realtime side needs to know of a CTC model (its runner's info). */
+export interface CtcGeometry {
+  /** Samples per output frame. */
+  hop: number;
+  frameSeconds: number;
+  windowSeconds: number;
+  /** Shorter audio produces no frame. */
+  minSamples: number;
+  /** Audio one model run may take (the runner's window). */
+  maxRunSamples: number;
+  minPauseSeconds: number;
+  pieces: readonly string[];
+  streaming: StreamingOptions;
+}
+
+/** The geometry of a model whose runner encodes chunks (`frames`), or null (decode turns whole). */
+export function ctcGeometry(model: SpeechModel): CtcGeometry | null {
+  const info = model.engine.info as Record<string, unknown>;
+  const streaming = info.streaming as StreamingOptions | undefined;
+  if (!streaming || !Array.isArray(info.pieces) || typeof info.frameSeconds !== 'number') return null;
+  return {
+    hop: Math.round(info.frameSeconds * RATE),
+    frameSeconds: info.frameSeconds,
+    windowSeconds: Number(info.windowSeconds ?? info.frameSeconds),
+    minSamples: Number(info.minSamples ?? 0),
+    maxRunSamples: Math.round(Number(info.maxChunkSeconds ?? 30) * RATE),
+    minPauseSeconds: Number(info.minPauseSeconds ?? 0.5),
+    pieces: info.pieces as string[],
+    streaming,
+  };
+}
+
+interface FramesResult {
+  ids: Int32Array;
+  frames: number;
+  blank: number;
+}
+
+export class ChunkedTurn implements TurnRecognizer {
+  private readonly deltas = new TranscriptDeltas();
+  /** Argmax class per encoded frame, from the turn's start. */
+  private ids = new Int32Array(0);
+  private blank = -1;
+  /** Turn-relative sample up to which frames are encoded (a multiple of the hop). */
+  private cursor = 0;
+  private inFlight: Promise<void> | null = null;
+  private readonly inFlightAbort = new AbortController();
+  private finished = false;
+  private readonly left: number;
+  private readonly right: number;
+  private readonly minStep: number;
+  private readonly maxStep: number;
+
+  constructor(
+    private readonly model: SpeechModel,
+    private readonly geometry: CtcGeometry,
+    private readonly account: string,
+    private readonly signal: AbortSignal,
+    private readonly onDelta: (delta: string) => void,
+    /** Whether small, eager chunks may run now (the machine is not too busy); absent: always. */
+    private readonly eagerAllowed: () => boolean = () => true,
+  ) {
+    const { streaming, hop } = geometry;
+    const toHops = (seconds: number) => Math.max(hop, Math.round((seconds * RATE) / hop) * hop);
+    this.left = Math.round((streaming.leftSeconds * RATE) / hop) * hop;
+    this.right = Math.round(streaming.rightSeconds * RATE);
+    this.minStep = toHops(streaming.minChunkSeconds);
+    this.maxStep = Math.min(toHops(streaming.chunkSeconds), Math.max(hop, geometry.maxRunSamples - this.left - this.right));
+    signal.addEventListener('abort', () => this.inFlightAbort.abort(), { once: true });
+  }
+
+  /** The turn's CTC path so far: the argmax class of each encoded frame. */
+  get frameIds(): Int32Array {
+    return this.ids;
+  }
+
+  /** Resolves once no chunk is in flight (a paced feeder waits on it, as real time would). */
+  async settled(): Promise<void> {
+    await this.inFlight;
+  }
+
+  offer(heldSamples: number, audio: TurnAudio): void {
+    if (this.finished || this.inFlight) return;
+    const pending = heldSamples - this.cursor - this.right;
+    const { replicas, busy, queued } = this.model.engine.stats();
+    const eager = queued === 0 && busy < replicas && this.eagerAllowed();
+    if (pending < (eager ? this.minStep : this.maxStep)) return;
+    // A turn that fell behind catches up in chunks as large as one model run allows.
+    const step = Math.min(Math.floor(pending / this.geometry.hop) * this.geometry.hop, this.maxStep);
+    const from = Math.max(0, this.cursor - this.left);
+    const job = this.encode(audio(from, this.cursor + step + this.right), (this.cursor - from) / this.geometry.hop, step / this.geometry.hop, 'continuation', this.inFlightAbort.signal)
+      .then((result) => {
+        if (!this.finished) this.append(result.ids);
+        if (!this.finished) this.emit(this.deltas.interim(this.text()));
+      })
+      .catch(() => {
+        // A mid-turn chunk refused (queue full) or failed costs nothing: the final encodes what is left.
+      })
+      .finally(() => {
+        if (this.inFlight === job) this.inFlight = null;
+      });
+    this.inFlight = job;
+  }
+
+  cancel(): void {
+    this.finished = true;
+    this.inFlightAbort.abort();
+  }
+
+  /** Encodes what is left of the committed audio, sends the last delta and returns the transcript. */
+  async final(samples: Float32Array): Promise<string> {
+    // The chunk in flight is awaited, not cancelled: its frames are part of the final.
+    await this.inFlight;
+    this.finished = true;
+    const { hop, streaming } = this.geometry;
+    const end = samples.length;
+    const { replicas, busy, queued } = this.model.engine.stats();
+    if (streaming.finalRedecodeSeconds > 0 && end <= streaming.finalRedecodeSeconds * RATE && queued === 0 && busy < replicas) {
+      this.ids = new Int32Array(0);
+      this.cursor = 0;
+    }
+    // Frames that read audio past the turn's end (lookahead into the silence after it) are encoded again.
+    this.cursor = Math.max(0, Math.min(this.cursor, Math.floor((end - this.right) / hop) * hop));
+    this.ids = this.ids.subarray(0, this.cursor / hop);
+    while (this.cursor < end && end >= this.geometry.minSamples) {
+      const from = Math.max(0, this.cursor - this.left);
+      const last = end - from <= this.geometry.maxRunSamples;
+      const step = last ? null : Math.floor((this.geometry.maxRunSamples - (this.cursor - from) - this.right) / hop);
+      const to = last ? end : this.cursor + step! * hop + this.right;
+      const result = await this.encode(samples.subarray(from, to), (this.cursor - from) / hop, step, 'opening', this.signal);
+      if (result.ids.length === 0) break;
+      this.append(result.ids);
+    }
+    const transcript = this.text();
+    this.emit(this.deltas.final(transcript));
+    return transcript;
+  }
+
+  private async encode(samples: Float32Array, skip: number, take: number | null, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<FramesResult> {
+    // A copy: the engine transfers its input to the worker, which would detach a view of the session's buffer.
+    const result = await this.model.engine.run<FramesResult>('frames', { samples: samples.slice(), skip, take }, signal, { account: this.account, priority });
+    this.blank = result.blank;
+    return result;
+  }
+
+  private append(ids: Int32Array): void {
+    const joined = new Int32Array(this.ids.length + ids.length);
+    joined.set(this.ids);
+    joined.set(ids, this.ids.length);
+    this.ids = joined;
+    this.cursor += ids.length * this.geometry.hop;
+  }
+
+  private text(): string {
+    const { frameSeconds, windowSeconds, minPauseSeconds, pieces } = this.geometry;
+    const words = tokensToWords(tokensFromIds(this.ids, this.blank), pieces, { frameSeconds, windowSeconds, offsetSeconds: 0 }, minPauseSeconds);
+    return words.map((w) => w.text).join(' ');
+  }
+
+  private emit(delta: string): void {
+    if (delta) this.onDelta(delta);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * ChunkedTurn, the realtime turn recogniser that encodes a turn in chunks while it is spoken, against the
+ * demo CTC models in their worker threads (the manifest the server uses):
+ * - the demo round trip is exact through the incremental path: ASR(TTS(text)) fed as a live turn — audio
+ *   offered in random piece sizes, chunks small or large at random (a free or a busy model), the turn's end
+ *   decided before the audio ends (the silence read ahead) — gives the text's spoken form;
+ * - the chunked emissions equal the whole turn's: the frame classes joined from the chunks are the frames one
+ *   model run over the whole turn gives (the demo models' receptive field fits in the chunk context);
+ * - interims only ever extend: the deltas concatenate to the final transcript.
+ * `KUMA_PROPERTY_RUNS` raises the number of random turns (default 8 per model); long turns reach 40 s.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resample } from '../../../src/codecs/resample.js';
+import { EngineRegistry } from '../../../src/engines/engine-registry.js';
+import { ChunkedTurn, ctcGeometry } from '../../../src/realtime/chunked-turn.js';
+import type { SpeechModel } from '../../../src/realtime/session-config.js';
+import { DEMO_SYMBOLS } from '../../../models/generator/demo-voice.js';
+
+const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 8);
+const ASR = ['sunjata-1', 'djelia-asr-v1'] as const;
+const LETTERS = DEMO_SYMBOLS.filter((s) => s !== ' ');
+const RATE = 16_000;
+
+let engines: EngineRegistry;
+beforeAll(async () => {
+  engines = EngineRegistry.fromManifest('models/kuma-models.json', 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
+  await engines.start();
+}, 120_000);
+afterAll(() => engines.close());
+
+async function speak(text: string): Promise<Float32Array> {
+  const parts: Float32Array[] = [];
+  let rate = RATE;
+  for await (const chunk of engines.get('jifili-1')!.stream<{ samples: Float32Array; sampleRate: number }>('synthesize', { text })) {
+    parts.push(chunk.samples);
+    rate = chunk.sampleRate;
+  }
+  const joined = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((offset, p) => (joined.set(p, offset), offset + p.length), 0);
+  return rate === RATE ? joined : resample(joined, rate, RATE);
+}
+
+function model(id: string): SpeechModel {
+  return { id, engine: engines.get(id)! };
+}
+
+interface LiveTurn {
+  transcript: string;
+  deltas: string[];
+  ids: Int32Array;
+}
+
+/** Feeds `audio` to a ChunkedTurn as a session would: pieces of `sizes`, eager chunks when `eager` says so. */
+async function liveTurn(id: string, audio: Float32Array, end: number, sizes: number[], eager: boolean[], waits: boolean[]): Promise<LiveTurn> {
+  const deltas: string[] = [];
+  let calls = 0;
+  const turn = new ChunkedTurn(model(id), ctcGeometry(model(id))!, 'acct', new AbortController().signal, (d) => deltas.push(d), () => eager[calls++ % eager.length]!);
+  let held = 0;
+  for (let i = 0; held < audio.length; i++) {
+    held = Math.min(audio.length, held + sizes[i % sizes.length]!);
+    turn.offer(held, (from, to) => audio.slice(from, to));
+    // A chunk in flight comes back before the next piece (real time, a free model), or not (a burst, a busy one).
+    if (waits[i % waits.length]) await turn.settled();
+  }
+  const transcript = await turn.final(audio.slice(0, end));
+  return { transcript, deltas, ids: turn.frameIds };
+}
+
+async function wholeTurnIds(id: string, samples: Float32Array): Promise<Int32Array> {
+  const result = await engines.get(id)!.run<{ ids: Int32Array }>('frames', { samples, skip: 0, take: null });
+  return result.ids;
+}
+
+const word = fc.array(fc.constantFrom(...LETTERS), { minLength: 1, maxLength: 7 }).map((a) => a.join(''));
+const text = fc.oneof(
+  fc.array(word, { minLength: 1, maxLength: 6 }).map((w) => w.join(' ')),
+  // Long turns: up to ≈ 40 s of demo speech.
+  fc.array(word, { minLength: 20, maxLength: 60 }).map((w) => w.join(' ')),
+);
+// Piece sizes as clients send them: 10 ms frames to whole seconds, and odd sizes that split hops.
+const sizes = fc.array(fc.oneof(fc.constantFrom(160, 320, 480, 2400, 16000), fc.integer({ min: 1, max: 40_000 })), { minLength: 1, maxLength: 8 });
+const eager = fc.array(fc.boolean(), { minLength: 1, maxLength: 6 });
+const waits = fc.array(fc.boolean(), { minLength: 1, maxLength: 6 });
+// Silence read ahead after the turn's end (the VAD decides the end after silence_duration_ms).
+const trailing = fc.integer({ min: 0, max: 16_000 });
+
+describe('ChunkedTurn on the demo CTC models', () => {
+  for (const id of ASR) {
+    it(`${id}: exact round trip, chunk frames = whole-turn frames, deltas add up to the final`, async () => {
+      await fc.assert(
+        fc.asyncProperty(text, sizes, eager, waits, trailing, async (spoken, pieceSizes, eagerPattern, waitPattern, tail) => {
+          const speech = await speak(spoken);
+          const audio = new Float32Array(speech.length + tail);
+          audio.set(speech);
+          const live = await liveTurn(id, audio, speech.length, pieceSizes, eagerPattern, waitPattern);
+          expect(live.transcript).toBe(spoken);
+          expect(live.deltas.join('')).toBe(live.transcript);
+          expect(Array.from(live.ids)).toEqual(Array.from(await wholeTurnIds(id, speech)));
+        }),
+        { numRuns: RUNS, seed: 20261128 },
+      );
+    }, 240_000);
+  }
+});
