@@ -30,6 +30,8 @@ export const ModelEntrySchema = z.object({
   jobsPerReplica: z.number().int().min(1).max(64).optional(),
   /** Scheduling niceness of this model's threads (0–19); when absent, defaultNiceness decides. */
   niceness: z.number().int().min(0).max(19).optional(),
+  /** onnxruntime intra-op threads of each replica; when absent, KUMA_ENGINE_INTRA_OP_THREADS. */
+  intraOpThreads: z.number().int().min(1).max(64).optional(),
   /**
    * Engine-specific settings (file names, decoding options); each runner validates its own. The `custom`
    * engine loads the runner module named by `options.module` (relative to the model directory), which

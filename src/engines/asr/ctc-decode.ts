@@ -214,7 +214,7 @@ export interface Region {
 
 /**
  * Cuts [0, total] into chunks of at most `maxSeconds` for separate model runs (the Whisper runner; the CTC
- * runner cuts at decoded word boundaries instead, see ctc-windows.ts). Each cut falls inside the
+ * runner joins chunk frames instead, see frames-walk.ts). Each cut falls inside the
  * last gap between speech regions that fits, at the point `pickCut(from, to)` chooses (the runner picks the
  * quietest moment); speech that never pauses for that long is cut the same way in the second half of the
  * window. Chunks are not trimmed to the VAD regions, since VAD onsets can come late and would clip a word;

@@ -3,7 +3,7 @@
  * decoded (appended at the end, dropped from the front), and — once the audio turns out longer than one
  * model window — Silero VAD run incrementally over it from the first sample, with the regions it has found
  * so far and the point before which they are final (RegionTracker.settledUntil). The runners' planners
- * (streamed-chunks.ts for Whisper, streamed-walk.ts for CTC) decide from these what the whole-audio
+ * (streamed-chunks.ts for Whisper) decide from these what the whole-audio
  * planners would, without holding the whole audio.
  */
 import { DEFAULT_VAD_OPTIONS, RegionTracker, type SpeechRegion } from '../vad/silero-vad.js';

@@ -28,6 +28,10 @@ export async function createSession(file: string, options: SessionOptions): Prom
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
     graphOptimizationLevel: 'all',
+    // onnxruntime's pool threads spin-wait for work between operators by default: on a server whose cores
+    // are shared with the I/O thread, the VAD and the encoders, that spinning takes the CPU they need
+    // (bench:threads measures both settings). Blocking waits cost a few µs per operator instead.
+    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
   });
   const inputTypes: Record<string, string> = {};
   for (const meta of session.inputMetadata) {

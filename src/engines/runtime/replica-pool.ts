@@ -179,7 +179,7 @@ export class ReplicaPool {
   }
 
   private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness) };
+    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness) };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
     const replica: Replica = { worker, active: 0, jobs: new Map() };
     return new Promise<void>((resolve, reject) => {
