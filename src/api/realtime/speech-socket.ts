@@ -26,7 +26,7 @@ import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
-import { ApiError, toApiError } from '../errors.js';
+import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import type { DuplexHandler, DuplexPeer } from '../types.js';
 import { audioMessage, errorMessage, finalMessage, parseClientMessage } from './speech-socket-messages.js';
 
@@ -219,7 +219,9 @@ export class SpeechSocket implements DuplexHandler {
     if (this.stop.signal.aborted) return;
     const apiError = toApiError(err);
     const code = apiError.status === 503 ? 1013 : 1011;
-    if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
+    // A model at capacity (1013, try again later) is load, not a fault: warn, never error.
+    if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
+    else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code);
     this.stop.abort();
     this.peer.close(code, apiError.code);

@@ -11,6 +11,7 @@
  * normally.
  */
 import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
+import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
 import type { CallSession } from './call-session.js';
@@ -102,7 +103,8 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       call.open(app);
     } catch (err) {
       if (err instanceof CallRefused) return close(err.code, err.reason, err.message);
-      opener.logger.error({ requestId: callId, err: (err as Error).message }, 'call failed to start');
+      // A model at capacity is load, not a fault: warn, never error (the carrier is closed 1011 either way).
+      opener.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: callId, err: (err as Error).message }, 'call failed to start');
       close(1011, 'server_error', 'The call could not be started.');
     }
   }

@@ -12,6 +12,7 @@
  *   interruptible, stops the voice (carrier `clear`) and tells the app what was heard.
  * - The record: turns, caller seconds, characters, cost (from the ledger rows under the call's id), reason.
  */
+import { isCapacityError } from '../../engines/errors.js';
 import { RealtimeSession } from '../../realtime/realtime-session.js';
 import { DEFAULT_SERVER_VAD, type SessionConfig, type TranslationTarget } from '../../realtime/session-config.js';
 import type { SessionOutput } from '../../realtime/session-events.js';
@@ -196,7 +197,8 @@ export class CallSession {
         if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
         await this.voice.say(piece.text, piece.last, this.pendingOptions);
       },
-      (err) => this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed'),
+      // A translation model at capacity is load, not a fault: warn, never error.
+      (err) => this.deps.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed'),
     );
   }
 

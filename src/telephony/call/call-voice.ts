@@ -19,6 +19,7 @@
 import { InsufficientQuotaError } from '../../billing/errors.js';
 import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
+import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
@@ -236,7 +237,11 @@ export class CallVoice {
       // The cycle is done once its frames are out (or it was cut).
       while (!paced.idle && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
     } catch (err) {
-      if (!cycle.stop.signal.aborted) this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'call voice failed');
+      if (!cycle.stop.signal.aborted) {
+        // A voice model at capacity is load, not a fault: warn, never error.
+        const level = isCapacityError(err) ? 'warn' : 'error';
+        this.setup.logger[level]({ requestId: this.setup.charge.requestId, err: (err as Error).message }, level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed');
+      }
     } finally {
       cycle.done = true;
       cycle.stop.abort();
