@@ -30,6 +30,7 @@ import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type Du
 import { ApiError, toApiError } from './errors.js';
 import { giveBackClientSecret, isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
 import { SessionCap } from '../limits/session-cap.js';
+import type { KeySessions } from '../auth/key-sessions.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
 import { nativeSurface } from './native/native-surface.js';
 import { nativeRoutes } from './native/native-routes.js';
@@ -57,6 +58,8 @@ export interface ApiDeps {
   realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number; interimAllowed?: () => boolean };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
+  /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */
+  keySessions?: KeySessions;
   /** Telephony (/telephony/v1): call tokens, carrier streams, control sockets (src/telephony/telephony-setup.ts). */
   telephonyRoutes?: RouteDef[];
   /** Extra routes (tests mount probes here; later features add theirs). */
@@ -120,7 +123,7 @@ async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req:
     def.gate?.(req);
     const caller = def.auth ? await authorize(deps, def, req, opening) : null;
     const result = await def.handler(req, caller);
-    return result.kind === 'duplex' && caller ? holdSessionPlace(sessionCap, caller, opening, result) : result;
+    return result.kind === 'duplex' && caller ? openSession(deps, sessionCap, caller, opening, result) : result;
   } catch (err) {
     throw asClientError(deps, req, err);
   }
@@ -203,18 +206,29 @@ class SessionOpening {
 
 /**
  * A WebSocket session holds a place under its key's session cap (429 before the upgrade when full) from now
- * until its socket closes; an upgrade that never completes gives the place back when its request ends.
+ * until its socket closes; an upgrade that never completes gives the place back when its request ends. Once
+ * open, the session is registered under its key, so that revoking the key ends it (close 1008 `key_revoked`,
+ * after whatever the session's own `onKeyRevoked` tells its client).
  */
-function holdSessionPlace(cap: SessionCap, caller: Caller, opening: SessionOpening, result: DuplexResult): DuplexResult {
+function openSession(deps: ApiDeps, cap: SessionCap, caller: Caller, opening: SessionOpening, result: DuplexResult): DuplexResult {
   const release = cap.acquire(caller.key.id);
   opening.unlessOpened(release);
   return {
     ...result,
     open(peer) {
       opening.opened = true;
+      let unregister: (() => void) | undefined;
+      // Attached before the route's open, which may throw (the transport then closes the socket 1011).
       if (peer.signal.aborted) release();
-      else peer.signal.addEventListener('abort', release, { once: true });
-      return result.open(peer);
+      else peer.signal.addEventListener('abort', () => (release(), unregister?.()), { once: true });
+      const handler = result.open(peer);
+      if (!peer.signal.aborted) {
+        unregister = deps.keySessions?.register(caller.key.id, () => {
+          if (handler.onKeyRevoked) handler.onKeyRevoked();
+          else peer.close(1008, 'key_revoked');
+        });
+      }
+      return handler;
     },
   };
 }

@@ -7,8 +7,8 @@
  * Closes (code, reason): 1008 `invalid_call_token` (no or bad token), 1008 `start_timeout` (no `start`
  * within the opener's startTimeoutMs), 1008 `malformed_frame` (not this carrier's protocol; the reason names
  * what), 1009 `frame_too_big` (over 64 KiB), 1008 `call_limit` (the account's concurrent calls), 1008
- * `insufficient_quota`, 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends
- * normally.
+ * `insufficient_quota`, 1008 `key_revoked` (the key that minted the call token, or the AudioSocket key, was
+ * revoked), 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends normally.
  */
 import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
 import { isCapacityError } from '../../engines/errors.js';
@@ -72,7 +72,8 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     clear: () => void send(adapter.clear()),
     hangup: (reason) => {
       for (const frame of adapter.hangup()) send(frame);
-      close(reason === 'insufficient_quota' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
+      // Ended by policy (the balance, the key's revocation): 1008; otherwise a normal end.
+      close(reason === 'insufficient_quota' || reason === 'key_revoked' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
     },
   };
 

@@ -20,6 +20,7 @@ import { InsufficientQuotaError } from '../../billing/errors.js';
 import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { isCapacityError } from '../../engines/errors.js';
+import { KeyRevokedError } from '../../store/store-errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
@@ -268,7 +269,9 @@ export class CallVoice {
     try {
       await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: cycle.sent }]);
     } catch (err) {
-      this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
+      // The key was revoked before this cycle settled: by design nothing more is charged to it (the call ends).
+      if (err instanceof KeyRevokedError) this.setup.logger.info({ requestId: this.setup.charge.requestId, keyId: err.keyId }, 'call speech not charged: the key was revoked');
+      else this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
     }
   }
 }
