@@ -102,8 +102,11 @@ export class TelephonyService implements CallOpener {
 
   async createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession> {
     try {
+      // A token checked before the upgrade may have lost its key while the carrier was yet to send `start`.
+      await checkCallTokenKey(this.deps.store, grant);
       await this.deps.ledger.assertCanStart(grant.accountId);
     } catch (err) {
+      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${err.message}`);
       if (err instanceof InsufficientQuotaError) throw new CallRefused(1008, 'insufficient_quota', 'The account has no balance left for calls.');
       throw err;
     }

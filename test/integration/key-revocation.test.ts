@@ -12,7 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { createAdminKey, adminClient, type AdminClient } from '../helpers/admin.js';
-import { connectAudioSocket } from '../helpers/carriers/index.js';
+import WebSocket from 'ws';
+import { connectAudioSocket, simulators } from '../helpers/carriers/index.js';
+import { wsUrl } from '../helpers/websocket-client.js';
 import { FRAME_BYTES, RealtimeClient, silence, speak } from '../helpers/realtime.js';
 import { callerSpeech, callerSpeechPcm, dialCarrier, mintToken, startTelephonyServer } from '../helpers/telephony.js';
 import type { TestServer } from '../helpers/test-server.js';
@@ -148,6 +150,23 @@ describe.each(['admin API', 'another process'] as const)('a key revoked by the %
     // And the key opens nothing new.
     expect((await fetch(`${t.baseUrl}/openai/v1/models`, { headers: { authorization: `Bearer ${account.apiKey}` } })).status).toBe(401);
   }, 90_000);
+});
+
+describe('a call token checked before the upgrade', () => {
+  it('whose key is revoked before the carrier sends `start`: the call is refused, close 1008 invalid_call_token, no call', async () => {
+    const account = await t.newAccount(10_000_000);
+    const token = await mintToken(t, { mode: 'transcription' }, account.apiKey);
+    const ws = new WebSocket(wsUrl(t.baseUrl, `/telephony/v1/twilio?token=${token}`));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    await revoke(account.keyId, 'admin API');
+    simulators.twilio(ws, {}).open();
+    expect(await within(closed, 'refusal')).toEqual({ code: 1008, reason: 'invalid_call_token' });
+    expect(await t.server.store.listCalls({ accountId: account.accountId })).toEqual([]);
+  });
 });
 
 describe('the AudioSocket key', () => {
