@@ -125,6 +125,7 @@ async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req:
     const result = await def.handler(req, caller);
     return result.kind === 'duplex' && caller ? openSession(deps, sessionCap, caller, opening, result) : result;
   } catch (err) {
+    await opening.giveBack();
     throw asClientError(deps, req, err);
   }
 }
@@ -161,7 +162,7 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest, opening:
     // Taken out of the store now, so that of two upgrades racing with one secret only this one has it; put
     // back if this upgrade is refused after all (any check below, the handler, the session cap, no 101).
     opening.unlessOpened(() =>
-      void giveBackClientSecret(deps.store, redeemed.record).catch((err: Error) =>
+      giveBackClientSecret(deps.store, redeemed.record).catch((err: Error) =>
         deps.logger.warn({ requestId: req.requestId, err: err.message }, 'a client secret could not be put back after a refused upgrade'),
       ),
     );
@@ -183,24 +184,32 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest, opening:
 
 /**
  * An upgrade request on its way to an open socket: what it took before the socket opened (a session place, a
- * client secret) is given back when the request ends without one — refused by any check, answered 426 as a
- * plain GET, or its client gone before the 101.
+ * client secret) is given back if it never opens — before the answer goes out when a check refuses it (so a
+ * client retrying at once finds its secret), else when the request ends (a plain GET's 426, a client gone
+ * before the 101).
  */
 class SessionOpening {
   opened = false;
-  private giveBacks: (() => void)[] | null = null;
+  private pending: (() => unknown)[] = [];
+  private watching = false;
 
   constructor(private readonly req: ApiRequest) {}
 
-  unlessOpened(giveBack: () => void): void {
-    if (!this.giveBacks) {
-      const giveBacks: (() => void)[] = (this.giveBacks = []);
-      // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
-      this.req.onFinished(() => {
-        if (!this.opened) for (const run of giveBacks) run();
-      });
-    }
-    this.giveBacks.push(giveBack);
+  unlessOpened(giveBack: () => unknown): void {
+    this.pending.push(giveBack);
+    if (this.watching) return;
+    this.watching = true;
+    // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
+    this.req.onFinished(() => {
+      if (!this.opened) void this.giveBack();
+    });
+  }
+
+  /** Gives back everything taken so far, once (a give-back may be a store write: awaited). */
+  async giveBack(): Promise<void> {
+    const runs = this.pending;
+    this.pending = [];
+    await Promise.all(runs.map((run) => run()));
   }
 }
 
