@@ -2,7 +2,7 @@
  * Refusals for lack of capacity are the client's cue to retry, not server failures: a model at capacity
  * refuses a REST request (503 + Retry-After), a speech socket (error, close 1013) and a call's voice, and
  * each is logged at warn — never at error, which is kept for what an operator must fix. The voice model
- * (the scripted TTS, one replica, no queue, 6 s a phrase) is held by one speech socket while the others ask.
+ * (the scripted TTS, one replica, no queue, 15 s a phrase) is held by one speech socket while the others ask.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,7 +21,7 @@ beforeAll(async () => {
   t = await startTestServerWithModels(
     [
       ...REALTIME_MODELS.filter((m) => m.id === 'sunjata-1' || m.id === 'vad'),
-      { id: 'jifili-1', engine: 'custom', replicas: 1, maxQueue: 0, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'tts.log'), phraseDelayMs: 6000 } },
+      { id: 'jifili-1', engine: 'custom', replicas: 1, maxQueue: 0, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'tts.log'), phraseDelayMs: 15_000 } },
     ],
     { config: { outboundAllow: '127.0.0.1' } },
   );
@@ -42,7 +42,7 @@ const atErrorOrAbove = () => logLines().filter((l) => l.level >= 50);
 
 const speechSocket = () => SpeechSocketClient.open(t.baseUrl, '/openai/v1/audio/speech/stream?output_format=pcm', { authorization: `Bearer ${t.apiKey}` });
 
-/** A speech socket whose first phrase occupies the voice model's only replica (for 6 s). */
+/** A speech socket whose first phrase occupies the voice model's only replica (for 15 s). */
 async function holdTheVoice(): Promise<SpeechSocketClient> {
   const holder = await speechSocket();
   holder.send({ text: 'i ni ce. ', flush: true });
