@@ -3,11 +3,13 @@
  * (/openai/v1), one opened with a client secret the key minted (/compat/v1), a streaming speech socket, a
  * Twilio call authorised by a call token the key minted, and an AudioSocket call on the configured key. Each
  * is busy (speech streaming in, audio streaming out, turns being transcribed) when the key is revoked — by
- * the admin API (this process: at once) or by another process writing the same database (found by the
- * sweep). Each ends with its documented close and reason, the call record and webhook say `key_revoked`,
+ * the admin API (this process: at once), by `npm run keys -- revoke` or by another connection writing the
+ * same database (another process: found by the sweep). Each ends with its documented close and reason, the call record and webhook say `key_revoked`,
  * and the ledger holds no charge stamped after the revocation, nor any written later.
  */
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
@@ -42,10 +44,18 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Revokes as the admin API does (this process), or as `npm run keys -- revoke` does (another connection to the file). */
-async function revoke(keyId: string, by: 'admin API' | 'another process'): Promise<void> {
+/**
+ * Revokes through the admin API (this process), with `npm run keys -- revoke` (the CLI, another process), or
+ * on another connection to the database file (what another node or process does).
+ */
+async function revoke(keyId: string, by: 'admin API' | 'keys CLI' | 'another process'): Promise<void> {
   if (by === 'admin API') {
     expect((await admin.call('DELETE', `/keys/${keyId}`)).status).toBe(200);
+    return;
+  }
+  if (by === 'keys CLI') {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'revoke', keyId], { env: { ...process.env, KUMA_DB_PATH: path.join(t.dir, 'kuma.sqlite') } });
+    expect(stdout).toContain(`Revoked key ${keyId}`);
     return;
   }
   const other = await openSqliteStore(path.join(t.dir, 'kuma.sqlite'));
@@ -87,7 +97,7 @@ async function expectNothingChargedAfter(accountId: string, keyId: string): Prom
   expect(later.rows).toEqual(first.rows);
 }
 
-describe.each(['admin API', 'another process'] as const)('a key revoked by the %s', (by) => {
+describe.each(['admin API', 'keys CLI', 'another process'] as const)('a key revoked by the %s', (by) => {
   it('ends its realtime sessions (its own and a client secret\'s), its speech socket and its call token\'s call; nothing after is charged', async () => {
     const account = await t.newAccount(50_000_000);
     await t.server.store.setWebhook(account.accountId, { url: `${receiver.url}/${account.accountId}`, secret: 'whsec_revocation_test' });
