@@ -19,6 +19,7 @@ import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
 import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
+import { KeySessions, withRevocationEnding } from './auth/key-sessions.js';
 import { StoreUnavailableError } from './store/store-errors.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
@@ -74,8 +75,15 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const ownsStore = !options.store;
   const rawStore = options.store ?? (await openStore(config));
   const keys = new KeyCache(rawStore, { ttlMs: config.authCacheTtlMs });
+  // Open sessions by key: a revocation ends them — this process's at once, another process's within one
+  // sweep, every KUMA_AUTH_CACHE_TTL_MS (the bound new requests have), asking the store itself.
+  const keySessions = new KeySessions(rawStore, {
+    periodMs: config.authCacheTtlMs,
+    onSweepError: (err) => logger.warn({ err: (err as Error).message }, 'checking open sessions for revoked keys failed; retried at the next sweep'),
+    onEndError: (err) => logger.error({ err }, 'ending a session of a revoked key threw'),
+  });
   // This process's own changes to keys and limits drop the cache at once; other processes' within its TTL.
-  const store = withKeyCacheInvalidation(rawStore, keys);
+  const store = withRevocationEnding(withKeyCacheInvalidation(rawStore, keys), keySessions);
   const limiter = config.rateLimits ? new RateLimiter(options.rateLimitClock) : null;
   // kuma_usage_units_total counts exactly what each settlement wrote to the ledger; the per-minute amount
   // limit counts the same quantities (seconds, characters, tokens), charged when the work settles.
@@ -112,7 +120,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   // How busy the machine is, for the realtime courtesies that yield when it is saturated (unref'd timer).
   const cpuLoad = watchCpuLoad();
   // Phone calls: call tokens, carrier streams, webhooks, the AudioSocket listener (src/telephony).
-  const telephony = await setupTelephony({ config, store, ledger, logger, metrics, engines, vad, decoder });
+  const telephony = await setupTelephony({ config, store, ledger, logger, metrics, engines, vad, decoder, keySessions });
   const { routes } = createApi({
     telephonyRoutes: telephony.routes,
     realtime: {
@@ -129,6 +137,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     limiter,
     limitDefaults: limitDefaultsOf(config),
     maxRealtimeSessionsPerKey: config.realtimeMaxSessionsPerKey,
+    keySessions,
     ledger,
     catalog,
     metrics,
@@ -193,6 +202,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         }
         await http.close(config.shutdownGraceMs);
         await telephony.close(config.shutdownGraceMs);
+        keySessions.close();
         await vad?.close();
         cpuLoad.close();
         if (ownsEngines) await engines?.close();

@@ -28,8 +28,9 @@ import { OpenApiDocumentSchema } from './schemas/ops.js';
 import { jsonContent } from './schemas/responses.js';
 import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type DuplexResult, type HttpRoute, type RouteDef } from './types.js';
 import { ApiError, toApiError } from './errors.js';
-import { isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
+import { giveBackClientSecret, isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
 import { SessionCap } from '../limits/session-cap.js';
+import type { KeySessions } from '../auth/key-sessions.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
 import { nativeSurface } from './native/native-surface.js';
 import { nativeRoutes } from './native/native-routes.js';
@@ -57,6 +58,8 @@ export interface ApiDeps {
   realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number; interimAllowed?: () => boolean };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
+  /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */
+  keySessions?: KeySessions;
   /** Telephony (/telephony/v1): call tokens, carrier streams, control sockets (src/telephony/telephony-setup.ts). */
   telephonyRoutes?: RouteDef[];
   /** Extra routes (tests mount probes here; later features add theirs). */
@@ -115,12 +118,14 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
 }
 
 async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req: ApiRequest): Promise<ApiResult> {
+  const opening = new SessionOpening(req);
   try {
     def.gate?.(req);
-    const caller = def.auth ? await authorize(deps, def, req) : null;
+    const caller = def.auth ? await authorize(deps, def, req, opening) : null;
     const result = await def.handler(req, caller);
-    return result.kind === 'duplex' && caller ? holdSessionPlace(sessionCap, caller, req, result) : result;
+    return result.kind === 'duplex' && caller ? openSession(deps, sessionCap, caller, opening, result) : result;
   } catch (err) {
+    await opening.giveBack();
     throw asClientError(deps, req, err);
   }
 }
@@ -139,7 +144,7 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
   return mapped;
 }
 
-async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise<Caller> {
+async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest, opening: SessionOpening): Promise<Caller> {
   const headers = req.headers;
   // The native surface takes x-api-key only (SPEC §5.3).
   // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8); ElevenLabs clients
@@ -152,7 +157,15 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise
   if (presented !== undefined && isClientSecret(presented)) {
     // Checked before the lookup: a secret presented where it is not accepted is refused without consuming it.
     if (!def.clientSecrets) throw new ApiError('invalid_api_key', SECRET_NOT_ACCEPTED_MESSAGE);
-    caller = await redeemClientSecret(deps.store, presented);
+    const redeemed = await redeemClientSecret(deps.store, presented);
+    caller = redeemed.caller;
+    // Taken out of the store now, so that of two upgrades racing with one secret only this one has it; put
+    // back if this upgrade is refused after all (any check below, the handler, the session cap, no 101).
+    opening.unlessOpened(() =>
+      giveBackClientSecret(deps.store, redeemed.record).catch((err: Error) =>
+        deps.logger.warn({ requestId: req.requestId, err: err.message }, 'a client secret could not be put back after a refused upgrade'),
+      ),
+    );
   } else {
     caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
   }
@@ -170,24 +183,61 @@ async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest): Promise
 }
 
 /**
- * A WebSocket session holds a place under its key's session cap (429 before the upgrade when full) from now
- * until its socket closes; an upgrade that never completes (client gone, plain GET answered 426) gives the
- * place back when its request ends.
+ * An upgrade request on its way to an open socket: what it took before the socket opened (a session place, a
+ * client secret) is given back if it never opens — before the answer goes out when a check refuses it (so a
+ * client retrying at once finds its secret), else when the request ends (a plain GET's 426, a client gone
+ * before the 101).
  */
-function holdSessionPlace(cap: SessionCap, caller: Caller, req: ApiRequest, result: DuplexResult): DuplexResult {
+class SessionOpening {
+  opened = false;
+  private pending: (() => unknown)[] = [];
+  private watching = false;
+
+  constructor(private readonly req: ApiRequest) {}
+
+  unlessOpened(giveBack: () => unknown): void {
+    this.pending.push(giveBack);
+    if (this.watching) return;
+    this.watching = true;
+    // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
+    this.req.onFinished(() => {
+      if (!this.opened) void this.giveBack();
+    });
+  }
+
+  /** Gives back everything taken so far, once (a give-back may be a store write: awaited). */
+  async giveBack(): Promise<void> {
+    const runs = this.pending;
+    this.pending = [];
+    await Promise.all(runs.map((run) => run()));
+  }
+}
+
+/**
+ * A WebSocket session holds a place under its key's session cap (429 before the upgrade when full) from now
+ * until its socket closes; an upgrade that never completes gives the place back when its request ends. Once
+ * open, the session is registered under its key, so that revoking the key ends it (close 1008 `key_revoked`,
+ * after whatever the session's own `onKeyRevoked` tells its client).
+ */
+function openSession(deps: ApiDeps, cap: SessionCap, caller: Caller, opening: SessionOpening, result: DuplexResult): DuplexResult {
   const release = cap.acquire(caller.key.id);
-  let opened = false;
-  // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
-  req.onFinished(() => {
-    if (!opened) release();
-  });
+  opening.unlessOpened(release);
   return {
     ...result,
     open(peer) {
-      opened = true;
+      opening.opened = true;
+      let unregister: (() => void) | undefined;
+      // Attached before the route's open, which may throw (the transport then closes the socket 1011).
       if (peer.signal.aborted) release();
-      else peer.signal.addEventListener('abort', release, { once: true });
-      return result.open(peer);
+      else peer.signal.addEventListener('abort', () => (release(), unregister?.()), { once: true });
+      const handler = result.open(peer);
+      if (!peer.signal.aborted) {
+        unregister = deps.keySessions?.register(caller.key.id, () => {
+          if (handler.onKeyRevoked) handler.onKeyRevoked();
+          else peer.close(1008, 'key_revoked');
+        });
+      }
+      return handler;
     },
   };
 }

@@ -3,7 +3,7 @@
  * primary surface's envelope `{"error":{"message","type","param","code"}}`. Statuses and types follow
  * PROTOCOLS §4; everything that fails on the primary surface goes through here.
  */
-import { EngineNotReadyError, EngineOverloadedError } from '../engines/errors.js';
+import { EngineNotReadyError, EngineOverloadedError, isCapacityError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
 import { AdminAuthError } from '../auth/errors.js';
@@ -141,6 +141,14 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('invalid_value', err.message, { param: 'file' });
   }
   return new ApiError('server_error', 'The server had an error while processing your request.');
+}
+
+/**
+ * A refusal for lack of capacity — a model at capacity or still loading, every decoder busy — that a retry
+ * can get past (503 with Retry-After, close 1013): logged at warn, never at error.
+ */
+export function isCapacityRefusal(err: unknown): boolean {
+  return isCapacityError(err) || err instanceof DecoderBusyError;
 }
 
 export function envelopeOf(err: unknown): ErrorEnvelope {

@@ -103,6 +103,11 @@ export interface DuplexHandler {
   onClose(code: number, reason: string): void;
   /** The server is shutting down: finish the current item if you can; the transport closes with 1001 after its grace period. */
   onShutdown?(): void;
+  /**
+   * The API key the session was opened with (or that minted its client secret) has been revoked: end now,
+   * telling the client why (close 1008 `key_revoked`). Without this hook the socket is closed 1008 `key_revoked`.
+   */
+  onKeyRevoked?(): void;
 }
 
 interface StreamHeaders {

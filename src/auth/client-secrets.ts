@@ -2,12 +2,17 @@
  * Realtime client secrets (ephemeral keys): an app's backend mints one with its API key and hands it to a
  * browser, which presents it in place of the key when it opens the realtime WebSocket. A secret is bound to
  * the account and key that minted it, lives at most ten minutes, is stored hashed, is accepted only by
- * routes that opt in (the realtime WebSocket route) and is used once: the upgrade that presents it consumes it.
+ * routes that opt in (the realtime WebSocket route) and is used once: only a connection that opens uses it up.
+ *
+ * Single use without losing a secret to a refusal: the upgrade that presents a secret takes it out of the
+ * store at once (one atomic delete, so of two upgrades racing with one secret only one gets it), and if that
+ * upgrade is then refused (session cap, rate limit, balance, a bad session, a plain GET, a client gone before
+ * the 101) the secret is put back unchanged (`giveBackClientSecret`) and opens a later connection.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { ApiError } from '../api/errors.js';
 import type { Caller, ClientSecretGrant } from '../api/types.js';
-import type { Store } from '../store/store.js';
+import type { ClientSecretRecord, Store } from '../store/store.js';
 
 export const CLIENT_SECRET_PREFIX = 'ek_';
 /** OpenAI allows up to two hours; ten minutes bounds what a leaked secret can be used for here. */
@@ -50,15 +55,22 @@ export async function mintClientSecret(
   return { value, expiresAt: Math.floor(expiresAtMs / 1000) };
 }
 
+/** A secret taken out of the store for an upgrade: the caller it stands for, and the record to put back. */
+export interface RedeemedClientSecret {
+  caller: Caller;
+  record: ClientSecretRecord;
+}
+
 /**
- * Consumes a presented secret and returns the caller it stands for (the minting key, which must still be
- * active), with the session configuration given at minting; throws `invalid_api_key` otherwise.
+ * Takes a presented secret out of the store and returns the caller it stands for (the minting key, which must
+ * still be active), with the session configuration given at minting; throws `invalid_api_key` otherwise. An
+ * expired secret, or one whose key was revoked, is used up: it could never open anything.
  */
 export async function redeemClientSecret(
   store: Pick<Store, 'consumeClientSecret' | 'getKey' | 'getAccount' | 'getRateLimits'>,
   presented: string,
   now = Date.now(),
-): Promise<Caller> {
+): Promise<RedeemedClientSecret> {
   const record = await store.consumeClientSecret(hashClientSecret(presented.trim()));
   if (!record) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
   if (record.expiresAt <= now) throw new ApiError('invalid_api_key', EXPIRED_SECRET_MESSAGE);
@@ -67,9 +79,21 @@ export async function redeemClientSecret(
   if (!key || key.revokedAt !== null || !account) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
   const [accountLimits, keyLimits] = await Promise.all([store.getRateLimits(account.id), store.getRateLimits(key.id)]);
   return {
-    account,
-    key,
-    limits: { account: accountLimits, key: keyLimits },
-    clientSecret: { shape: record.shape, session: record.session, expiresAt: Math.floor(record.expiresAt / 1000) },
+    caller: {
+      account,
+      key,
+      limits: { account: accountLimits, key: keyLimits },
+      clientSecret: { shape: record.shape, session: record.session, expiresAt: Math.floor(record.expiresAt / 1000) },
+    },
+    record,
   };
+}
+
+/**
+ * Puts back a secret whose upgrade did not open a connection, as it was (same expiry, same session), so the
+ * client can use it again. One that has expired meanwhile is not put back.
+ */
+export async function giveBackClientSecret(store: Pick<Store, 'createClientSecret'>, record: ClientSecretRecord, now = Date.now()): Promise<void> {
+  if (record.expiresAt <= now) return;
+  await store.createClientSecret(record, now);
 }

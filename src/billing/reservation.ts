@@ -14,6 +14,12 @@ export interface ChargeContext {
   requestId: string;
   accountId: string;
   keyId: string;
+  /**
+   * Sessions (realtime, speech socket, calls): a settlement after the key's revocation is refused — nothing
+   * recorded, the hold dropped, KeyRevokedError thrown — so nothing is charged to a key from the moment it
+   * is revoked, by whichever process. A REST request admitted before a revocation settles as usual.
+   */
+  requireActiveKey?: boolean;
 }
 
 export interface ChargeItem {
@@ -94,7 +100,7 @@ export class Reservation {
         if (!account) throw new Error(`Unknown account: ${this.ctx.accountId}`);
         return { records, balanceMicros: account.balanceMicros };
       }
-      const { balances } = await this.host.store.recordUsage(records, { releaseHoldId: this.id });
+      const { balances } = await this.host.store.recordUsage(records, { releaseHoldId: this.id, ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}) });
       const balanceMicros = balances[this.ctx.accountId];
       if (balanceMicros === undefined) throw new Error(`Store returned no balance for ${this.ctx.accountId}`);
       this.host.settled(records);

@@ -34,7 +34,7 @@ Commands:
                               Create another key for an existing account
   list                        Accounts with their balances, and their keys (never the keys themselves)
   credit ACCOUNT_ID UNITS     Add UNITS to the balance (negative to remove, e.g. -2.5)
-  revoke KEY_ID               Revoke a key; requests using it are refused from now on
+  revoke KEY_ID               Revoke a key; requests using it are refused and its open sessions end (running servers: within KUMA_AUTH_CACHE_TTL_MS)
   usage [ACCOUNT_ID]          The last ${USAGE_ROWS_SHOWN} usage records and phone calls, for one account or all
 ${LIMITS_HELP}
 ${WEBHOOK_HELP}
@@ -127,7 +127,7 @@ async function revokeCommand(args: string[], store: Store, out: Output): Promise
   const { positionals } = parse(args, {}, ['KEY_ID'], 1);
   const keyId = positionals[0]!;
   if (!(await store.revokeKey(keyId))) throw new UsageError(`No active key with id ${keyId} (unknown, or already revoked)`);
-  out(`Revoked key ${keyId}; requests using it are refused from now on.`);
+  out(`Revoked key ${keyId}; requests using it are refused from now on, and running servers end its open sessions within KUMA_AUTH_CACHE_TTL_MS.`);
 }
 
 async function usageCommand(args: string[], store: Store, out: Output): Promise<void> {

@@ -37,3 +37,12 @@ export class EngineFailedError extends Error {
     this.name = 'EngineFailedError';
   }
 }
+
+/**
+ * Whether a job was refused for lack of capacity (every replica busy and the queue full, or the model still
+ * loading): the client is told to retry. Such refusals are logged at warn, never at error — they are load,
+ * not a fault an operator must fix.
+ */
+export function isCapacityError(err: unknown): boolean {
+  return err instanceof EngineOverloadedError || err instanceof EngineNotReadyError;
+}

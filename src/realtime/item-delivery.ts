@@ -9,7 +9,8 @@ import { EngineOverloadedError } from '../engines/errors.js';
 import { ItemBilling } from './item-billing.js';
 import type { RealtimeSessionDeps } from './realtime-session.js';
 import type { SessionConfig, SpeechModel } from './session-config.js';
-import type { SessionOutput } from './session-events.js';
+import type { FatalCode, SessionOutput } from './session-events.js';
+import { KeyRevokedError } from '../store/store-errors.js';
 import type { TurnRecognizer } from './turn-transcriber.js';
 
 /** An item as committed: its audio, the transcriber that may already have sent interim deltas, and its models. */
@@ -29,8 +30,8 @@ export interface DeliveryContext {
   /** Aborted when the client is gone: nothing more is emitted or charged. */
   signal: AbortSignal;
   emit(output: SessionOutput): void;
-  /** Ends the session with a fatal error (balance exhausted). */
-  fatal(code: 'insufficient_quota' | 'server_error', message: string): void;
+  /** Ends the session with a fatal error (balance exhausted, key revoked). */
+  fatal(code: FatalCode, message: string): void;
 }
 
 export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Promise<void> {
@@ -66,9 +67,14 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
     if (!quotaLeft) ctx.fatal('insufficient_quota', new InsufficientQuotaError(ctx.deps.charge.accountId, 0, 0).message);
   } catch (err) {
     await billing.release();
+    // The key was revoked before this item's charge landed (by another process, not yet swept): the item is
+    // neither charged nor delivered, and the session ends.
+    if (err instanceof KeyRevokedError) return ctx.fatal('key_revoked', KEY_REVOKED_MESSAGE);
     failItem(ctx, job.itemId, err);
   }
 }
+
+export const KEY_REVOKED_MESSAGE = 'The API key of this session has been revoked: the session is closed, and nothing after the revocation is charged.';
 
 function failItem(ctx: DeliveryContext, itemId: string, err: unknown): void {
   if (ctx.signal.aborted) return;

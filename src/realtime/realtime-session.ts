@@ -18,11 +18,11 @@ import { randomBytes } from 'node:crypto';
 import type { ChargeContext, Ledger } from '../billing/ledger.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
-import { deliverItem, type CommittedItem, type DeliveryContext } from './item-delivery.js';
+import { deliverItem, KEY_REVOKED_MESSAGE, type CommittedItem, type DeliveryContext } from './item-delivery.js';
 import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
 import { ServerVad } from './server-vad.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
-import type { SessionInput, SessionOutput } from './session-events.js';
+import type { FatalCode, SessionInput, SessionOutput } from './session-events.js';
 import { TurnTranscriber, type TurnRecognizer } from './turn-transcriber.js';
 import { ChunkedTurn, ctcGeometry } from './chunked-turn.js';
 import type { TurnEvent, VadService } from './vad/contract.js';
@@ -108,6 +108,15 @@ export class RealtimeSession {
   input(command: SessionInput): void {
     if (!this.busy) return this.handle(command);
     this.inbox.push(command.kind === 'append' ? { ...command, audio: command.audio.slice() } : command);
+  }
+
+  /**
+   * The session's key was revoked: it ends now with a fatal `key_revoked` (then `closed`). The item being
+   * transcribed, and any committed after it, are cancelled and their holds released: nothing is delivered or
+   * charged after the revocation.
+   */
+  revoke(): void {
+    this.fatal('key_revoked', KEY_REVOKED_MESSAGE);
   }
 
   /** The client is gone: cancels every job, releases every hold, emits nothing more. */
@@ -297,7 +306,7 @@ export class RealtimeSession {
     this.items = this.items.then(() => deliverItem(this.delivery, job));
   }
 
-  private fatal(code: 'insufficient_quota' | 'server_error', message: string): void {
+  private fatal(code: FatalCode, message: string): void {
     if (this.state === 'ended') return;
     this.emit({ type: 'fatal', code, message });
     this.end();

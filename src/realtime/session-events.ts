@@ -14,6 +14,9 @@ export type SessionInput =
   /** Graceful end (translation `session.close`): the turn being spoken is committed, every item finishes. */
   | { kind: 'close'; ref?: string };
 
+/** Why a session ended on its own: its balance ran out, its key was revoked, or the server failed it. */
+export type FatalCode = 'insufficient_quota' | 'key_revoked' | 'server_error';
+
 export interface ItemFailure {
   code: string;
   message: string;
@@ -40,7 +43,7 @@ export type SessionOutput =
   | { type: 'failed'; itemId: string; error: ItemFailure }
   /** A client event was refused; the session goes on. */
   | { type: 'rejected'; error: RealtimeInputError; input: SessionInput['kind']; ref?: string }
-  /** The session cannot go on (balance exhausted, VAD lost); no output follows except `closed`. */
-  | { type: 'fatal'; code: 'insufficient_quota' | 'server_error'; message: string }
+  /** The session cannot go on (balance exhausted, its key revoked, VAD lost); no output follows except `closed`. */
+  | { type: 'fatal'; code: FatalCode; message: string }
   /** Every item is finished after a graceful close (or a fatal error): the adapter may close the socket. */
   | { type: 'closed' };

@@ -14,6 +14,7 @@ import { toAccount, toFoundKey, toKey, toUsage, type AccountRow, type FoundKeyRo
 import { CLIENT_SECRETS_MIGRATION, sqliteClientSecrets } from './sqlite-client-secrets.js';
 import { sqliteTelephony, TELEPHONY_MIGRATION } from './sqlite-telephony.js';
 import { ADMIN_MIGRATION, sqliteAdmin } from './sqlite-admin.js';
+import { KeyRevokedError } from './store-errors.js';
 
 /** How long a connection waits for another connection's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -142,6 +143,11 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     listAllKeys: db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY rowid'),
     listAccountKeys: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE account_id = ? ORDER BY rowid'),
     revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    // The given ids (a JSON array) that are not an active key: one statement however many are asked about.
+    inactiveKeyIds: db.prepare<[string], { id: string }>(
+      `SELECT DISTINCT given.value AS id FROM json_each(?) AS given
+        WHERE NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = given.value AND k.revoked_at IS NULL)`,
+    ),
     // DO NOTHING on the settlement key only: CHECK, NOT NULL and foreign-key failures still abort.
     insertUsage: db.prepare(
       `INSERT INTO usage_records
@@ -163,7 +169,12 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
   const rateLimits = sqliteRateLimits(db);
   const clientSecrets = sqliteClientSecrets(db);
   const telephony = sqliteTelephony(db);
-  const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined) => {
+  const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined, requireActiveKey: boolean) => {
+    // Under the write lock a revocation (any process's) is either committed before this — refused here — or after.
+    if (requireActiveKey) {
+      const inactive = stmt.inactiveKeyIds.all(JSON.stringify([...new Set(records.map((r) => r.keyId))]));
+      if (inactive.length > 0) throw new KeyRevokedError(inactive[0]!.id);
+    }
     // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
     // counted twice (held and debited) nor for a moment neither.
     if (releaseHoldId !== undefined) holds.release(releaseHoldId);
@@ -182,6 +193,8 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     for (const [accountId, total] of debits) balances[accountId] = addToBalance(accountId, -total).balanceMicros;
     return { balances };
   });
+
+  const revokeKeyTx = db.transaction((keyId: string) => stmt.revokeKey.run(nowIso(), keyId).changes > 0);
 
   return {
     async createAccount(name, balanceMicros) {
@@ -220,7 +233,12 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
       return rows.map(toKey);
     },
     async revokeKey(keyId) {
-      return durable(stmt.revokeKey.run(nowIso(), keyId).changes > 0);
+      // Stamped under the write lock: every charge committed before it has an earlier created_at.
+      return durable(revokeKeyTx.immediate(keyId));
+    },
+    async inactiveKeyIds(keyIds) {
+      if (keyIds.length === 0) return [];
+      return stmt.inactiveKeyIds.all(JSON.stringify(keyIds)).map((row) => row.id);
     },
 
     async recordUsage(records, options = {}) {
@@ -228,7 +246,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
         assertSafeInteger(r.costMicros, 'costMicros');
         assertSafeInteger(r.unitPriceMicros, 'unitPriceMicros');
       }
-      return durable(recordUsageTx.immediate(records, options.releaseHoldId));
+      return durable(recordUsageTx.immediate(records, options.releaseHoldId, options.requireActiveKey === true));
     },
     async listUsage(filter = {}) {
       const where: string[] = [];

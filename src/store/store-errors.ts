@@ -14,3 +14,16 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/**
+ * A charge refused because the key it is for is no longer active (revoked, by any process): raised by
+ * recordUsage with `requireActiveKey`, inside the transaction that would have written it, so nothing is
+ * written and nothing debited. Sessions charge this way: from the moment a key is revoked, nothing more
+ * is charged to it, whichever process revoked it and however late this one hears of it.
+ */
+export class KeyRevokedError extends Error {
+  constructor(readonly keyId: string) {
+    super(`The API key ${keyId} has been revoked: nothing more is charged to it.`);
+    this.name = 'KeyRevokedError';
+  }
+}

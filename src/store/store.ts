@@ -172,13 +172,20 @@ export interface Store {
   listKeys(accountId?: string): Promise<ApiKeyRecord[]>;
   /** Returns false when no active key has this id. */
   revokeKey(keyId: string): Promise<boolean>;
+  /**
+   * Of these key ids, the ones that are not an active key — revoked, or unknown — in one query: how a process
+   * learns that a key with sessions open here was revoked by another (the keys CLI, another node).
+   */
+  inactiveKeyIds(keyIds: readonly string[]): Promise<string[]>;
 
   /**
    * Inserts the records and debits their summed cost from each record's account in ONE transaction:
    * either all rows and the debit land, or nothing does. Returns the balances after the debit. With
-   * `releaseHoldId`, that hold is dropped in the same transaction (settling a reservation).
+   * `releaseHoldId`, that hold is dropped in the same transaction (settling a reservation). With
+   * `requireActiveKey`, the records' keys are checked in that transaction too: when one is revoked (or unknown)
+   * nothing is written and KeyRevokedError is thrown (the hold stays; the caller releases it).
    */
-  recordUsage(records: NewUsageRecord[], options?: { releaseHoldId?: string }): Promise<{ balances: Record<string, number> }>;
+  recordUsage(records: NewUsageRecord[], options?: { releaseHoldId?: string; requireActiveKey?: boolean }): Promise<{ balances: Record<string, number> }>;
   /** Oldest first; `latest`: only the last that many (still oldest first). */
   listUsage(filter?: { accountId?: string; requestId?: string; latest?: number }): Promise<UsageRecord[]>;
 

@@ -13,6 +13,7 @@ import type { TelephonyMetrics } from '../observability/telephony-metrics.js';
 import type { VadService } from '../realtime/vad/contract.js';
 import type { Store } from '../store/store.js';
 import { SessionCap } from '../limits/session-cap.js';
+import type { KeySessions } from '../auth/key-sessions.js';
 import type { CallStart, CarrierAdapter } from './carriers/contract.js';
 import { CallRefused, type CallGrant, type CallOpener } from './call/call-connection.js';
 import { CallEventHub } from './call/call-event-hub.js';
@@ -50,6 +51,8 @@ export interface TelephonyDeps {
   metrics?: TelephonyMetrics;
   /** `play` and `sendDigits` for relay apps (absent: refused with an error to the app). */
   media?: RelayBridgeOptions['media'];
+  /** Open calls by the key they act for: revoking it ends them (`key_revoked`). */
+  keySessions?: KeySessions;
 }
 
 export class TelephonyService implements CallOpener {
@@ -99,8 +102,11 @@ export class TelephonyService implements CallOpener {
 
   async createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession> {
     try {
+      // A token checked before the upgrade may have lost its key while the carrier was yet to send `start`.
+      await checkCallTokenKey(this.deps.store, grant);
       await this.deps.ledger.assertCanStart(grant.accountId);
     } catch (err) {
+      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${err.message}`);
       if (err instanceof InsufficientQuotaError) throw new CallRefused(1008, 'insufficient_quota', 'The account has no balance left for calls.');
       throw err;
     }
@@ -112,7 +118,7 @@ export class TelephonyService implements CallOpener {
     }
     const { models } = this.deps;
     const alphabet = models.tts.engine.info.alphabet;
-    return new CallSession(
+    const call = new CallSession(
       {
         store: this.deps.store,
         ledger: this.deps.ledger,
@@ -132,6 +138,10 @@ export class TelephonyService implements CallOpener {
       adapter.outboundFormat(start),
       adapter.frameBytes(start),
     );
+    // The call token's (or the AudioSocket key's) key: revoking it ends the call; the call's end unregisters it.
+    const unregister = this.deps.keySessions?.register(grant.keyId, () => void call.end('key_revoked'));
+    if (unregister) call.signal.addEventListener('abort', unregister, { once: true });
+    return call;
   }
 
   async connectApp(call: CallSession, grant: CallGrant): Promise<CallApp> {

@@ -13,6 +13,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { telephonyMetrics } from '../observability/telephony-metrics.js';
 import type { VadService } from '../realtime/vad/contract.js';
 import type { Store } from '../store/store.js';
+import type { KeySessions } from '../auth/key-sessions.js';
 import type { RouteDef } from '../api/types.js';
 import { carrierRoutes } from '../api/telephony/carrier-routes.js';
 import { callEventsRoute } from '../api/telephony/call-events-route.js';
@@ -37,6 +38,8 @@ export interface TelephonySetupDeps {
   engines: EngineRegistry | null;
   vad: VadService | null;
   decoder: DecoderPool;
+  /** Calls are registered by the key they act for, so that revoking it ends them. */
+  keySessions?: KeySessions;
 }
 
 export interface Telephony {
@@ -78,6 +81,7 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         pacerObserver: { frameLateness: (ms) => metrics.frameLateness.observe(ms / 1000) },
         media: callMedia(deps.decoder, checkUrl),
         metrics,
+        ...(deps.keySessions ? { keySessions: deps.keySessions } : {}),
       })
     : null;
   const routes: RouteDef[] = [callTokenRoute({ tokenSecret, outbound: policy })];

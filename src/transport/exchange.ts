@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type uWS from 'uWebSockets.js';
-import { ApiError, toApiError } from '../api/errors.js';
+import { ApiError, isCapacityRefusal, toApiError } from '../api/errors.js';
 import type { ApiRequest, DuplexResult, HttpMethod, RequestBody, Surface } from '../api/types.js';
 import type { UpgradeData } from './websocket-sessions.js';
 import type { MultipartForm } from '../api/uploads.js';
@@ -266,6 +266,8 @@ export class Exchange implements ApiRequest, WriteContext {
     const mapped = toApiError(err);
     const { logger } = this.server.options;
     if (mapped.status < 500) logger.info({ requestId: this.requestId, code: mapped.code, err: mapped.message }, what);
+    // A refusal for lack of capacity (503 + Retry-After) is load, not a fault: warn, never error.
+    else if (isCapacityRefusal(err)) logger.warn({ requestId: this.requestId, code: mapped.code, err: mapped.message }, what);
     else logger.error({ requestId: this.requestId, err: err instanceof ApiError ? err.message : err }, what);
   }
 

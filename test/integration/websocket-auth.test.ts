@@ -96,6 +96,43 @@ describe('client secrets', () => {
     expect(await connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))).toMatchObject({ kind: 'refused', status: 401 });
   });
 
+  it('is used up only by a connection that opens: refused at the session cap (429) or as a plain GET (426), it opens later, then once only', async () => {
+    const key = await t.newAccount(5_000_000);
+    const headers = { authorization: `Bearer ${key.apiKey}` };
+    const { body } = await mint({}, '/openai/v1/realtime/client_secrets', key.apiKey);
+    const sessions = [];
+    for (let i = 0; i < MAX_SESSIONS; i++) sessions.push(await open(url('/openai/v1/probe/ws/echo'), { headers }));
+    // The key's places are all taken: the secret's upgrade is refused, twice, and the secret is not used up.
+    for (let i = 0; i < 2; i++) {
+      expect(await connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))).toMatchObject({ kind: 'refused', status: 429 });
+    }
+    sessions[0]!.close();
+    await closed(sessions[0]!);
+    // A plain GET of the route is 426 and does not use it up either.
+    expect((await fetch(`${t.baseUrl}/openai/v1/probe/ws/secret`, { headers: { authorization: `Bearer ${body.value}` } })).status).toBe(426);
+    const ws = await open(url('/openai/v1/probe/ws/secret'), withSecret(body.value));
+    ws.send('whoami');
+    expect(JSON.parse(await nextText(ws))).toMatchObject({ keyId: key.keyId, clientSecret: { shape: 'ga' } });
+    ws.close();
+    await closed(ws);
+    // The connection that opened used it.
+    expect(await connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))).toMatchObject({ kind: 'refused', status: 401, body: { error: { message: expect.stringMatching(/already used/) } } });
+    for (const s of sessions.slice(1)) s.close();
+  });
+
+  it('two upgrades racing with one secret: exactly one opens, the other is refused 401', async () => {
+    const key = await t.newAccount(5_000_000);
+    for (let round = 0; round < 5; round++) {
+      const { body } = await mint({}, '/openai/v1/realtime/client_secrets', key.apiKey);
+      const results = await Promise.all([0, 1].map(() => connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))));
+      expect(results.map((r) => (r.kind === 'open' ? 'open' : r.status)).sort()).toEqual([401, 'open']);
+      for (const r of results) if (r.kind === 'open') {
+        r.ws.close();
+        await closed(r.ws);
+      }
+    }
+  });
+
   it('stores only the hash of a secret', async () => {
     const { body } = await mint({});
     expect(await t.server.store.consumeClientSecret(body.value)).toBeUndefined();

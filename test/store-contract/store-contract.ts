@@ -7,6 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewUsageRecord, Store, UsageUnit } from '../../src/store/store.js';
+import { KeyRevokedError } from '../../src/store/store-errors.js';
 
 export interface StoreHarness {
   store: Store;
@@ -166,6 +167,83 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         await store.recordUsage([usage(a.id)]);
         expect(await store.listUsage({ requestId: 'req_1' })).toHaveLength(4);
         expect((await store.getAccount(a.id))!.balanceMicros).toBe(10_000 - 4 * 150);
+      });
+    });
+
+    describe('revoked keys', () => {
+      const now = () => Date.now();
+      const hold = (accountId: string, id: string, amountMicros: number) => ({ id, accountId, requestId: 'req_1', amountMicros, expiresAt: now() + 60_000 });
+
+      it('inactiveKeyIds names the revoked and unknown ones among the ids given, in one call, as any instance sees them', async () => {
+        const a = await store.createAccount('a', 0);
+        const live = await store.createKey(a.id, 'e'.repeat(64), 'live');
+        const gone = await store.createKey(a.id, 'f'.repeat(64), 'gone');
+        expect(await store.inactiveKeyIds([])).toEqual([]);
+        expect(await store.inactiveKeyIds([live.id, gone.id])).toEqual([]);
+        const other = await harness.openAnother();
+        expect(await other.revokeKey(gone.id)).toBe(true);
+        expect((await store.inactiveKeyIds([live.id, gone.id, 'key_unknown', gone.id])).sort()).toEqual([gone.id, 'key_unknown'].sort());
+      });
+
+      it('a settlement with requireActiveKey is refused once the key is revoked: no row, no debit, the hold left to release', async () => {
+        const a = await store.createAccount('a', 10_000);
+        const key = await store.createKey(a.id, '1'.repeat(64), 'session');
+        const row = usage(a.id, { keyId: key.id });
+        await store.placeHold(hold(a.id, 'hold_before', 150), now());
+        expect((await store.recordUsage([row], { releaseHoldId: 'hold_before', requireActiveKey: true })).balances).toEqual({ [a.id]: 9_850 });
+        await store.placeHold(hold(a.id, 'hold_after', 150), now());
+        expect(await (await harness.openAnother()).revokeKey(key.id)).toBe(true);
+        const refused = store.recordUsage([row], { releaseHoldId: 'hold_after', requireActiveKey: true });
+        await expect(refused).rejects.toThrow(KeyRevokedError);
+        await expect(refused).rejects.toMatchObject({ keyId: key.id });
+        expect(await store.listUsage({ accountId: a.id })).toHaveLength(1);
+        expect((await store.getAccount(a.id))!.balanceMicros).toBe(9_850);
+        expect(await store.availableMicros(a.id, now())).toBe(9_700); // the hold is the caller's to release
+        await store.releaseHold('hold_after');
+        // Without requireActiveKey (REST work admitted before the revocation) the charge is written.
+        await store.recordUsage([row]);
+        expect(await store.listUsage({ accountId: a.id })).toHaveLength(2);
+      });
+
+      it('settlements racing a revocation from two instances: the ones that land are stamped before revoked_at, the ones after are refused', async () => {
+        const a = await store.createAccount('a', 1_000_000);
+        const key = await store.createKey(a.id, '2'.repeat(64), 'raced');
+        const other = await harness.openAnother();
+        let landed = 0;
+        let refused = 0;
+        let revoked = false;
+        // Two "processes" settle one charge after another while a third revokes the key midway.
+        const settleLoop = async (on: Store, prefix: string) => {
+          for (let i = 0; i < 20; i++) {
+            const id = `${prefix}_${i}`;
+            await on.placeHold(hold(a.id, id, 150), now());
+            const startedAfterRevocation = revoked;
+            try {
+              await on.recordUsage([usage(a.id, { keyId: key.id, requestId: id })], { releaseHoldId: id, requireActiveKey: true });
+              expect(startedAfterRevocation).toBe(false);
+              landed++;
+            } catch (err) {
+              expect(err).toBeInstanceOf(KeyRevokedError);
+              await on.releaseHold(id);
+              refused++;
+            }
+          }
+        };
+        const revoker = async () => {
+          while (landed < 10) await new Promise((resolve) => setImmediate(resolve));
+          expect(await (await harness.openAnother()).revokeKey(key.id)).toBe(true);
+          revoked = true;
+        };
+        await Promise.all([settleLoop(store, 'one'), settleLoop(other, 'two'), revoker()]);
+        expect(landed).toBeGreaterThanOrEqual(10);
+        expect(refused).toBeGreaterThan(0);
+        expect(landed + refused).toBe(40);
+        const revokedAt = (await store.getKey(key.id))!.revokedAt!;
+        const rows = await store.listUsage({ accountId: a.id });
+        expect(rows).toHaveLength(landed);
+        for (const r of rows) expect(r.createdAt <= revokedAt).toBe(true);
+        expect((await store.getAccount(a.id))!.balanceMicros).toBe(1_000_000 - 150 * landed);
+        expect(await store.availableMicros(a.id, now())).toBe(1_000_000 - 150 * landed);
       });
     });
 

@@ -1,7 +1,8 @@
 /**
  * API keys over the admin API: create one for an account (the key is in that response and nowhere else,
  * ever) and revoke one. A revocation drops this process's key cache, so the key's very next request is
- * refused. Both are audited, by key id.
+ * refused, and ends the key's open sessions here at once (the store is wrapped by withRevocationEnding; other
+ * processes end theirs at their next sweep). Both are audited, by key id.
  */
 import { generateApiKey, hashApiKey } from '../../auth/api-keys.js';
 import { ApiError } from '../errors.js';
@@ -42,7 +43,7 @@ export function keyRoutes(deps: AdminDeps): RouteDef[] {
       path: '/keys/:id',
       openapi: {
         operationId: 'adminRevokeApiKey',
-        summary: 'Revoke an API key: its requests are refused (401) from the next one on',
+        summary: 'Revoke an API key: its requests are refused (401) from the next one on, and its open sessions end (close 1008 key_revoked)',
         responses: { 200: { description: 'The key, with revoked_at set', content: [jsonContent(RevokedApiKeySchema)] } },
         errors: [404],
       },

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { RealtimeSession } from '../../realtime/realtime-session.js';
 import type { SessionConfig, SpeechModel } from '../../realtime/session-config.js';
-import type { SessionOutput } from '../../realtime/session-events.js';
+import type { FatalCode, SessionOutput } from '../../realtime/session-events.js';
 import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
 import type { Caller, DuplexHandler, DuplexPeer } from '../types.js';
@@ -41,7 +41,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   const state: OutputState = { sourceSent: false, targetSent: false, translating: false };
   /** The shapes of the updates in flight, in order: each is answered in its own shape. */
   const updateShapes: Shape[] = [];
-  let fatal: 'insufficient_quota' | 'server_error' | null = null;
+  let fatal: FatalCode | null = null;
 
   const onOutput = (output: SessionOutput): void => {
     switch (output.type) {
@@ -55,11 +55,11 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         return out.send(errorEvent('invalid_request_error', output.error.code, output.error.message, output.error.param, output.ref));
       case 'fatal':
         fatal = output.code;
-        return out.send(errorEvent(output.code === 'insufficient_quota' ? 'insufficient_quota' : 'server_error', output.code, output.message, null));
+        return out.send(errorEvent(FATAL_ERROR_TYPE[output.code], output.code, output.message, null));
       case 'closed':
         if (translation) out.send({ type: 'session.closed' });
-        // 1008 for a session ended by policy (quota), 1000 for a graceful close.
-        return peer.close(fatal === 'insufficient_quota' ? 1008 : fatal ? 1011 : 1000, fatal ?? 'session closed');
+        // 1008 for a session ended by policy (quota, a revoked key), 1011 for a server failure, 1000 for a graceful close.
+        return peer.close(fatal === 'server_error' ? 1011 : fatal ? 1008 : 1000, fatal ?? 'session closed');
       default:
         for (const event of formatOutput(options.shape, output, state)) out.send(event);
     }
@@ -68,7 +68,8 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   const session = new RealtimeSession(
     {
       ledger: deps.ledger,
-      charge: { requestId: options.requestId, accountId: options.caller.account.id, keyId: options.caller.key.id },
+      // Nothing is charged once the key is revoked, whoever revoked it (the session then ends `key_revoked`).
+      charge: { requestId: options.requestId, accountId: options.caller.account.id, keyId: options.caller.key.id, requireActiveKey: true },
       vad: deps.vad,
       translator: options.translator,
       maxBufferSeconds: deps.maxBufferSeconds,
@@ -120,8 +121,19 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         // Finish what was said: the turn in progress is committed and its transcript delivered, if the grace period allows.
         session.input({ kind: 'close' });
       },
+      onKeyRevoked() {
+        // An `error` event (invalid_request_error, key_revoked), then close 1008 key_revoked; the item in progress is dropped uncharged.
+        session.revoke();
+      },
     };
 }
+
+/** The `error.type` of the event a fatal end sends, as OpenAI types them. */
+const FATAL_ERROR_TYPE: Record<FatalCode, string> = {
+  insufficient_quota: 'insufficient_quota',
+  key_revoked: 'invalid_request_error',
+  server_error: 'server_error',
+};
 
 function errorEvent(type: string, code: string, message: string, param: string | null, ref?: string): ServerEvent {
   return { type: 'error', error: { type, code, message, param, event_id: ref ?? null } };

@@ -123,7 +123,8 @@ function resolve(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: Asked
     format,
     voice: speaker !== undefined && speaker < speakers ? { speaker } : {},
     speakable: typeof alphabet === 'string' ? new Set(alphabet) : null,
-    charge: { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id },
+    // Nothing is charged once the key is revoked, whoever revoked it (the socket then closes 1008 key_revoked).
+    charge: { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id, requireActiveKey: true },
     inactivityMs: inactivity.data * 1000,
   };
 }

@@ -21,12 +21,13 @@
 import type { Logger } from '../../observability/logger.js';
 import type { Ledger, Reservation, ChargeContext } from '../../billing/ledger.js';
 import { InsufficientQuotaError } from '../../billing/errors.js';
+import { KeyRevokedError } from '../../store/store-errors.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
-import { ApiError, toApiError } from '../errors.js';
+import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import type { DuplexHandler, DuplexPeer } from '../types.js';
 import { audioMessage, errorMessage, finalMessage, parseClientMessage } from './speech-socket-messages.js';
 
@@ -97,6 +98,17 @@ export class SpeechSocket implements DuplexHandler {
   /** The server is stopping: what was received is spoken, as if the input had ended. */
   onShutdown(): void {
     this.enqueue(() => this.endInput());
+  }
+
+  /**
+   * The socket's key was revoked: an error message, then close 1008 `key_revoked` at once; the phrase being
+   * synthesized is cancelled, and nothing is charged after the revocation (the settlement is refused).
+   */
+  onKeyRevoked(): void {
+    if (this.stop.signal.aborted) return;
+    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), 1008, 'key_revoked');
+    this.stop.abort();
+    this.peer.close(1008, 'key_revoked');
   }
 
   private enqueue(task: () => Promise<void>): void {
@@ -210,7 +222,9 @@ export class SpeechSocket implements DuplexHandler {
     try {
       await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: this.delivered }]);
     } catch (err) {
-      this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error).message }, 'recording speech socket usage failed');
+      // The key was revoked before the socket settled: by design nothing more is charged to it.
+      if (err instanceof KeyRevokedError) this.deps.logger.info({ requestId: this.peer.requestId, keyId: err.keyId }, 'speech socket not charged: the key was revoked');
+      else this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error).message }, 'recording speech socket usage failed');
     }
   }
 
@@ -219,14 +233,16 @@ export class SpeechSocket implements DuplexHandler {
     if (this.stop.signal.aborted) return;
     const apiError = toApiError(err);
     const code = apiError.status === 503 ? 1013 : 1011;
-    if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
+    // A model at capacity (1013, try again later) is load, not a fault: warn, never error.
+    if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
+    else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code);
     this.stop.abort();
     this.peer.close(code, apiError.code);
   }
 
-  private sendError(err: ApiError, closeCode: number | null = null): void {
-    this.peer.sendText(errorMessage(err, closeCode));
+  private sendError(err: ApiError, closeCode: number | null = null, code?: string): void {
+    this.peer.sendText(errorMessage(err, closeCode, code));
   }
 
   /** Inactivity: nothing from the client and no audio to send for `inactivityMs`. */

@@ -6,12 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Account, ApiKeyRecord, Store } from '../store.js';
-import { assertSafeInteger, nowIso, type Queryable } from './pg-db.js';
+import { assertSafeInteger, nowIso, transaction, type Queryable } from './pg-db.js';
 import { toAccount, toFoundKey, toKey, toOverrides, type AccountRow, type FoundKeyRow, type KeyRow, type LimitColumns } from '../store-rows.js';
 
 type AccountMethods = Pick<
   Store,
-  'createAccount' | 'getAccount' | 'listAccounts' | 'credit' | 'countAccounts' | 'createKey' | 'findKeyByHash' | 'getKey' | 'listKeys' | 'revokeKey'
+  'createAccount' | 'getAccount' | 'listAccounts' | 'credit' | 'countAccounts' | 'createKey' | 'findKeyByHash' | 'getKey' | 'listKeys' | 'revokeKey' | 'inactiveKeyIds'
   | 'getRateLimits' | 'setRateLimits' | 'clearRateLimits'
 >;
 
@@ -31,6 +31,21 @@ export async function addToBalance(db: Queryable, accountId: string, amountMicro
   );
   if (!rows[0]) throw new Error(`Unknown account: ${accountId}`);
   return toAccount(rows[0]);
+}
+
+/**
+ * The given key ids that are not an active key (revoked or unknown). `lock`: inside a settlement, the active
+ * keys' rows are share-locked until it commits, so a revocation running at the same moment (another node's)
+ * waits for it — or, committed first, is seen here: a charge and a revocation are never both half-done.
+ */
+export async function inactiveKeysIn(db: Queryable, keyIds: readonly string[], lock: boolean): Promise<string[]> {
+  const ids = [...new Set(keyIds)];
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM api_keys WHERE id = ANY($1::text[]) AND revoked_at IS NULL ORDER BY id${lock ? ' FOR SHARE' : ''}`,
+    [ids],
+  );
+  const active = new Set(rows.map((r) => r.id));
+  return ids.filter((id) => !active.has(id));
 }
 
 export function pgAccounts(pool: pg.Pool): AccountMethods {
@@ -89,8 +104,18 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
       return rows.map(toKey);
     },
     async revokeKey(keyId) {
-      const result = await pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [nowIso(), keyId]);
-      return (result.rowCount ?? 0) > 0;
+      // The row is locked first and stamped after: a settlement holding it (FOR SHARE, inactiveKeysIn) commits
+      // before, with an earlier created_at, so no charge of the key is ever stamped after its revoked_at.
+      return transaction(pool, async (db) => {
+        const { rows } = await db.query('SELECT id FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE', [keyId]);
+        if (rows.length === 0) return false;
+        await db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [nowIso(), keyId]);
+        return true;
+      });
+    },
+    async inactiveKeyIds(keyIds) {
+      if (keyIds.length === 0) return [];
+      return inactiveKeysIn(pool, keyIds, false);
     },
 
     async getRateLimits(subject) {

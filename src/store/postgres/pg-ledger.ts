@@ -15,7 +15,8 @@
  */
 import type pg from 'pg';
 import type { HoldOutcome, NewHold, NewUsageRecord, Store } from '../store.js';
-import { addToBalance } from './pg-accounts.js';
+import { addToBalance, inactiveKeysIn } from './pg-accounts.js';
+import { KeyRevokedError } from '../store-errors.js';
 import { assertSafeInteger, nowIso, transaction, type Queryable } from './pg-db.js';
 import { toUsage, type UsageRow } from '../store-rows.js';
 
@@ -78,6 +79,10 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
       const settlementId = options.releaseHoldId ?? null;
       return transaction(pool, async (db) => {
         await lockAccounts(db, records.map((r) => r.accountId));
+        if (options.requireActiveKey) {
+          const inactive = await inactiveKeysIn(db, records.map((r) => r.keyId), true);
+          if (inactive.length > 0) throw new KeyRevokedError(inactive[0]!);
+        }
         // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
         // counted twice (held and debited) nor for a moment neither.
         if (options.releaseHoldId !== undefined) await db.query('DELETE FROM holds WHERE id = $1', [options.releaseHoldId]);

@@ -7,10 +7,11 @@
  * Closes (code, reason): 1008 `invalid_call_token` (no or bad token), 1008 `start_timeout` (no `start`
  * within the opener's startTimeoutMs), 1008 `malformed_frame` (not this carrier's protocol; the reason names
  * what), 1009 `frame_too_big` (over 64 KiB), 1008 `call_limit` (the account's concurrent calls), 1008
- * `insufficient_quota`, 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends
- * normally.
+ * `insufficient_quota`, 1008 `key_revoked` (the key that minted the call token, or the AudioSocket key, was
+ * revoked), 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends normally.
  */
 import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
+import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
 import type { CallSession } from './call-session.js';
@@ -71,7 +72,8 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     clear: () => void send(adapter.clear()),
     hangup: (reason) => {
       for (const frame of adapter.hangup()) send(frame);
-      close(reason === 'insufficient_quota' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
+      // Ended by policy (the balance, the key's revocation): 1008; otherwise a normal end.
+      close(reason === 'insufficient_quota' || reason === 'key_revoked' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
     },
   };
 
@@ -102,7 +104,8 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       call.open(app);
     } catch (err) {
       if (err instanceof CallRefused) return close(err.code, err.reason, err.message);
-      opener.logger.error({ requestId: callId, err: (err as Error).message }, 'call failed to start');
+      // A model at capacity is load, not a fault: warn, never error (the carrier is closed 1011 either way).
+      opener.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: callId, err: (err as Error).message }, 'call failed to start');
       close(1011, 'server_error', 'The call could not be started.');
     }
   }

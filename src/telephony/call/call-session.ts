@@ -12,6 +12,8 @@
  *   interruptible, stops the voice (carrier `clear`) and tells the app what was heard.
  * - The record: turns, caller seconds, characters, cost (from the ledger rows under the call's id), reason.
  */
+import { isCapacityError } from '../../engines/errors.js';
+import { KeyRevokedError } from '../../store/store-errors.js';
 import { RealtimeSession } from '../../realtime/realtime-session.js';
 import { DEFAULT_SERVER_VAD, type SessionConfig, type TranslationTarget } from '../../realtime/session-config.js';
 import type { SessionOutput } from '../../realtime/session-events.js';
@@ -55,7 +57,8 @@ export class CallSession {
     outboundFormat: CallAudioFormat,
     frameBytes: number,
   ) {
-    const charge = { requestId: identity.callId, accountId: identity.accountId, keyId: identity.keyId };
+    // Nothing is charged to the call's key once it is revoked, whoever revoked it (the call then ends `key_revoked`).
+    const charge = { requestId: identity.callId, accountId: identity.accountId, keyId: identity.keyId, requireActiveKey: true };
     this.tally = new CallTally({ id: identity.callId, accountId: identity.accountId, keyId: identity.keyId, carrier: identity.carrier, carrierCallId: start.callId || null });
     const config: SessionConfig = {
       format: inputFormatOf(start.format),
@@ -136,12 +139,14 @@ export class CallSession {
   /**
    * Ends the call: the voice stops, holds are settled, the app and carrier are told, the record is written.
    * In transcription mode the turn the caller was speaking is still transcribed and delivered (up to
-   * FINISH_HEARING_MS): a caller who hangs up right after speaking has said something the app wants.
+   * FINISH_HEARING_MS): a caller who hangs up right after speaking has said something the app wants — unless
+   * the call cannot pay for it (`insufficient_quota`) or its key was revoked (`key_revoked`: nothing more is
+   * done or charged for it; the turn in progress is dropped).
    */
   async end(reason: string): Promise<void> {
     if (this.endReason) return;
     this.endReason = reason;
-    if (this.settings.mode === 'transcription' && reason !== 'insufficient_quota') await this.finishHearing();
+    if (this.settings.mode === 'transcription' && reason !== 'insufficient_quota' && reason !== 'key_revoked') await this.finishHearing();
     this.cancel.abort();
     this.realtime.abort();
     await this.voice.close();
@@ -186,7 +191,7 @@ export class CallSession {
       this.translator = null;
       return;
     }
-    const charge = { requestId: this.identity.callId, accountId: this.identity.accountId, keyId: this.identity.keyId };
+    const charge = { requestId: this.identity.callId, accountId: this.identity.accountId, keyId: this.identity.keyId, requireActiveKey: true };
     this.translator = new ReplyTranslator(
       { engine: this.deps.mt.engine, model: this.deps.mt.id, source, ledger: this.deps.ledger, charge },
       this.cancel.signal,
@@ -196,7 +201,12 @@ export class CallSession {
         if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
         await this.voice.say(piece.text, piece.last, this.pendingOptions);
       },
-      (err) => this.deps.logger.error({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed'),
+      (err) => {
+        // The key was revoked (by another process, not yet swept): the reply is not charged, and the call ends.
+        if (err instanceof KeyRevokedError) return void this.end('key_revoked');
+        // A translation model at capacity is load, not a fault: warn, never error.
+        this.deps.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed');
+      },
     );
   }
 
@@ -252,7 +262,7 @@ export class CallSession {
         this.deps.logger.warn({ requestId: this.identity.callId, item: output.itemId, code: output.error.code }, 'a caller turn was not transcribed');
         return;
       case 'fatal':
-        void this.end(output.code === 'insufficient_quota' ? 'insufficient_quota' : 'error');
+        void this.end(output.code === 'server_error' ? 'error' : output.code);
         return;
       default:
         return;

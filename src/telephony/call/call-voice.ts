@@ -19,6 +19,8 @@
 import { InsufficientQuotaError } from '../../billing/errors.js';
 import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
+import { isCapacityError } from '../../engines/errors.js';
+import { KeyRevokedError } from '../../store/store-errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
@@ -236,7 +238,11 @@ export class CallVoice {
       // The cycle is done once its frames are out (or it was cut).
       while (!paced.idle && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
     } catch (err) {
-      if (!cycle.stop.signal.aborted) this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'call voice failed');
+      if (!cycle.stop.signal.aborted) {
+        // A voice model at capacity is load, not a fault: warn, never error.
+        const level = isCapacityError(err) ? 'warn' : 'error';
+        this.setup.logger[level]({ requestId: this.setup.charge.requestId, err: (err as Error).message }, level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed');
+      }
     } finally {
       cycle.done = true;
       cycle.stop.abort();
@@ -263,7 +269,9 @@ export class CallVoice {
     try {
       await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: cycle.sent }]);
     } catch (err) {
-      this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
+      // The key was revoked before this cycle settled: by design nothing more is charged to it (the call ends).
+      if (err instanceof KeyRevokedError) this.setup.logger.info({ requestId: this.setup.charge.requestId, keyId: err.keyId }, 'call speech not charged: the key was revoked');
+      else this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
     }
   }
 }

@@ -97,8 +97,9 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     interrupted(heard) {
       link.send(interruptMessage(heard.utteranceUntilInterrupt, heard.durationUntilInterruptMs));
     },
-    ended() {
-      link.close(1000, 'call ended');
+    ended(reason) {
+      // The app learns a revocation from the close reason (other ends it knows of, or caused).
+      link.close(1000, reason === 'key_revoked' ? 'call ended: key_revoked' : 'call ended');
     },
   };
 }

@@ -16,6 +16,7 @@ import { INSUFFICIENT_QUOTA_MESSAGE, InsufficientQuotaError } from '../../../src
 import { Ledger, type ChargeItem } from '../../../src/billing/ledger.js';
 import { PriceTableSchema, type PriceTable } from '../../../src/billing/prices.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
+import { KeyRevokedError } from '../../../src/store/store-errors.js';
 import type { Account, NewUsageRecord, Store, UsageUnit } from '../../../src/store/store.js';
 
 const workerFixtureUrl = new URL('../../fixtures/charge-worker.ts', import.meta.url).href;
@@ -108,6 +109,22 @@ describe('reserve, settle and release', () => {
     expect(await balance()).toBe(1_000_000 - 1835);
     expect(await available()).toBe(1_000_000 - 1835); // the hold is gone with the debit
     expect(ledger.openReservations).toBe(0);
+  });
+
+  it('a session charge (requireActiveKey) to a key revoked since it was held is refused: no row, no debit, the hold freed', async () => {
+    const key = await store.createKey(account.id, 'a'.repeat(64), 'session');
+    const session = { requestId: 'sess_1', accountId: account.id, keyId: key.id, requireActiveKey: true };
+    await (await ledger.reserve(session, 300)).settle([seconds(1)]);
+    const held = await ledger.reserve(session, 300);
+    await store.revokeKey(key.id);
+    await expect(held.settle([seconds(1)])).rejects.toBeInstanceOf(KeyRevokedError);
+    expect((await store.listUsage()).map((r) => r.quantity)).toEqual([1]);
+    expect(await balance()).toBe(1_000_000 - 100);
+    expect(await available()).toBe(1_000_000 - 100);
+    expect(ledger.openReservations).toBe(0);
+    // A REST request's reservation (no requireActiveKey) still settles what it delivered.
+    await (await ledger.reserve({ requestId: 'req_rest', accountId: account.id, keyId: key.id }, 300)).settle([seconds(1)]);
+    expect(await balance()).toBe(1_000_000 - 200);
   });
 
   it('settling nothing writes nothing and frees the hold', async () => {
