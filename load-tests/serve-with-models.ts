@@ -8,10 +8,10 @@ import { startKuma } from '../src/server.js';
 import { generateApiKey, hashApiKey } from '../src/auth/api-keys.js';
 
 /**
- * Only the realtime and telephony settings come from the environment (the load tests set them); everything else
+ * Only the realtime, telephony and engine settings come from the environment (the load tests set them); everything else
  * is fixed here. KUMA_OUTBOUND_ALLOW lets the telephony test's relay app on 127.0.0.1 be dialled.
  */
-const PASSED_ENV_PREFIXES = ['KUMA_REALTIME_', 'KUMA_WS_', 'KUMA_TELEPHONY_'];
+const PASSED_ENV_PREFIXES = ['KUMA_REALTIME_', 'KUMA_WS_', 'KUMA_TELEPHONY_', 'KUMA_ENGINE_'];
 function realtimeEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => name === 'KUMA_OUTBOUND_ALLOW' || PASSED_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))));
 }

@@ -157,6 +157,7 @@ async function realtimeLevel(sessions: number, client: ClientKind): Promise<Leve
     framesSent: a.framesSent + b.framesSent,
     framesLate: a.framesLate + b.framesLate,
     turns: [...a.turns, ...b.turns],
+    failed: Object.fromEntries([...new Set([...Object.keys(a.failed), ...Object.keys(b.failed)])].map((k) => [k, (a.failed[k] ?? 0) + (b.failed[k] ?? 0)])),
     phrasesSent: a.phrasesSent + b.phrasesSent,
     speechStarted: a.speechStarted + b.speechStarted,
     errors: [...a.errors, ...b.errors].slice(0, 20),

@@ -45,6 +45,8 @@ export interface WorkerReport {
   /** Frames the generator sent more than 40 ms after they were due (its own lag: the run is invalid if many). */
   framesLate: number;
   turns: TurnTiming[];
+  /** `….transcription.failed` events, by error code. */
+  failed: Record<string, number>;
   phrasesSent: number;
   speechStarted: number;
   errors: string[];
@@ -55,7 +57,7 @@ export interface WorkerReport {
 
 const FRAME_MS = 20;
 const input = workerData as WorkerInput;
-const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, framesLate: 0, turns: [], phrasesSent: 0, speechStarted: 0, errors: [], closedEarly: 0, loopDelayP99Ms: 0 };
+const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, framesLate: 0, turns: [], failed: {}, phrasesSent: 0, speechStarted: 0, errors: [], closedEarly: 0, loopDelayP99Ms: 0 };
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 let stopping = false;
 
@@ -130,6 +132,12 @@ class Session {
           exact: event.transcript === input.text,
           ...(event.transcript === input.text ? {} : { transcript: `${event.transcript} [${turn.audioStartMs}–${turn.audioEndMs} ms]` }),
         });
+        break;
+      }
+      case 'conversation.item.input_audio_transcription.failed': {
+        this.turns.delete(event.item_id!);
+        const code = (event as { error?: { code?: string } }).error?.code ?? 'unknown';
+        report.failed[code] = (report.failed[code] ?? 0) + 1;
         break;
       }
       case 'error':

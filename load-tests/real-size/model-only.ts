@@ -1,0 +1,64 @@
+/**
+ * The model-only limit of a speech model on this machine: raw onnxruntime-node (ort-worker.ts) with the
+ * replicas and intra-op threads the server would give the model, running turns of `seconds` back to back on
+ * every replica for `durationS`. What the benchmarks compare Kuma against, measured in the same run.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import { defaultReplicas, type EngineType } from '../../src/engines/manifest.js';
+import { spawnWorker } from '../../src/threads/spawn-worker.js';
+import type { OrtWorkerData } from './ort-worker.js';
+
+export interface ModelOnly {
+  audioPerSecond: number;
+  replicas: number;
+  threads: number;
+}
+
+export interface ModelOnlyOptions {
+  dir: string;
+  engine: string;
+  /** Audio per run (a turn). */
+  seconds: number;
+  durationS: number;
+  replicas?: number;
+  threads?: number;
+}
+
+export function serverThreads(): number {
+  return Number(process.env.KUMA_ENGINE_INTRA_OP_THREADS ?? 1);
+}
+
+export async function modelOnlyThroughput(options: ModelOnlyOptions): Promise<ModelOnly> {
+  const replicas = options.replicas ?? defaultReplicas(options.engine as EngineType, os.availableParallelism());
+  const threads = options.threads ?? serverThreads();
+  const data: OrtWorkerData = { file: path.join(options.dir, 'model.onnx'), intraOpThreads: threads, allowSpinning: false, layout: options.engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2' };
+  const workers = await Promise.all(
+    Array.from({ length: replicas }, async () => {
+      const worker = spawnWorker(new URL('./ort-worker.ts', import.meta.url), { workerData: data });
+      await new Promise((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject)));
+      return worker;
+    }),
+  );
+  const run = (worker: Worker) =>
+    new Promise<void>((resolve) => {
+      worker.once('message', () => resolve());
+      worker.postMessage({ id: 0, seconds: options.seconds });
+    });
+  for (const w of workers) await run(w); // warm
+  let audio = 0;
+  const t0 = performance.now();
+  const until = t0 + options.durationS * 1000;
+  await Promise.all(
+    workers.map(async (w) => {
+      while (performance.now() < until) {
+        await run(w);
+        audio += options.seconds;
+      }
+    }),
+  );
+  const audioPerSecond = audio / ((performance.now() - t0) / 1000);
+  await Promise.all(workers.map((w) => w.terminate()));
+  return { audioPerSecond, replicas, threads };
+}
