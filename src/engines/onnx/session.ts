@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import ort from 'onnxruntime-node';
+import { sharedWeightsFile, type SharedWeightsOptions } from './shared-weights.js';
 
 export { ort };
 
@@ -22,16 +23,31 @@ export interface LoadedSession {
   inputTypes: Record<string, string>;
 }
 
+/** Set once per worker thread (model-worker.ts) when its model has replicas that share their weights. */
+let sharing: SharedWeightsOptions | null = null;
+
+export function shareWeightsAcrossReplicas(options: SharedWeightsOptions | null): void {
+  sharing = options;
+}
+
 export async function createSession(file: string, options: SessionOptions): Promise<LoadedSession> {
   if (!fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
-  const session = await ort.InferenceSession.create(file, {
+  const source = sharing ? await sharedWeightsFile(file, sharing) : { file, shared: false };
+  const session = await ort.InferenceSession.create(source.file, {
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
     graphOptimizationLevel: 'all',
     // onnxruntime's pool threads spin-wait for work between operators by default: on a server whose cores
     // are shared with the I/O thread, the VAD and the encoders, that spinning takes the CPU they need
     // (bench:threads measures both settings). Blocking waits cost a few µs per operator instead.
-    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    extra: {
+      session: {
+        intra_op: { allow_spinning: '0' },
+        inter_op: { allow_spinning: '0' },
+        // Pre-packed matrices are private copies: replicas sharing mapped weights must read them in place.
+        ...(source.shared ? { disable_prepacking: '1' } : {}),
+      },
+    },
   });
   const inputTypes: Record<string, string> = {};
   for (const meta of session.inputMetadata) {

@@ -19,6 +19,8 @@ export interface WorkerInit {
   interOpThreads: number;
   /** Scheduling niceness of the worker thread (0 = normal, 19 = lowest). */
   niceness: number;
+  /** Set when the model's replicas share one mapped copy of the weights (onnx/shared-weights.ts). */
+  sharedWeights?: { cacheDir: string; minBytes: number };
 }
 
 /** Inputs the main thread may send to a streamed-input job before the runner has taken them. */

@@ -62,6 +62,8 @@ export interface EngineThreads {
   niceness?: number;
   /** Cap on the replicas of a model whose manifest entry does not set them (manifest.ts defaultReplicas). */
   maxAutoReplicas?: number;
+  /** Where replicas of a large model keep the one copy of its weights they all map (null: each loads its own). */
+  sharedWeights?: { cacheDir: string; minBytes: number } | null;
 }
 
 interface Waiter {
@@ -179,7 +181,10 @@ export class ReplicaPool {
   }
 
   private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness) };
+    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness),
+      // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
+      ...(this.replicaCount > 1 && this.threads.sharedWeights ? { sharedWeights: this.threads.sharedWeights } : {}),
+    };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
     const replica: Replica = { worker, active: 0, jobs: new Map() };
     return new Promise<void>((resolve, reject) => {
