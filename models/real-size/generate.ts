@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { asrManifest, packManifest, paramsTable, verificationManifest, type PackedModel } from './pack-manifest.js';
+import { writeTsSidecars } from './sidecars.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = '/usr/bin/python3';
@@ -90,6 +91,8 @@ async function main(): Promise<void> {
   ensurePython();
   runPython(out);
   const packed = readPacked(out);
+  // The tokenizer files of NLLB come from the TypeScript tokenizer builder, after pack.py wrote the model.
+  writeTsSidecars(out, packed);
   const write = (name: string, value: unknown) => fs.writeFileSync(path.join(out, name), `${JSON.stringify(value, null, 2)}\n`);
   const manifestFile = path.join(out, 'kuma-models.json');
   write('kuma-models.json', packManifest(packed));
