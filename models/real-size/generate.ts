@@ -2,11 +2,13 @@
  * `npm run models:real-size`: writes the real-size benchmark pack — random weights in the exact architectures
  * and export layouts of the real Bambara checkpoints — into a cache folder outside git, then loads every model
  * through Kuma's engine registry exactly as a real export would be loaded (a model that does not load fails the
- * command). Not used by `npm test`: the pack is 3–4 GB and only the benchmarks read it.
+ * command). Not used by `npm test`: the pack is ≈ 5.5 GB (NLLB-600M alone 3.5 GB; loaded, it holds ≈ 6 GB of
+ * memory) and only the benchmarks read it.
  *
- * Why Python: the architectures (wav2vec2, XLS-R, QuartzNet, NLLB, VITS) are a few hundred lines of PyTorch
- * each, and torch.onnx.export writes the same graphs the real exporters (optimum, NeMo) write from the same
- * modules; hand-building them with the TypeScript graph builder would mean re-deriving every operator by hand.
+ * Why Python: the architectures (wav2vec2, XLS-R, QuartzNet, FastConformer, NLLB, VITS) are a few hundred
+ * lines of PyTorch each, and torch.onnx.export writes the same graphs the real exporters (optimum, NeMo) write
+ * from the same modules; hand-building them with the TypeScript graph builder would mean re-deriving every
+ * operator by hand.
  * Debian's python3-torch and python3-onnx are installed here when missing (as root, with apt-get).
  *
  *   npm run models:real-size [-- --out DIR] [--only wav2vec2-base,quartznet15x5] [--seed N] [--force] [--no-verify]
@@ -21,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { asrManifest, packManifest, paramsTable, verificationManifest, type PackedModel } from './pack-manifest.js';
+import { writeTsSidecars } from './sidecars.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = '/usr/bin/python3';
@@ -90,6 +93,8 @@ async function main(): Promise<void> {
   ensurePython();
   runPython(out);
   const packed = readPacked(out);
+  // The tokenizer files of NLLB come from the TypeScript tokenizer builder, after pack.py wrote the model.
+  writeTsSidecars(out, packed);
   const write = (name: string, value: unknown) => fs.writeFileSync(path.join(out, name), `${JSON.stringify(value, null, 2)}\n`);
   const manifestFile = path.join(out, 'kuma-models.json');
   write('kuma-models.json', packManifest(packed));

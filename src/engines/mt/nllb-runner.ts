@@ -232,9 +232,11 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   }
 
   const languages = tokenizer.addedTokens().filter((t) => /^[a-z]{3}_[A-Z][a-z]{3}$/.test(t.content));
+  const languageIds = new Map(languages.map((l) => [l.content, l.id]));
   function languageId(code: string, role: string): number {
-    const token = tokenizer.tokenId(code) !== undefined ? code : LANGUAGE_ALIASES[code.toLowerCase()] ?? code;
-    const id = tokenizer.tokenId(token);
+    // Only language tokens are languages: a real NLLB vocabulary also has pieces spelt `fr`, `en` or `bm`,
+    // and a piece taken as the target language makes the model write nonsense.
+    const id = languageIds.get(code) ?? languageIds.get(LANGUAGE_ALIASES[code.toLowerCase()] ?? '');
     if (id === undefined) throw new Error(`The ${role} language ${code} is not in this model (it knows ${languages.map((l) => l.content).join(', ')})`);
     return id;
   }

@@ -240,6 +240,25 @@ describe('the NLLB runner at load and call time', () => {
     expect(() => runner.call('transcribe', {}, ctx)).toThrow(UnknownMethodError);
   });
 
+  it('takes short language codes through the alias table even where the vocabulary has a piece spelt alike', async () => {
+    // A real NLLB vocabulary holds pieces such as "fr", "en" and "bm"; the runner used to take them as the language.
+    const dir = copyModel('nllb');
+    const file = path.join(dir, 'tokenizer.json');
+    const json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const size = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')).vocab_size as number;
+    ['fr', 'en', 'bm'].forEach((piece, i) => (json.model.vocab[piece] = size + i));
+    fs.writeFileSync(file, JSON.stringify(json));
+    const runner = await load(dir);
+    try {
+      const text = SENTENCES.bam.bam;
+      expect((await translate(runner, [text], 'bm', 'fr')).translations).toEqual([SENTENCES.bam.fra]);
+      expect((await translate(runner, [SENTENCES.eng.eng], 'en', 'bm')).translations).toEqual([SENTENCES.eng.bam]);
+      await expect(translate(runner, [text], 'bm', '▁ji')).rejects.toThrow(/target language ▁ji is not in this model/);
+    } finally {
+      await runner.close();
+    }
+  });
+
   it('stops between decoder steps when the job is cancelled', async () => {
     let steps = 0;
     const cancelling: RunnerContext = {
