@@ -3,6 +3,7 @@
  * transport. `main.ts` runs it as a process; tests start it in-process on an ephemeral port with an
  * injected clock, log destination or extra routes.
  */
+import path from 'node:path';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config/config.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -233,5 +234,6 @@ async function enginesFromConfig(config: Config): Promise<EngineRegistry | null>
     interOpThreads: config.engineInterOpThreads,
     niceness: config.engineNiceness,
     maxAutoReplicas: config.engineReplicasMax,
+    sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
   });
 }

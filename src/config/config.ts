@@ -97,6 +97,10 @@ export const ConfigSchema = z.object({
   engineNiceness: z.coerce.number().int().min(0).max(19).default(10),
   /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
   engineReplicasMax: z.coerce.number().int().min(1).max(64).default(16),
+  /** Replicas of a model of 64 MB or more map one shared copy of its weights (engines/onnx/shared-weights.ts). */
+  engineShareWeights: z.union([z.boolean(), z.stringbool()]).default(true),
+  /** Where the shared copies of model weights are written (once per model file and onnxruntime version). */
+  modelCacheDir: z.string().min(1).default(path.join('data', 'model-cache')),
   prices: PriceTableSchema.default(PriceTableSchema.parse({})),
   /** Per-key and per-account rate limits (README "Rate limits"); false turns every limit off. */
   rateLimits: z.union([z.boolean(), z.stringbool()]).default(true), // stringbool takes on/off, true/false, 1/0
@@ -203,6 +207,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
   KUMA_ENGINE_NICENESS: 'engineNiceness',
+  KUMA_ENGINE_SHARE_WEIGHTS: 'engineShareWeights',
+  KUMA_MODEL_CACHE_DIR: 'modelCacheDir',
   KUMA_RATE_LIMITS: 'rateLimits',
   KUMA_RATE_LIMIT_REQUESTS_PER_MINUTE: 'accountRequestsPerMinute',
   KUMA_RATE_LIMIT_TOKENS_PER_MINUTE: 'accountTokensPerMinute',
