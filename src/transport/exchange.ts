@@ -77,7 +77,8 @@ export class Exchange implements ApiRequest, WriteContext {
   start(): void {
     this.server.inFlight.add(this);
     this.server.options.metrics.inFlight.inc();
-    void this.run();
+    if (this.framingError) this.refuseFraming(this.framingError);
+    else void this.run();
   }
 
   // ApiRequest: the parts most handlers never touch are made on first use.
@@ -112,7 +113,7 @@ export class Exchange implements ApiRequest, WriteContext {
   }
 
   closeConnection(): boolean {
-    return !this.bodyComplete || this.server.draining || this.framingError !== null;
+    return !this.bodyComplete || this.server.draining;
   }
 
   onStreamError(err: unknown): void {
@@ -192,7 +193,7 @@ export class Exchange implements ApiRequest, WriteContext {
         if (!(err instanceof ApiError)) this.logFailure(err, 'request failed');
         if (this.sink.hasStarted) this.sink.end(true);
         else {
-          if (!this.framingError && !this.bodyComplete) await this.settleBody().catch(ignore);
+          if (!this.bodyComplete) await this.settleBody().catch(ignore);
           this.sendError(toApiError(err));
         }
       } finally {
@@ -203,10 +204,19 @@ export class Exchange implements ApiRequest, WriteContext {
     }
   }
 
+  /**
+   * A request whose length a proxy could read differently (request-head.ts): 400 and the connection closed
+   * now, synchronously, before uWS parses what follows it on the connection (ResponseSink.answerAndClose).
+   */
+  private refuseFraming(reason: string): void {
+    const err = new ApiError('malformed_request', reason);
+    this.sink.answerAndClose(err.status, { ...this.responseHeaders, 'content-type': 'application/json' }, JSON.stringify(err.toEnvelope()));
+    this.finish();
+  }
+
   private async serve(): Promise<void> {
     const { method, path, server } = this;
     const raw = this.rawMethod;
-    if (this.framingError) throw new ApiError('malformed_request', this.framingError);
     if (!server.isKnownMethod(raw)) throw new ApiError('method_not_allowed', `Method ${raw} is not supported.`);
     if (raw === 'OPTIONS') {
       this.routeLabel = 'preflight';
