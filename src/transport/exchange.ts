@@ -64,7 +64,7 @@ export class Exchange implements ApiRequest, WriteContext {
     this.headers = head.headers;
     this.framingError = head.framingError;
     this.sink = new ResponseSink(res, server.options.streamStallTimeoutMs);
-    this.responseHeaders = { 'x-request-id': this.requestId, ...server.cors };
+    this.responseHeaders = { 'x-request-id': this.requestId, ...server.baseHeaders };
     // One closure per request for each uWS callback is unavoidable: uWS calls them with no context.
     res.onAborted(() => this.onAborted());
     if (head.hasBody && !head.framingError) {

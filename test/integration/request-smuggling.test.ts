@@ -145,11 +145,12 @@ describe('request smuggling', () => {
     expect(hits).toEqual([]);
   });
 
-  it('the 400 Kuma writes itself is the error envelope with x-request-id, and the refusal is logged and counted', async () => {
+  it('the 400 Kuma writes itself is the error envelope with x-request-id and nosniff, and the refusal is logged and counted', async () => {
     const answer = await exchange(`POST /openai/v1/probe/hit HTTP/1.1\r\nHost: kuma\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`, null);
     const [head, body] = [answer.text.slice(0, answer.text.indexOf('\r\n\r\n')), answer.text.slice(answer.text.indexOf('\r\n\r\n') + 4)];
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expect(head).toMatch(/^x-request-id: req_/im);
+    expect(head).toMatch(/^x-content-type-options: nosniff$/im);
     expect(head).toMatch(/^connection: close$/im);
     expect(JSON.parse(body)).toEqual({ error: { message: 'More than one Content-Length header.', type: 'invalid_request_error', param: null, code: 'malformed_request' } });
     const requestId = /^x-request-id: (\S+)/im.exec(head)![1]!;
