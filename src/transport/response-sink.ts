@@ -49,6 +49,11 @@ export class ResponseSink {
     return !this.aborted && !this.finished;
   }
 
+  /** The client's IP address as text (IPv6 in full, uncompressed); empty once the response is over. */
+  remoteAddress(): string {
+    return this.live ? Buffer.from(this.res.getRemoteAddressAsText()).toString('latin1') : '';
+  }
+
   /** Pauses reading the request body (backpressure); a no-op once the response is over. */
   pauseSocket(): void {
     if (this.live) this.res.pause();
