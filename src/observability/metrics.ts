@@ -49,7 +49,7 @@ export class Metrics {
   });
   readonly websocketRefusals = new Counter({
     name: 'kuma_websocket_refusals_total',
-    help: 'WebSocket sockets refused or closed by a limit, by route pattern and reason: preauth_limit, preauth_address_limit (upgrade refused), message_too_big, not_reading, and the close reason of a pre-auth socket its handler refused (start_timeout, invalid_call_token, …).',
+    help: 'WebSocket sockets refused or closed by a limit, by route pattern and reason: preauth_limit, preauth_address_limit (upgrade refused), message_too_big, not_reading, ping_flood, and the close reason of a pre-auth socket its handler refused (start_timeout, invalid_call_token, …).',
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });

@@ -24,6 +24,8 @@ export interface PeerLimits {
   maxBufferedBytes: number;
   /** The same bound while the socket is pre-auth (its caller not yet known). */
   preAuthMaxBufferedBytes: number;
+  /** Pings a pre-auth socket may send; one more and it is dropped (each costs a pong and a callback). */
+  preAuthMaxPings: number;
   /** Above this, sends answer 'backpressure' (await drained()). */
   highWaterBytes: number;
   /** drained() resolves once the queue is under this. */
@@ -46,6 +48,7 @@ export class WebSocketPeer implements DuplexPeer {
   /** Set right after `open`; null until then, or when `open` threw. */
   handler: DuplexHandler | null = null;
   private closed = false;
+  private pings = 0;
   private readonly abort = new AbortController();
   private drainWaiters: (() => void)[] = [];
 
@@ -103,10 +106,18 @@ export class WebSocketPeer implements DuplexPeer {
 
   /**
    * uWS's ping event: it has just queued the pong itself, whether or not the client reads. A client that
-   * sends pings and never reads would otherwise make uWS queue pongs up to maxBackpressure.
+   * sends pings and never reads would otherwise make uWS queue pongs up to maxBackpressure. A pre-auth
+   * socket may send only a few: a flood of them (each read, answered and called back here) costs CPU long
+   * before its pongs fill the kernel's buffers, and no carrier pings before its start message.
    */
   onPing(): void {
     if (this.closed) return;
+    if (this.isPreAuth && ++this.pings > this.limits.preAuthMaxPings) {
+      this.logger.info({ requestId: this.requestId, route: this.route }, 'pre-auth WebSocket sent too many pings: dropped');
+      this.counters.refused('ping_flood');
+      this.ws.close();
+      return;
+    }
     const buffered = this.ws.getBufferedAmount();
     if (buffered > this.maxBuffered) this.closeNotReading(buffered);
   }

@@ -38,6 +38,8 @@ export interface WebSocketOptions extends PreAuthLimits {
   maxBufferedBytes: number;
   /** The same while the socket is pre-auth: it is then sent nothing but pongs. */
   preAuthMaxBufferedBytes: number;
+  /** Pings a pre-auth socket may send before it is dropped. */
+  preAuthMaxPings: number;
 }
 
 export const WEBSOCKET_DEFAULTS: WebSocketOptions = {
@@ -45,6 +47,7 @@ export const WEBSOCKET_DEFAULTS: WebSocketOptions = {
   maxMessageBytes: 32 * 1024 * 1024,
   maxBufferedBytes: 4 * 1024 * 1024,
   preAuthMaxBufferedBytes: 16 * 1024,
+  preAuthMaxPings: 8,
   maxSockets: 256,
   maxPerAddress: 16,
 };
@@ -75,7 +78,8 @@ export class WebSocketSessions {
     this.options = { ...WEBSOCKET_DEFAULTS, ...server.options.websocket };
     const maxBuffered = this.options.maxBufferedBytes;
     const highWater = Math.min(256 * 1024, Math.max(1, Math.floor(maxBuffered / 2)));
-    this.limits = { maxBufferedBytes: maxBuffered, preAuthMaxBufferedBytes: this.options.preAuthMaxBufferedBytes, highWaterBytes: highWater, lowWaterBytes: Math.max(1, Math.floor(highWater / 4)) };
+    const { preAuthMaxBufferedBytes, preAuthMaxPings } = this.options;
+    this.limits = { maxBufferedBytes: maxBuffered, preAuthMaxBufferedBytes, preAuthMaxPings, highWaterBytes: highWater, lowWaterBytes: Math.max(1, Math.floor(highWater / 4)) };
     this.preAuth = new PreAuthGate(this.options);
   }
 
