@@ -12,7 +12,7 @@
  *   within the per-case timeout (`hang`), a JSON/multipart request that got no HTTP answer at all
  *   (`no-answer`), the server process gone (`death`).
  */
-export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged';
+export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged' | 'smuggled';
 
 /**
  * WebSocket cases (ws-targets.ts, ws-carrier-target.ts). An upgrade the server refuses is an HTTP answer and
@@ -33,7 +33,12 @@ export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' |
  */
 export type WsOutcomeKind = 'ws-answered' | 'ws-closed' | 'ws-dropped' | 'ws-1011' | 'ws-server-error' | 'ws-bad-close' | 'ws-bad-event';
 
-export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death', 'ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event', 'error-logged']);
+/**
+ * `smuggled` (smuggling target): a request sent behind an ambiguous body length (repeated Content-Length,
+ * Content-Length with Transfer-Encoding, a coding other than chunked) was answered, the ambiguous request was
+ * served, or its connection was left open after the 400.
+ */
+export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death', 'ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event', 'error-logged', 'smuggled']);
 
 /** The error body a path must answer with: the envelope, the native `{detail}`, or (raw HTTP) whatever uWS writes before any route. */
 export type ErrorShape = 'envelope' | 'native' | 'transport';

@@ -24,11 +24,11 @@ import { audioBase64, mutateTree, randomJson, randomString, urlPart } from './va
 import { jsonObject, wsExchange, wsUrlOf, type MessageVerdict, type WsFrame } from './ws-exchange.js';
 import { describeWs, TOKEN_MARK, wsFrames, type WsInput } from './ws-targets.js';
 
-const CARRIERS = ['twilio', 'telnyx', 'plivo', 'exotel', 'vonage'] as const;
-type Carrier = (typeof CARRIERS)[number];
+export const CARRIERS = ['twilio', 'telnyx', 'plivo', 'exotel', 'vonage'] as const;
+export type Carrier = (typeof CARRIERS)[number];
 
 /** The simulator's dialect with the token where that carrier carries an integrator's parameters. */
-function dialect(carrier: Carrier, token: string | undefined): CarrierDialect {
+export function carrierDialect(carrier: Carrier, token: string | undefined): CarrierDialect {
   const params: Record<string, string> = token === undefined ? {} : { token };
   switch (carrier) {
     case 'twilio':
@@ -109,7 +109,7 @@ export const wsCarrierTarget: Target<CarrierInput> = {
     const tokenWay = rng.pick(['url', 'url', 'start', 'start', 'bad-url', 'bad-start', 'none'] as const);
     const inStart = tokenWay === 'start' ? TOKEN_MARK : tokenWay === 'bad-start' ? rng.pick(['kct1.x.y', '', randomString(rng).slice(0, 40)]) : undefined;
     const query = tokenWay === 'url' ? `?token=${TOKEN_MARK}` : tokenWay === 'bad-url' ? `?token=${urlPart(rng.pick(['kct1.x.y', '', 'kct1.', randomString(rng).slice(0, 40)]))}` : '';
-    const d = dialect(carrier, inStart);
+    const d = carrierDialect(carrier, inStart);
     const ids = new Map<string, string>();
     const opening = rng.chance(0.8) ? d.opening().map((f) => ('text' in f ? { text: seeded(rng, ids, f.text) } : f)) : [];
     if (opening.length && rng.chance(0.2)) {
