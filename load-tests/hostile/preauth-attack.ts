@@ -12,7 +12,8 @@
  * otherwise. By default each socket comes from its own address (127.0.0.11…), so the per-address cap
  * (16) admits all of them and the per-socket bounds are what is measured; `--addresses one` sends them all
  * from 127.0.0.1 (the cap then refuses the 17th on, 429). The attacker runs in this process, on the same
- * machine: on 2 cores it competes with the server for CPU, which /healthz feels.
+ * machine: on 2 cores it competes with the server for CPU, which /healthz feels. A first phase polls /healthz
+ * with no attack at all, as a control of what the machine alone does to it (reported, not judged).
  *
  *   npm run bench:hostile                       # 30 sockets, 15 s per attack
  *   npm run bench:hostile -- --sockets 30 --duration 15 --addresses one --no-write
@@ -102,7 +103,7 @@ async function settledRss(pid: number, ms = 3000): Promise<number> {
   return percentile(samples, 50);
 }
 
-async function attack(server: ServerProcess, name: string, payload: (socket: net.Socket) => Promise<void>): Promise<AttackResult> {
+async function attack(server: ServerProcess, name: string, payload: (socket: net.Socket) => Promise<void>, sockets = SOCKETS): Promise<AttackResult> {
   const baselineMb = await settledRss(server.pid);
   const result: AttackResult = { name, upgrades: 0, refused: {}, baselineMb, peakMb: 0, afterMb: 0, healthz: [] };
   const healthz = pollHealthz(server);
@@ -129,7 +130,8 @@ async function attack(server: ServerProcess, name: string, payload: (socket: net
     }
   };
   result.peakMb = await sampled(server.pid, async () => {
-    await Promise.all(Array.from({ length: SOCKETS }, (_, i) => attacker(i)));
+    await Promise.all(Array.from({ length: sockets }, (_, i) => attacker(i)));
+    if (sockets === 0) await sleep(DURATION_MS);
   });
   result.healthz = await healthz.stop();
   result.afterMb = await settledRss(server.pid);
@@ -158,15 +160,18 @@ try {
   await floodPings(warm.socket, 8 * 1024 * 1024);
   warm.socket.destroy();
 
+  // The control: the same polling with no attack, for what the machine alone does to /healthz (not judged).
+  const quiet = await attack(server, 'none (control)', async () => {}, 0);
   const results = [await attack(server, 'big: 64 MiB message per socket', sendBig), await attack(server, 'pings: flood, never read', (s) => floodPings(s, Number.POSITIVE_INFINITY).then(() => undefined))];
   let failed = false;
-  const rows = results.map((r) => {
+  const rows = [quiet, ...results].map((r) => {
     const growth = r.peakMb - r.baselineMb;
     const max = Math.max(...r.healthz);
+    const judged = r !== quiet;
     const pass = growth <= RSS_BOUND_MB && max < HEALTHZ_BOUND_MS;
-    failed ||= !pass;
+    if (judged) failed ||= !pass;
     const refused = Object.entries(r.refused).map(([status, n]) => `${n} × ${status === '0' ? 'no answer' : status}`).join(', ') || '0';
-    return `| ${r.name} | ${r.upgrades} | ${refused} | ${r.baselineMb.toFixed(0)} | ${r.peakMb.toFixed(0)} | ${growth.toFixed(1)} | ${(r.afterMb - r.baselineMb).toFixed(1)} | ${r.healthz.length} | ${percentile(r.healthz, 50).toFixed(1)} | ${percentile(r.healthz, 99).toFixed(1)} | ${max.toFixed(1)} | ${pass ? 'pass' : 'FAIL'} |`;
+    return `| ${r.name} | ${r.upgrades} | ${refused} | ${r.baselineMb.toFixed(0)} | ${r.peakMb.toFixed(0)} | ${growth.toFixed(1)} | ${(r.afterMb - r.baselineMb).toFixed(1)} | ${r.healthz.length} | ${percentile(r.healthz, 50).toFixed(1)} | ${percentile(r.healthz, 99).toFixed(1)} | ${max.toFixed(1)} | ${judged ? (pass ? 'pass' : 'FAIL') : '–'} |`;
   });
   recordSection(
     'hostile: pre-auth sockets',
