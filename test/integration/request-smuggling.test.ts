@@ -5,7 +5,9 @@
  * hidden behind it (in the same packet or in a later one) ever reaches a route. A probe route counts every
  * request that reaches it, and the access log shows every request the application saw.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RouteDef } from '../../src/api/types.js';
@@ -157,5 +159,31 @@ describe('request smuggling', () => {
     expect(t.logs.find((line) => line.includes(requestId) && line.includes('"status":400'))).toBeDefined();
     const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/kuma_http_requests_total\{method="POST",route="unmatched",status="400"\} [1-9]/);
+  });
+});
+
+describe('request smuggling over TLS', () => {
+  let secure: TestServer;
+  beforeAll(async () => {
+    secure = await startTestServer({ extraRoutes: () => hitRoutes(), config: { tlsCert: 'test/fixtures/tls/localhost-cert.pem', tlsKey: 'test/fixtures/tls/localhost-key.pem' } });
+  });
+  afterAll(() => secure.close());
+
+  it('the 400 goes out before the close there too (uWS writes it through TLS), and nothing hidden is served', async () => {
+    hits = [];
+    const ca = fs.readFileSync('test/fixtures/tls/localhost-cert.pem');
+    const text = await new Promise<string>((resolve) => {
+      const socket = tls.connect({ port: secure.server.port, host: '127.0.0.1', ca, servername: 'localhost' }, () => {
+        socket.write(`POST /openai/v1/probe/hit HTTP/1.1\r\nHost: kuma\r\nContent-Length: 0\r\nContent-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`);
+      });
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(received));
+    });
+    expect(responsesIn(text)).toEqual(['HTTP/1.1 400 ']);
+    expect(text).toContain('"code":"malformed_request"');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(hits).toEqual([]);
   });
 });
