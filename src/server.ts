@@ -177,7 +177,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     uploadSpillBytes: config.uploadSpillBytes,
     tmpDir: config.tmpDir,
     streamStallTimeoutMs: config.streamStallTimeoutMs,
-    websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes },
+    websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes, maxSockets: config.wsPreAuthMaxSockets, maxPerAddress: config.wsPreAuthMaxPerAddress },
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
   });
   logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert), store: ownsStore ? describeStoreLocation(config) : 'embedder' }, 'listening');

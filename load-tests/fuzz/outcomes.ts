@@ -12,7 +12,7 @@
  *   within the per-case timeout (`hang`), a JSON/multipart request that got no HTTP answer at all
  *   (`no-answer`), the server process gone (`death`).
  */
-export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged';
+export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged' | 'smuggled';
 
 /**
  * WebSocket cases (ws-targets.ts, ws-carrier-target.ts). An upgrade the server refuses is an HTTP answer and
@@ -22,8 +22,8 @@ export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' |
  * - pass: `ws-answered` (the probe was answered; the case then closed the socket with 1000), `ws-closed`
  *   (the server closed with a documented code: 1000, 1001, 1008, 1009, 1013 overload, 4000–4999, or 1011
  *   `app_unreachable` on a carrier stream, a relay app that cannot be reached being the app's failure),
- *   `ws-dropped` (no close frame, 1006, after the case sent text that is not UTF-8: uWS drops such a
- *   connection, as documented).
+ *   `ws-dropped` (no close frame, 1006, after the case sent text that is not UTF-8, or a message over its
+ *   route's bound — a carrier frame over 128 KiB: uWS drops such a connection, as documented).
  * - failure: `ws-1011` (close 1011: a handler failed), `ws-server-error` (an error event or message whose
  *   type or code says server_error / api_error), `ws-bad-close` (an undocumented close code, or 1006 without
  *   a cause the case gave), `ws-bad-event` (a server message that is not a JSON object of the protocol),
@@ -33,7 +33,12 @@ export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' |
  */
 export type WsOutcomeKind = 'ws-answered' | 'ws-closed' | 'ws-dropped' | 'ws-1011' | 'ws-server-error' | 'ws-bad-close' | 'ws-bad-event';
 
-export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death', 'ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event', 'error-logged']);
+/**
+ * `smuggled` (smuggling target): a request sent behind an ambiguous body length (repeated Content-Length,
+ * Content-Length with Transfer-Encoding, a coding other than chunked) was answered, the ambiguous request was
+ * served, or its connection was left open after the 400.
+ */
+export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death', 'ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event', 'error-logged', 'smuggled']);
 
 /** The error body a path must answer with: the envelope, the native `{detail}`, or (raw HTTP) whatever uWS writes before any route. */
 export type ErrorShape = 'envelope' | 'native' | 'transport';
@@ -93,8 +98,9 @@ function isDetailEntry(entry: unknown): boolean {
 }
 
 /**
- * A close the server sent (or 1006 when it sent none). `droppable`: the case sent text that is not UTF-8, so
- * uWS dropping the connection is the documented answer. `carrier`: 1011 app_unreachable is documented there.
+ * A close the server sent (or 1006 when it sent none). `droppable`: the case sent text that is not UTF-8 or a
+ * message over its route's bound, so uWS dropping the connection is the documented answer. `carrier`: 1011
+ * app_unreachable is documented there.
  */
 export function classifyClose(code: number, reason: string, opts: { droppable: boolean; carrier: boolean }): Outcome {
   if (code === 1011) return opts.carrier && reason === 'app_unreachable' ? { kind: 'ws-closed', status: code } : { kind: 'ws-1011', status: code, detail: reason };

@@ -1,6 +1,7 @@
 /**
  * `npm run fuzz`: the standing fuzz suite (issue 16). Targets: JSON bodies, multipart bodies, raw HTTP and
- * the WebSocket routes — realtime sessions, the speech socket, the carrier streams — (against a Kuma process
+ * the WebSocket routes — realtime sessions, the speech socket, the carrier streams, and carrier streams with no
+ * token (ws-preauth) — and request smuggling (smuggling-target.ts) (against a Kuma process
  * with the demo models, rate limits off, native surface served) and each upload decoder (through the
  * DecoderPool, see decoder-targets.ts). Per case: a 2xx, or a 4xx with the surface's error shape, or a 503
  * with Retry-After (overload, counted apart), or for a socket an answer or a documented close; never another
@@ -155,7 +156,7 @@ const rows = state.targets.map((name) => {
   const over = t.peakServerMb > RSS_BOUND_MB || t.peakDecodersMb > DECODER_RSS_BOUND_MB;
   if (over) failed++;
   const n = (...kinds: OutcomeKind[]) => kinds.reduce((sum, k) => sum + (o[k] ?? 0), 0);
-  return `| ${name} | ${t.tally.cases} | ${n('2xx')} | ${n('4xx')} | ${n('503')} | ${n('closed', 'refused', 'ws-dropped')} | ${n('ws-answered')} | ${n('ws-closed')} | ${n('5xx')} | ${n('bad-envelope', 'no-answer')} | ${n('ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event')} | ${n('error-logged')} | ${n('hang')} | ${n('death')} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
+  return `| ${name} | ${t.tally.cases} | ${n('2xx')} | ${n('4xx')} | ${n('503')} | ${n('closed', 'refused', 'ws-dropped')} | ${n('ws-answered')} | ${n('ws-closed')} | ${n('5xx')} | ${n('bad-envelope', 'no-answer')} | ${n('ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event')} | ${n('smuggled')} | ${n('error-logged')} | ${n('hang')} | ${n('death')} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
 });
 for (const name of state.targets) for (const f of state.byTarget[name]!.tally.findings) console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
 recordSection(
@@ -163,12 +164,14 @@ recordSection(
   [
     `Seed ${state.seed}; ${state.cases} cases per target; replay one with \`npm run fuzz -- --seed ${state.seed} --replay <target>:<index>\``,
     'Pass: 2xx, 4xx with the error envelope (native paths /v1, /v2, /api/…: `{detail: string | entries[]}`), 503 with Retry-After (overload), raw HTTP closed without an answer or refused by the uWS parser (400/431/505 in its own HTML, before any route). Failure: other 5xx, a 4xx without its error shape or no answer (bad env.), a hang (30 s per case), a death, a line the server logged at level error',
+    'smuggling: raw HTTP with repeated or conflicting Content-Length / Transfer-Encoding and a request hidden behind it (same packet or later). Pass: one 400 then the server closes, or a close without answer; controls (one plain length, a pipelined request) get both answers (2xx). Failure (smuggled): a second answer, the ambiguous request served, or the connection left open',
+    'ws-preauth: carrier streams with no token from 127.0.0.2–5: messages announced over the 128 KiB bound, fragments past it, 64–128 KiB messages, 1–8 pings (each answered) or a flood, a slow or missing start, up to 24 sockets at once. Pass: upgrade refused 429/503 (the caps), a documented close, a drop where the case sent what is dropped; failure: another close or drop, an unanswered ping, no close',
     'WebSocket cases end with a probe the server must answer (realtime: an unknown event, answered by an `error` naming its event_id; speech socket: a character no voice says, refused by name; carriers: `stop` or a frame that is not the protocol, answered by a close). Pass: the probe answered (ws answered), or a documented close (1000, 1001, 1008, 1009, 1013, 4xxx; 1011 app_unreachable on a carrier), or uWS dropping a connection that sent text that is not UTF-8; an upgrade refused is classified as HTTP. Failure: close 1011, an error event or message saying server_error, another close code, a server message not of the protocol (ws fail.), no answer and no close (hang)',
     `Bounds: server resident memory ≤ ${RSS_BOUND_MB} MB, decoder processes together ≤ ${DECODER_RSS_BOUND_MB} MB. Decoder targets run through the DecoderPool (2 processes) in the fuzz process, errors classified with toApiError`,
   ],
   [
-    '| target | cases | 2xx | 4xx | 503 | closed / refused / dropped by uWS | ws answered | ws closed | 5xx | bad env. | ws fail. | error logs | hangs | deaths | peak server MB | peak decoders MB | s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| target | cases | 2xx | 4xx | 503 | closed / refused / dropped by uWS | ws answered | ws closed | 5xx | bad env. | ws fail. | smuggled | error logs | hangs | deaths | peak server MB | peak decoders MB | s |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ],
   !values['no-write'],

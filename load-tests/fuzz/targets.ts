@@ -6,7 +6,9 @@ import type { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
 import { DECODER_TARGETS, decodeCase, makeSeeds, mutate, type DecoderInput } from './decoder-targets.js';
 import type { CaseRunner, FuzzServer } from './harness.js';
 import { jsonTarget, multipartTarget, rawHttpTarget, type HttpContext, type Target } from './http-targets.js';
+import { smugglingTarget } from './smuggling-target.js';
 import { wsCarrierTarget } from './ws-carrier-target.js';
+import { wsPreAuthTarget } from './ws-preauth-target.js';
 import { wsRealtimeTarget, wsSpeechTarget } from './ws-targets.js';
 
 /** The targets that run against the fuzz server process: HTTP, then WebSocket. */
@@ -14,9 +16,11 @@ const SERVER: Record<string, Target<any>> = {
   json: jsonTarget,
   multipart: multipartTarget,
   'raw-http': rawHttpTarget,
+  smuggling: smugglingTarget,
   'ws-realtime': wsRealtimeTarget,
   'ws-speech': wsSpeechTarget,
   'ws-carrier': wsCarrierTarget,
+  'ws-preauth': wsPreAuthTarget,
 };
 export const SERVER_TARGETS = Object.keys(SERVER);
 export const ALL_TARGETS: string[] = [...SERVER_TARGETS, ...DECODER_TARGETS.map((d) => `decode-${d}`)];

@@ -11,6 +11,7 @@
  * the documented codes (README "Limits, closes, metering"); the server sends a carrier nothing else but audio,
  * marks and clears, which must be the carrier's JSON (or Vonage binary audio).
  */
+import { CARRIER_MAX_FRAME_BYTES } from '../../src/telephony/call/call-connection.js';
 import { exotelDialect } from '../../test/helpers/carriers/exotel.js';
 import { plivoDialect } from '../../test/helpers/carriers/plivo.js';
 import type { CarrierDialect } from '../../test/helpers/carriers/simulated-call.js';
@@ -23,11 +24,11 @@ import { audioBase64, mutateTree, randomJson, randomString, urlPart } from './va
 import { jsonObject, wsExchange, wsUrlOf, type MessageVerdict, type WsFrame } from './ws-exchange.js';
 import { describeWs, TOKEN_MARK, wsFrames, type WsInput } from './ws-targets.js';
 
-const CARRIERS = ['twilio', 'telnyx', 'plivo', 'exotel', 'vonage'] as const;
-type Carrier = (typeof CARRIERS)[number];
+export const CARRIERS = ['twilio', 'telnyx', 'plivo', 'exotel', 'vonage'] as const;
+export type Carrier = (typeof CARRIERS)[number];
 
 /** The simulator's dialect with the token where that carrier carries an integrator's parameters. */
-function dialect(carrier: Carrier, token: string | undefined): CarrierDialect {
+export function carrierDialect(carrier: Carrier, token: string | undefined): CarrierDialect {
   const params: Record<string, string> = token === undefined ? {} : { token };
   switch (carrier) {
     case 'twilio':
@@ -84,7 +85,7 @@ function carrierFrames(rng: Rng, d: CarrierDialect, ids: Map<string, string>): W
     if (rng.chance(0.15) && typeof message.media === 'object' && message.media) (message.media as Record<string, unknown>).payload = audioBase64(rng, bytes);
     return message;
   };
-  // Over 64 KiB is the carrier's 1009 frame_too_big; the rest of the time a random frame of modest size.
+  // Over 64 KiB is the carrier's 1009 frame_too_big, over 128 KiB uWS's drop (1006); the rest of the time a random frame of modest size.
   const oversize = () => (rng.chance(0.7) ? rng.int(1, 4000) : rng.pick([65_600, 200_000]));
   return wsFrames(rng, own, oversize, { other: 0.08, damaged: 0.12 });
 }
@@ -108,7 +109,7 @@ export const wsCarrierTarget: Target<CarrierInput> = {
     const tokenWay = rng.pick(['url', 'url', 'start', 'start', 'bad-url', 'bad-start', 'none'] as const);
     const inStart = tokenWay === 'start' ? TOKEN_MARK : tokenWay === 'bad-start' ? rng.pick(['kct1.x.y', '', randomString(rng).slice(0, 40)]) : undefined;
     const query = tokenWay === 'url' ? `?token=${TOKEN_MARK}` : tokenWay === 'bad-url' ? `?token=${urlPart(rng.pick(['kct1.x.y', '', 'kct1.', randomString(rng).slice(0, 40)]))}` : '';
-    const d = dialect(carrier, inStart);
+    const d = carrierDialect(carrier, inStart);
     const ids = new Map<string, string>();
     const opening = rng.chance(0.8) ? d.opening().map((f) => ('text' in f ? { text: seeded(rng, ids, f.text) } : f)) : [];
     if (opening.length && rng.chance(0.2)) {
@@ -131,6 +132,8 @@ export const wsCarrierTarget: Target<CarrierInput> = {
       probe: input.probe,
       pauseMs: input.pauseMs,
       carrier: true,
+      // A frame over the carrier routes' bound (2 × 64 KiB) is dropped by uWS before it is read (README "Limits").
+      maxPayloadBytes: 2 * CARRIER_MAX_FRAME_BYTES,
       inspect: carrierInspect(input.path.split(/[/?]/)[3] as Carrier),
       timeoutMs: ctx.caseTimeoutMs,
     });

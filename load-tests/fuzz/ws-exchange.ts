@@ -26,6 +26,8 @@ export interface WsExchange {
   pauseMs: number;
   /** Carrier streams: 1011 `app_unreachable` is documented there. */
   carrier: boolean;
+  /** The route's message bound (WebSocketRouteLimits), when it has one: uWS drops (1006) a socket sending a bigger message. */
+  maxPayloadBytes?: number;
   inspect(data: Buffer, isBinary: boolean): MessageVerdict;
   timeoutMs: number;
 }
@@ -35,7 +37,7 @@ const CLOSE_WAIT_MS = 2000;
 
 export function wsExchange(x: WsExchange): Promise<Outcome> {
   return new Promise((resolve) => {
-    const droppable = x.frames.some((f) => 'notUtf8' in f);
+    const droppable = x.frames.some((f) => 'notUtf8' in f || frameBytes(f) > (x.maxPayloadBytes ?? Infinity));
     let failure: Outcome | null = null; // the first failure a message showed; it outranks how the socket ended
     let settled = false;
     const ws = new WebSocket(x.url, x.protocols, { headers: x.headers, perMessageDeflate: false, handshakeTimeout: x.timeoutMs });
@@ -77,6 +79,10 @@ export function wsExchange(x: WsExchange): Promise<Outcome> {
       else probe();
     });
   });
+}
+
+function frameBytes(f: WsFrame): number {
+  return 'text' in f ? Buffer.byteLength(f.text) : 'binary' in f ? f.binary.length : f.notUtf8.length;
 }
 
 function send(ws: WebSocket, f: WsFrame): void {

@@ -37,6 +37,8 @@ export interface FrameHandlers {
   /** A whole text (opcode 1) or binary (2) message, fragments joined. The payload is only valid during the call. */
   message(opcode: number, payload: Buffer): void;
   ping(payload: Buffer): void;
+  /** A pong (answers to our pings); ignored when absent. */
+  pong?(payload: Buffer): void;
   /** The server's close frame: its status code (1005 when it gave none) and reason. */
   close(code: number, reason: string): void;
 }
@@ -128,7 +130,8 @@ export class FrameReader {
       else if (opcode === OPCODE.close) {
         if (payload.length === 1) throw new WebSocketProtocolError('close frame with a 1-byte payload');
         this.handlers.close(payload.length >= 2 ? payload.readUInt16BE(0) : 1005, payload.subarray(2).toString('utf8'));
-      } else if (opcode !== OPCODE.pong) throw new WebSocketProtocolError(`unknown control opcode ${opcode}`);
+      } else if (opcode === OPCODE.pong) this.handlers.pong?.(payload);
+      else throw new WebSocketProtocolError(`unknown control opcode ${opcode}`);
       return;
     }
     if (opcode === OPCODE.continuation) {

@@ -110,6 +110,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
         method: def.method,
         pattern: prefix + def.path,
         surface: def.surface,
+        websocket: def.websocket,
         handle: (req) => handle(deps, sessionCap, def, req),
       });
     }

@@ -70,6 +70,12 @@ export interface DuplexResult extends ResultBase {
   kind: 'duplex';
   /** The subprotocol chosen among those the client offered (e.g. `realtime`), if any. */
   protocol?: string;
+  /**
+   * The caller is not authenticated yet (a carrier stream whose token comes in its first message): the
+   * socket counts against the server's caps on unauthenticated sockets (refused 429/503 before the upgrade
+   * when they are full) and is held to their tighter bounds until the handler calls `peer.authenticated()`.
+   */
+  preAuth?: boolean;
   open(peer: DuplexPeer): DuplexHandler;
 }
 
@@ -89,6 +95,8 @@ export interface DuplexPeer {
   drained(): Promise<void>;
   /** Closes with a WebSocket close code (1000 normal, 1001 going away, 1008 policy, 1009 too big, 1011 internal, 1013 try again later); reason ≤ 123 bytes. */
   close(code: number, reason: string): void;
+  /** The caller of a `preAuth` socket is now known: its place under the unauthenticated caps is given back (a no-op otherwise). */
+  authenticated(): void;
 }
 
 /**
@@ -171,6 +179,8 @@ export interface RouteDef {
   gate?(req: ApiRequest): void;
   /** Every served route has one (the OpenAPI contract test checks it); only test probes go without. */
   openapi?: OpenApiInfo;
+  /** A WebSocket route's own bound on what it buffers; routes without one get the transport's default. */
+  websocket?: WebSocketRouteLimits;
   handler(req: ApiRequest, caller: Caller | null): Promise<ApiResult>;
 }
 
@@ -193,12 +203,23 @@ export interface ClientSecretGrant {
   expiresAt: number;
 }
 
+/**
+ * The bound a WebSocket route sets on one message (the transport gives the route its own uWS behaviour):
+ * uWS drops a socket (1006) whose message is larger, as soon as the frame header says so, so no message
+ * of the route ever costs more than this. Below it the route's handler refuses what it will not take.
+ */
+export interface WebSocketRouteLimits {
+  maxPayloadBytes: number;
+}
+
 /** What the transport serves: a full path pattern and a handler that already did auth. */
 export interface HttpRoute {
   method: HttpMethod;
   /** Full pattern, prefix included: `/openai/v1/models/:model`. Also the metrics label. */
   pattern: string;
   surface: Surface;
+  /** The route's own WebSocket bound (RouteDef.websocket), the same object for every prefix. */
+  websocket?: WebSocketRouteLimits;
   handle(req: ApiRequest): Promise<ApiResult>;
 }
 

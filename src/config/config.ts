@@ -121,6 +121,12 @@ export const ConfigSchema = z.object({
   wsIdleTimeoutS: z.coerce.number().int().min(0).max(960).default(120),
   /** WebSocket: a client with more than this queued toward it is closed 1008 "client is not reading". */
   wsMaxBufferedBytes: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  /**
+   * WebSocket sockets open before their caller is authenticated (a carrier stream whose token comes in its
+   * start message), in all and from one client address (IPv6: one /64); 0 = no cap. Beyond: 503 / 429.
+   */
+  wsPreAuthMaxSockets: int(256),
+  wsPreAuthMaxPerAddress: int(16),
   /** Realtime sessions one key may have open at once (0 = unlimited); more are refused 429 before the upgrade. */
   realtimeMaxSessionsPerKey: int(50),
   /** Realtime sessions: uncommitted audio past this many seconds is committed as an item (nothing is dropped). */
@@ -155,8 +161,11 @@ export const ConfigSchema = z.object({
   tlsKey: z.string().default(''),
   /** Calls one account may have in progress at once (README "Telephony"); 0 = unlimited. */
   telephonyMaxCallsPerAccount: z.coerce.number().int().min(0).default(250),
-  /** A carrier stream that has not sent its start message by then is closed (1008 start_timeout). */
-  telephonyStartTimeoutMs: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * A carrier stream that has not sent its start message by then is closed (1008 start_timeout). Short: a
+   * stream without ?token= is unauthenticated until then, and carriers send `start` right after connecting.
+   */
+  telephonyStartTimeoutMs: z.coerce.number().int().min(100).default(5_000),
   /** How long Kuma waits for a relay application to accept its WebSocket (then the call ends, app_unreachable). */
   telephonyRelayConnectTimeoutMs: z.coerce.number().int().min(100).default(5_000),
   /** The server's public base URL as carriers dial it (wss://kuma.example.com): what Twilio signs. Empty = the Host header. */
@@ -220,6 +229,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_ENGINE_REPLICAS_MAX: 'engineReplicasMax',
   KUMA_WS_IDLE_TIMEOUT_S: 'wsIdleTimeoutS',
   KUMA_WS_MAX_BUFFERED_BYTES: 'wsMaxBufferedBytes',
+  KUMA_WS_PREAUTH_MAX_SOCKETS: 'wsPreAuthMaxSockets',
+  KUMA_WS_PREAUTH_MAX_PER_ADDRESS: 'wsPreAuthMaxPerAddress',
   KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
   KUMA_REALTIME_MAX_BUFFER_SECONDS: 'realtimeMaxBufferSeconds',
   KUMA_REALTIME_INTERIM_MAX_CPU: 'realtimeInterimMaxCpu',

@@ -42,6 +42,17 @@ export class Metrics {
     labelNames: ['route', 'direction'] as const,
     registers: [this.registry],
   });
+  readonly websocketPreAuth = new Gauge({
+    name: 'kuma_websocket_preauth_sockets',
+    help: 'WebSocket sockets open before their caller is authenticated (pre-auth: carrier streams whose token comes in their start message).',
+    registers: [this.registry],
+  });
+  readonly websocketRefusals = new Counter({
+    name: 'kuma_websocket_refusals_total',
+    help: 'WebSocket sockets refused or closed by a limit, by route pattern and reason: preauth_limit, preauth_address_limit (upgrade refused), message_too_big, not_reading, ping_flood, and the close reason of a pre-auth socket its handler refused (start_timeout, invalid_call_token, …).',
+    labelNames: ['route', 'reason'] as const,
+    registers: [this.registry],
+  });
 
   /**
    * The labelled children of the request counter and latency histogram, per method/route/status: looking a

@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import type uWS from 'uWebSockets.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../api/errors.js';
-import type { ApiRequest, DuplexResult, HttpMethod, RequestBody, Surface } from '../api/types.js';
+import type { ApiRequest, DuplexResult, HttpMethod, RequestBody, Surface, WebSocketRouteLimits } from '../api/types.js';
 import type { UpgradeData } from './websocket-sessions.js';
 import type { MultipartForm } from '../api/uploads.js';
 import { BodyQueue } from './body-queue.js';
@@ -23,6 +23,15 @@ import type { RequestHead } from './request-head.js';
 import { ResponseSink } from './response-sink.js';
 import { writeError, writeResult, writeWhole, type WriteContext } from './result-writer.js';
 import { staticResponse, type StaticAsset } from './static-site.js';
+
+/** How an upgrade request came in: through which uWS behaviour (websocket-sessions.ts). */
+export interface UpgradeVia {
+  context: uWS.us_socket_context_t;
+  /** The bound of that behaviour: a route's own, or undefined for the default `/*` one. */
+  route: WebSocketRouteLimits | undefined;
+  /** Takes a pre-auth socket's place under the caps, or throws the ApiError (429/503) of a full cap. */
+  sessions: { admitPreAuth(address: string, route: string): () => void };
+}
 
 export class Exchange implements ApiRequest, WriteContext {
   readonly method: HttpMethod;
@@ -47,6 +56,7 @@ export class Exchange implements ApiRequest, WriteContext {
   /** Callbacks of whoever must know that this response is over (a rate-limit place to give back). */
   private finishedCallbacks: (() => void)[] | null = null;
   private routeLabel = 'unmatched';
+  private routeWebSocket: WebSocketRouteLimits | undefined;
   private surface: Surface = 'compat';
 
   constructor(
@@ -54,7 +64,7 @@ export class Exchange implements ApiRequest, WriteContext {
     res: uWS.HttpResponse,
     head: RequestHead,
     /** Set for a WebSocket upgrade request (websocket-sessions.ts): a 'duplex' result then upgrades. */
-    private readonly upgradeContext: uWS.us_socket_context_t | null = null,
+    private readonly upgradeVia: UpgradeVia | null = null,
   ) {
     this.rawMethod = head.method;
     this.method = (head.method === 'HEAD' ? 'GET' : head.method) as HttpMethod;
@@ -64,7 +74,7 @@ export class Exchange implements ApiRequest, WriteContext {
     this.headers = head.headers;
     this.framingError = head.framingError;
     this.sink = new ResponseSink(res, server.options.streamStallTimeoutMs);
-    this.responseHeaders = { 'x-request-id': this.requestId, ...server.cors };
+    this.responseHeaders = { 'x-request-id': this.requestId, ...server.baseHeaders };
     // One closure per request for each uWS callback is unavoidable: uWS calls them with no context.
     res.onAborted(() => this.onAborted());
     if (head.hasBody && !head.framingError) {
@@ -77,7 +87,8 @@ export class Exchange implements ApiRequest, WriteContext {
   start(): void {
     this.server.inFlight.add(this);
     this.server.options.metrics.inFlight.inc();
-    void this.run();
+    if (this.framingError) this.refuseFraming(this.framingError);
+    else void this.run();
   }
 
   // ApiRequest: the parts most handlers never touch are made on first use.
@@ -112,7 +123,7 @@ export class Exchange implements ApiRequest, WriteContext {
   }
 
   closeConnection(): boolean {
-    return !this.bodyComplete || this.server.draining || this.framingError !== null;
+    return !this.bodyComplete || this.server.draining;
   }
 
   onStreamError(err: unknown): void {
@@ -123,17 +134,22 @@ export class Exchange implements ApiRequest, WriteContext {
   upgrade(result: DuplexResult): boolean {
     // RFC 6455 §4.1: a handshake says `Connection: Upgrade`. uWS ends a `Connection: close` request's
     // socket right after the 101, so such a request gets the plain-HTTP answer (426) instead.
-    if (!this.upgradeContext || !hasUpgradeToken(this.headers.connection)) return false;
-    const data: UpgradeData = { requestId: this.requestId, route: this.routeLabel, result, peer: null };
+    const via = this.upgradeVia;
+    if (!via || !hasUpgradeToken(this.headers.connection)) return false;
+    // uWS chose the behaviour (and so the message bound) by its own pattern matching: it must be the route's.
+    if (via.route !== this.routeWebSocket) throw new Error(`the upgrade to ${this.routeLabel} came through the uWS behaviour of another route`);
+    const preAuthPlace = result.preAuth ? via.sessions.admitPreAuth(this.sink.remoteAddress(), this.routeLabel) : null;
+    const data: UpgradeData = { requestId: this.requestId, route: this.routeLabel, result, peer: null, preAuthPlace };
     const { headers } = this;
-    this.sink.upgrade(
+    const upgraded = this.sink.upgrade(
       { ...this.responseHeaders, ...result.headers },
       data,
       headers['sec-websocket-key'] ?? '',
       result.protocol ?? '',
       headers['sec-websocket-extensions'] ?? '',
-      this.upgradeContext,
+      via.context,
     );
+    if (!upgraded) preAuthPlace?.(); // the client left first: no socket holds the place
     return true;
   }
 
@@ -192,7 +208,7 @@ export class Exchange implements ApiRequest, WriteContext {
         if (!(err instanceof ApiError)) this.logFailure(err, 'request failed');
         if (this.sink.hasStarted) this.sink.end(true);
         else {
-          if (!this.framingError && !this.bodyComplete) await this.settleBody().catch(ignore);
+          if (!this.bodyComplete) await this.settleBody().catch(ignore);
           this.sendError(toApiError(err));
         }
       } finally {
@@ -203,10 +219,19 @@ export class Exchange implements ApiRequest, WriteContext {
     }
   }
 
+  /**
+   * A request whose length a proxy could read differently (request-head.ts): 400 and the connection closed
+   * now, synchronously, before uWS parses what follows it on the connection (ResponseSink.answerAndClose).
+   */
+  private refuseFraming(reason: string): void {
+    const err = new ApiError('malformed_request', reason);
+    this.sink.answerAndClose(err.status, { ...this.responseHeaders, 'content-type': 'application/json' }, JSON.stringify(err.toEnvelope()));
+    this.finish();
+  }
+
   private async serve(): Promise<void> {
     const { method, path, server } = this;
     const raw = this.rawMethod;
-    if (this.framingError) throw new ApiError('malformed_request', this.framingError);
     if (!server.isKnownMethod(raw)) throw new ApiError('method_not_allowed', `Method ${raw} is not supported.`);
     if (raw === 'OPTIONS') {
       this.routeLabel = 'preflight';
@@ -230,6 +255,7 @@ export class Exchange implements ApiRequest, WriteContext {
       });
     }
     this.routeLabel = match.route.pattern;
+    this.routeWebSocket = match.route.websocket;
     this.surface = match.route.surface;
     this.params = match.params;
     const result = await match.route.handle(this);

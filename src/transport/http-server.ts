@@ -30,8 +30,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const server = new ServerState(options);
   const app = createApp(options.tls);
   const sessions = new WebSocketSessions(server);
-  // Non-upgrade requests fall through the ws route (uWS yields them) to this handler.
+  // Non-upgrade requests fall through the ws routes (uWS yields them) to the handler below. uWS routes an
+  // upgrade to the most specific pattern, so a route with its own bound gets its own behaviour (and the
+  // router's forgiven trailing slash too); the exchange checks the two agree (Exchange.upgrade).
   app.ws('/*', sessions.behavior());
+  for (const route of options.routes) {
+    if (route.websocket) for (const pattern of [route.pattern, `${route.pattern}/`]) app.ws(pattern, sessions.behavior(route.websocket));
+  }
   app.any('/*', (res, req) => {
     try {
       // uWS's req lives only until this callback returns: the head is read from it now.

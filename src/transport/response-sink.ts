@@ -11,12 +11,17 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse, us_socket_context_t } from 'uWebSockets.js';
 
+/** uWS's cork buffer (LoopData::CORK_BUFFER_SIZE): a write that does not fit in it goes to the socket at once. */
+const UWS_CORK_BUFFER_BYTES = 16 * 1024;
+
 export class ResponseSink {
   private aborted = false;
   private headSent = false;
   private finished = false;
   private status = 0;
   private readonly abortWaiters = new Set<() => void>();
+  /** Set by answerAndClose: the close that follows is ours, after a complete answer, not the client leaving. */
+  private closedAfterAnswer = false;
 
   constructor(
     private readonly res: HttpResponse,
@@ -44,6 +49,11 @@ export class ResponseSink {
     return !this.aborted && !this.finished;
   }
 
+  /** The client's IP address as text (IPv6 in full, uncompressed); empty once the response is over. */
+  remoteAddress(): string {
+    return this.live ? Buffer.from(this.res.getRemoteAddressAsText()).toString('latin1') : '';
+  }
+
   /** Pauses reading the request body (backpressure); a no-op once the response is over. */
   pauseSocket(): void {
     if (this.live) this.res.pause();
@@ -55,6 +65,7 @@ export class ResponseSink {
 
   /** Called from uWS onAborted: the socket is gone and `res` must not be touched again. */
   markAborted(): void {
+    if (this.closedAfterAnswer) return;
     this.aborted = true;
     for (const wake of this.abortWaiters) wake();
     this.abortWaiters.clear();
@@ -132,6 +143,31 @@ export class ResponseSink {
     // Uncorked, uWS prints a cork warning when this runs outside its callbacks; a lost socket is worse.
     this.res.upgrade(userData, key, protocol, extensions, context);
     return true;
+  }
+
+  /**
+   * Answers and closes the connection before uWS reads another byte of it: for a request whose framing is
+   * ambiguous (request-head.ts), where whatever follows on the connection may be a request smuggled past a
+   * proxy. Must run inside uWS's request callback. uWS parses every request already read from the socket
+   * as soon as the callback returns, even after end(body, closeConnection): that close waits until uWS
+   * uncorks the socket at the end of the read. Only a closed socket stops it. Closing drops what is still
+   * in uWS's cork buffer, so the answer is made larger than that buffer, which makes uWS write it to the
+   * socket at once; a client that is not reading gets it cut short. The body is delimited by the close (no
+   * Content-Length), padded with spaces (JSON allows them), and written with the head in one go.
+   */
+  answerAndClose(status: number, headers: Record<string, string>, body: string): void {
+    if (this.aborted || this.finished) return;
+    this.status = status;
+    this.headSent = true;
+    this.finished = true;
+    let head = `${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+    for (const name in headers) head += `${name}: ${headers[name]}\r\n`;
+    head += 'connection: close\r\n\r\n';
+    const padding = Math.max(0, UWS_CORK_BUFFER_BYTES + 1 - Buffer.byteLength(head) - Buffer.byteLength(body));
+    // uWS writes `HTTP/1.1 `, then this, then a CRLF (part of the body, like the padding).
+    this.res.cork(() => this.res.writeStatus(head + body + ' '.repeat(padding)));
+    this.closedAfterAnswer = true;
+    this.res.close();
   }
 
   /** Drops the connection without a proper end (used when the client stalls). */

@@ -49,8 +49,8 @@ const MIN_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export class ServerState {
   readonly router: Router;
-  /** The same for every response: built once, copied into each response's headers. */
-  readonly cors: Record<string, string>;
+  /** The same for every response (CORS, nosniff): built once, copied into each response's headers. */
+  readonly baseHeaders: Record<string, string>;
   readonly drainLimitBytes: number;
   readonly drainTimeoutMs: number;
   readonly inFlight = new Set<Cancellable>();
@@ -61,7 +61,8 @@ export class ServerState {
 
   constructor(readonly options: HttpServerOptions) {
     this.router = new Router(options.routes);
-    this.cors = corsHeaders(options.corsOrigin);
+    // nosniff: error bodies echo the path or a model name; a browser must never read one as HTML or script.
+    this.baseHeaders = { ...corsHeaders(options.corsOrigin), 'x-content-type-options': 'nosniff' };
     this.accessLog = accessLogger(options.logger);
     this.drainLimitBytes = options.drainLimitBytes ?? Math.max(MIN_DRAIN_LIMIT_BYTES, 4 * options.maxUploadBytes);
     this.drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;

@@ -3,6 +3,9 @@
  * socket goes through here and checks `closed` first: uWS throws (and the throw ends the process) when a
  * closed socket is touched. Sends are never dropped silently: a send uWS would drop, or one that takes the
  * socket past the silent-reader bound, closes the socket with 1008 instead (nothing is lost unnoticed).
+ * The pongs uWS queues by itself, one per ping the client sends, count against the same bound (onPing).
+ * A pre-auth socket (DuplexResult.preAuth) holds its place under the pre-auth caps and the tighter bound of
+ * `preAuthMaxBufferedBytes` until its handler calls authenticated().
  */
 import type uWS from 'uWebSockets.js';
 import type { DuplexHandler, DuplexPeer, SendOutcome } from '../api/types.js';
@@ -19,6 +22,10 @@ export const NOT_READING_REASON = 'client is not reading';
 export interface PeerLimits {
   /** A socket with more than this queued toward the client is closed 1008 (bounds memory per silent reader). */
   maxBufferedBytes: number;
+  /** The same bound while the socket is pre-auth (its caller not yet known). */
+  preAuthMaxBufferedBytes: number;
+  /** Pings a pre-auth socket may send; one more and it is dropped (each costs a pong and a callback). */
+  preAuthMaxPings: number;
   /** Above this, sends answer 'backpressure' (await drained()). */
   highWaterBytes: number;
   /** drained() resolves once the queue is under this. */
@@ -30,12 +37,18 @@ export interface PeerCounters {
   framesOut: { inc(): void };
   /** Counted by the sessions object as frames arrive; kept here so the labelled child is looked up once per socket. */
   framesIn: { inc(): void };
+  /** A socket refused or closed by a limit (the reason label of kuma_websocket_refusals_total). */
+  refused(reason: string): void;
 }
+
+/** A pre-auth socket closed by its handler is counted by its close reason when it is a plain token (start_timeout), else as `other`. */
+const REASON_LABEL = /^[a-z_]{1,40}$/;
 
 export class WebSocketPeer implements DuplexPeer {
   /** Set right after `open`; null until then, or when `open` threw. */
   handler: DuplexHandler | null = null;
   private closed = false;
+  private pings = 0;
   private readonly abort = new AbortController();
   private drainWaiters: (() => void)[] = [];
 
@@ -46,7 +59,19 @@ export class WebSocketPeer implements DuplexPeer {
     private readonly limits: PeerLimits,
     readonly counters: PeerCounters,
     private readonly logger: Logger,
+    /** For a pre-auth socket: gives its place under the pre-auth caps back; null once authenticated (or never pre-auth). */
+    private preAuthPlace: (() => void) | null = null,
   ) {}
+
+  get isPreAuth(): boolean {
+    return this.preAuthPlace !== null;
+  }
+
+  authenticated(): void {
+    const release = this.preAuthPlace;
+    this.preAuthPlace = null;
+    release?.();
+  }
 
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -75,8 +100,26 @@ export class WebSocketPeer implements DuplexPeer {
 
   close(code: number, reason: string): void {
     if (this.closed) return;
-    // uWS calls the close handler (and so onClosed) synchronously from end().
-    this.ws.end(code, truncateUtf8(reason, MAX_REASON_BYTES));
+    if (this.isPreAuth) this.counters.refused(REASON_LABEL.test(reason) ? reason : 'other');
+    this.end(code, reason);
+  }
+
+  /**
+   * uWS's ping event: it has just queued the pong itself, whether or not the client reads. A client that
+   * sends pings and never reads would otherwise make uWS queue pongs up to maxBackpressure. A pre-auth
+   * socket may send only a few: a flood of them (each read, answered and called back here) costs CPU long
+   * before its pongs fill the kernel's buffers, and no carrier pings before its start message.
+   */
+  onPing(): void {
+    if (this.closed) return;
+    if (this.isPreAuth && ++this.pings > this.limits.preAuthMaxPings) {
+      this.logger.info({ requestId: this.requestId, route: this.route }, 'pre-auth WebSocket sent too many pings: dropped');
+      this.counters.refused('ping_flood');
+      this.ws.close();
+      return;
+    }
+    const buffered = this.ws.getBufferedAmount();
+    if (buffered > this.maxBuffered) this.closeNotReading(buffered);
   }
 
   /** uWS's drain event: some of the queue went out. */
@@ -89,6 +132,7 @@ export class WebSocketPeer implements DuplexPeer {
   onClosed(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    this.authenticated(); // whatever ended it, a pre-auth socket's place is given back
     this.abort.abort(new Error(`WebSocket closed (${code})`));
     this.wakeDrainWaiters();
     const handler = this.handler;
@@ -110,19 +154,42 @@ export class WebSocketPeer implements DuplexPeer {
     this.counters.framesOut.inc();
     if (status === SEND_DROPPED) {
       // maxBackpressure is set far above the cut-off, so this means a single oversized message: not lost silently.
-      this.close(1008, NOT_READING_REASON);
+      this.closeNotReading(this.ws.getBufferedAmount());
       return 'closed';
     }
     if (this.closed) return 'closed';
     // Checked after every send, whatever uWS answered: a corked send can report success while queueing.
     const buffered = this.ws.getBufferedAmount();
     if (status !== SEND_BACKPRESSURE && buffered === 0) return 'sent';
-    if (buffered > this.limits.maxBufferedBytes) {
-      this.logger.info({ requestId: this.requestId, route: this.route, buffered }, 'WebSocket client is not reading: closed 1008');
-      this.close(1008, NOT_READING_REASON);
+    if (buffered > this.maxBuffered) {
+      this.closeNotReading(buffered);
       return 'closed';
     }
     return buffered > this.limits.highWaterBytes ? 'backpressure' : 'sent';
+  }
+
+  private get maxBuffered(): number {
+    return this.isPreAuth ? this.limits.preAuthMaxBufferedBytes : this.limits.maxBufferedBytes;
+  }
+
+  /**
+   * Closes 1008 `client is not reading`. uWS keeps an ended socket, with its close frame and all that is
+   * queued, until the client reads them or uWS's ping timeout passes (16 s at the default idle timeout),
+   * and it reports the close at once: a pre-auth socket, whose place under the caps is then given back,
+   * is dropped instead (the client sees 1006), so that nothing it queued outlives its place.
+   */
+  private closeNotReading(buffered: number): void {
+    const preAuth = this.isPreAuth;
+    this.logger.info({ requestId: this.requestId, route: this.route, buffered, preAuth }, preAuth ? 'pre-auth WebSocket client is not reading: dropped' : 'WebSocket client is not reading: closed 1008');
+    this.counters.refused('not_reading');
+    if (preAuth) this.ws.close();
+    else this.end(1008, NOT_READING_REASON);
+  }
+
+  private end(code: number, reason: string): void {
+    if (this.closed) return;
+    // uWS calls the close handler (and so onClosed) synchronously from end().
+    this.ws.end(code, truncateUtf8(reason, MAX_REASON_BYTES));
   }
 
   private wakeDrainWaiters(): void {

@@ -1,8 +1,9 @@
 /**
  * The standing fuzz suite (load-tests/fuzz/, `npm run fuzz`) in small: a fixed seed and a few hundred
- * cases per target — JSON bodies, multipart bodies (both with native routes), raw HTTP and the WebSocket
- * routes (realtime sessions, the speech socket, carrier streams) against a server process with the demo
- * models, and every upload decoder through the DecoderPool — a few thousand cases in all. Every case must
+ * cases per target — JSON bodies, multipart bodies (both with native routes), raw HTTP, request smuggling
+ * and the WebSocket routes (realtime sessions, the speech socket, carrier streams with and without a token)
+ * against a server process with the demo models, and every upload decoder through the DecoderPool — a few
+ * thousand cases in all. Every case must
  * pass the suite's rule (outcomes.ts): a 2xx, a 4xx with its surface's error shape, a 503 with
  * Retry-After, for raw HTTP a refusal by the transport's parser, for a socket an answer to the probe or a
  * documented close; never another 5xx, a close 1011, a server_error event, an error-level log line, a
@@ -34,7 +35,7 @@ afterAll(async () => {
 });
 
 describe('fuzz (npm test slice of `npm run fuzz`)', () => {
-  it.each(['json', 'multipart', 'raw-http', 'ws-realtime', 'ws-speech', 'ws-carrier'])('%s: every case answered within the rules, the server alive', async (name) => {
+  it.each(['json', 'multipart', 'raw-http', 'smuggling', 'ws-realtime', 'ws-speech', 'ws-carrier', 'ws-preauth'])('%s: every case answered within the rules, the server alive', async (name) => {
     const ctx = () => serverContext(server, seeds, 20_000);
     const tally = emptyTally();
     const result = await runCases(serverRunner(name, ctx), tally, { seed: SEED, from: 0, to: HTTP_CASES, concurrency: 8, batch: 200, onBatch: () => {}, alive: () => server.alive(), errorsLogged: () => server.takeErrorLines() });
@@ -43,9 +44,10 @@ describe('fuzz (npm test slice of `npm run fuzz`)', () => {
     expect(result).toBe('done');
     expect(tally.cases).toBe(HTTP_CASES);
     expect(tally.outcomes['4xx']).toBeGreaterThan(0); // the cases reach the routes' validation (for sockets: the upgrade's)…
-    if (name === 'json' || name === 'multipart') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it
+    if (name === 'json' || name === 'multipart' || name === 'smuggling') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it (smuggling: the controls' pipelined requests)
     if (name.startsWith('ws-')) expect(tally.outcomes['ws-closed']).toBeGreaterThan(0); // sockets: some end in a documented close…
     if (name === 'ws-realtime' || name === 'ws-speech') expect(tally.outcomes['ws-answered']).toBeGreaterThan(0); // …some answer the probe in-band
+    if (name === 'ws-preauth') expect(tally.outcomes['ws-dropped']).toBeGreaterThan(0); // …and pre-auth sockets over a bound are dropped unread
   }, 120_000);
 
   it.each(DECODER_TARGETS.map((d) => `decode-${d}`))('%s: every mutated file decodes or is refused with a 4xx', async (name) => {

@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { closed, nextText, open, wsUrl } from '../helpers/websocket-client.js';
+import { floodPings, rawUpgrade } from '../helpers/hostile-sockets.js';
+import { FrameReader } from '../../load-tests/realtime/websocket-frames.js';
 
 const MAX_BUFFERED = 1024 * 1024;
 const READERS = 4;
@@ -88,4 +90,27 @@ describe('a client that does not read', () => {
     ws.close(1000);
     expect((await closed(ws)).code).toBe(1000);
   });
+
+  it('is closed the same way when what piles up is pongs: a client that sends pings and never reads (P12 item 1)', async () => {
+    const upgrade = await rawUpgrade(server.port, '/openai/v1/probe/ws/echo', { headers: { authorization: `Bearer ${server.apiKey}` } });
+    expect(upgrade.status).toBe(101);
+    const socket = upgrade.socket;
+    // uWS answers each ping with a pong whether or not the client reads; before, it queued them up to its
+    // maxBackpressure (the cut-off + 64 MiB), and the socket stayed open. (uWS reads on after closing it.)
+    await floodPings(socket, 64 * MiB);
+    let close: { code: number; reason: string } | null = null;
+    let before = 0; // bytes of pongs read before the close frame
+    const reader = new FrameReader({ message() {}, ping() {}, close: (code, reason) => (close ??= { code, reason }) });
+    socket.on('data', (chunk: Buffer) => {
+      if (!close) before += chunk.length;
+      reader.push(chunk);
+    });
+    socket.on('error', () => {});
+    const gone = new Promise((resolve) => socket.once('close', resolve));
+    socket.resume();
+    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    expect(close).toEqual({ code: 1008, reason: 'client is not reading' });
+    // The cut-off, plus what the kernel's socket buffers held on both sides (a few MiB on loopback).
+    expect(before).toBeLessThan(MAX_BUFFERED + 16 * MiB);
+  }, 60_000);
 });

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { closed, connect, nextMessage, nextText, open, wsUrl } from '../helpers/websocket-client.js';
 import { websocketProbeRoutes } from '../fixtures/websocket-probe-routes.js';
+import { maskedFrame, rawUpgrade } from '../helpers/hostile-sockets.js';
+import { OPCODE } from '../../load-tests/realtime/websocket-frames.js';
 
 let t: TestServer;
 let url: (path: string) => string;
@@ -138,5 +140,19 @@ describe('WebSocket frames and failures', () => {
     await closed(ws);
     const access = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.route === '/openai/v1/probe/ws/echo');
     expect(access.some((l) => l.status === 101)).toBe(true);
+  });
+
+  it('answers a close with an invalid code (999) with an empty close frame (1005), as README "Security" says uWS does — not 1002', async () => {
+    // A tripwire: should a uWS upgrade answer 1002 (RFC 6455 §7.4), README "Security" is to be updated.
+    const upgrade = await rawUpgrade(Number(new URL(t.baseUrl).port), '/openai/v1/probe/ws/echo', { headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(upgrade.status).toBe(101);
+    const socket = upgrade.socket;
+    const answer: Buffer[] = [];
+    socket.on('data', (d: Buffer) => answer.push(d));
+    const gone = new Promise((resolve) => socket.once('close', resolve));
+    socket.resume();
+    socket.write(maskedFrame(OPCODE.close, Buffer.from([0x03, 0xe7]))); // 999
+    await gone;
+    expect(Buffer.concat(answer)).toEqual(Buffer.from([0x88, 0x00])); // a close frame with no code
   });
 });

@@ -19,7 +19,7 @@ import type { CallApp, CallCarrier, CallIdentity } from './call-contract.js';
 import type { CallSettings } from '../call-settings.js';
 
 /** Largest carrier frame taken (a start message with many custom parameters is a few kB). */
-const MAX_FRAME_BYTES = 64 * 1024;
+export const CARRIER_MAX_FRAME_BYTES = 64 * 1024;
 
 /** Who the call is billed to and how it behaves, once its token checked out. */
 export interface CallGrant {
@@ -92,6 +92,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     try {
       grant ??= await opener.authorize(start.customParameters.token ?? null, start);
       if (closed) return;
+      peer.authenticated(); // a pre-auth stream leaves the caps on unauthenticated sockets
       call = await opener.createCall(grant, { callId, carrier: adapter.carrier }, start, carrier, adapter);
       // The call's place under the account's cap comes back when the stream closes — at once if it already
       // closed while the call was being created (an 'abort' listener added now would never fire).
@@ -140,7 +141,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   const onFrame = (size: number, parse: () => CarrierInbound[]): void => {
     if (closed) return;
     // A carrier's frames are small (20–100 ms of audio, or a start message): a huge one is not a carrier.
-    if (size > MAX_FRAME_BYTES) return close(1009, 'frame_too_big', `A ${size}-byte frame; carrier frames are at most ${MAX_FRAME_BYTES} bytes.`);
+    if (size > CARRIER_MAX_FRAME_BYTES) return close(1009, 'frame_too_big', `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
     let events: CarrierInbound[];
     try {
       events = parse();
@@ -153,7 +154,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
 
   return {
     // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: its length × 3 bounds its size.
-    onText: (text) => onFrame(text.length * 3 > MAX_FRAME_BYTES ? Buffer.byteLength(text) : text.length, () => adapter.parseText(text)),
+    onText: (text) => onFrame(text.length * 3 > CARRIER_MAX_FRAME_BYTES ? Buffer.byteLength(text) : text.length, () => adapter.parseText(text)),
     onBinary: (bytes) => onFrame(bytes.length, () => adapter.parseBinary(bytes)),
     onClose() {
       clearTimeout(startTimer);

@@ -24,6 +24,7 @@ function peerAndCloser(): { peer: DuplexPeer; close: () => void } {
     bufferedAmount: () => 0,
     drained: async () => {},
     close: () => controller.abort(),
+    authenticated: () => {},
   };
   return { peer, close: () => controller.abort() };
 }
