@@ -118,6 +118,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     realtime: {
       vad,
       maxBufferSeconds: config.realtimeMaxBufferSeconds,
+      inputRate: { maxRate: config.realtimeMaxInputRate, burstSeconds: config.realtimeInputBurstSeconds },
       maxMessageBytes: config.realtimeMaxMessageBytes,
       interimAllowed: config.realtimeInterimMaxCpu >= 1 ? undefined : () => cpuLoad.busyShare() < config.realtimeInterimMaxCpu,
     },

@@ -21,6 +21,8 @@ export interface CommittedItem {
   target: SessionConfig['target'];
   /** When the VAD turn's speech_stopped went out (performance.now()), for the end-of-speech latency metric. */
   stoppedAt?: number;
+  /** Committed by the idle timeout: audio the VAD scored as silence, charged only if its transcript has words. */
+  idle?: boolean;
 }
 
 /** What delivery needs from its session. */
@@ -60,8 +62,12 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
       }
     }
     if (ctx.signal.aborted) return await billing.release();
-    await billing.settle(translation !== undefined);
-    ctx.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: billing.seconds, ...(translation ? { translation } : {}) });
+    // Silence is never billed: an idle-timeout item in which the model heard nothing is free. One with words
+    // (speech under the session's threshold) is charged like any item, so the threshold cannot make speech free.
+    const free = job.idle === true && !transcript.trim();
+    if (free) await billing.release();
+    else await billing.settle(translation !== undefined);
+    ctx.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: free ? 0 : billing.seconds, ...(translation ? { translation } : {}) });
     if (job.stoppedAt !== undefined) ctx.deps.observer?.turnCompleted((performance.now() - job.stoppedAt) / 1000);
     if (!quotaLeft) ctx.fatal('insufficient_quota', new InsufficientQuotaError(ctx.deps.charge.accountId, 0, 0).message);
   } catch (err) {

@@ -72,6 +72,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       vad: deps.vad,
       translator: options.translator,
       maxBufferSeconds: deps.maxBufferSeconds,
+      ...(deps.inputRate ? { inputRate: deps.inputRate } : {}),
       ...(deps.interimAllowed ? { interimAllowed: deps.interimAllowed } : {}),
       observer: { turnDetected: () => metrics.turns.inc(), turnCompleted: (seconds) => metrics.speechStoppedToCompleted.observe(seconds) },
     },

@@ -12,6 +12,7 @@ import type { EngineRegistry } from '../../engines/engine-registry.js';
 import type { Ledger } from '../../billing/ledger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { VadService } from '../../realtime/vad/contract.js';
+import type { InputRateOptions } from '../../realtime/input-rate.js';
 import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
@@ -32,6 +33,8 @@ export interface RealtimeDeps {
   /** The VAD service (null: no VAD model, sessions take manual commits only). */
   vad: VadService | null;
   maxBufferSeconds: number;
+  /** The input rate bound (absent: DEFAULT_INPUT_RATE). */
+  inputRate?: InputRateOptions;
   maxMessageBytes: number;
   /** Whether a turn's interim re-decode may start now (absent: always); see RealtimeSessionDeps. */
   interimAllowed?: () => boolean;
