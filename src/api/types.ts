@@ -87,6 +87,11 @@ export interface DuplexPeer {
   bufferedAmount(): number;
   /** Resolves once `bufferedAmount()` is back under the transport's low-water mark, or the socket closed. */
   drained(): Promise<void>;
+  /**
+   * Resolves true once everything sent so far has left this process (written to the network: a crash now
+   * would not lose it), false when the socket closed first. What a charge for delivered output waits for.
+   */
+  flushed(): Promise<boolean>;
   /** Closes with a WebSocket close code (1000 normal, 1001 going away, 1008 policy, 1009 too big, 1011 internal, 1013 try again later); reason ≤ 123 bytes. */
   close(code: number, reason: string): void;
 }

@@ -23,6 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChargeContext, Ledger } from '../billing/ledger.js';
+import type { Logger } from '../observability/logger.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
 import { DEFAULT_INPUT_RATE, InputRateBound, type InputRateOptions } from './input-rate.js';
@@ -57,6 +58,14 @@ export interface RealtimeSessionDeps {
   inputRate?: InputRateOptions;
   /** Wall clock in ms for the input rate bound (default performance.now). */
   now?: () => number;
+  /**
+   * Resolves true once the outputs emitted so far have left the process toward the client (written to the
+   * network), false when the client is gone first. An item is charged only after its `completed` event got
+   * that far, so a crash never charges a transcript the client did not get. Absent: at once.
+   */
+  delivered?: () => Promise<boolean>;
+  /** Where a charge that could not be recorded is reported (the transcript was delivered; it is not charged). */
+  logger?: Logger;
   observer?: SessionObserver;
   /**
    * Asked before each interim re-decode of a turn (absent: always allowed). The server answers no while the

@@ -73,6 +73,8 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       translator: options.translator,
       maxBufferSeconds: deps.maxBufferSeconds,
       ...(deps.inputRate ? { inputRate: deps.inputRate } : {}),
+      delivered: () => out.flushed(),
+      logger: deps.logger,
       ...(deps.interimAllowed ? { interimAllowed: deps.interimAllowed } : {}),
       observer: { turnDetected: () => metrics.turns.inc(), turnCompleted: (seconds) => metrics.speechStoppedToCompleted.observe(seconds) },
     },

@@ -10,6 +10,7 @@
 import type { ModelCatalog } from '../model-catalog.js';
 import type { EngineRegistry } from '../../engines/engine-registry.js';
 import type { Ledger } from '../../billing/ledger.js';
+import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { VadService } from '../../realtime/vad/contract.js';
 import type { InputRateOptions } from '../../realtime/input-rate.js';
@@ -30,6 +31,7 @@ export interface RealtimeDeps {
   ledger: Ledger;
   engines: EngineRegistry | null;
   metrics: Metrics;
+  logger: Logger;
   /** The VAD service (null: no VAD model, sessions take manual commits only). */
   vad: VadService | null;
   maxBufferSeconds: number;
