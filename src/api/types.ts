@@ -51,6 +51,13 @@ export interface SseMessage {
 interface ResultBase {
   status?: number;
   headers?: Record<string, string>;
+  /**
+   * The charge of this response, settled on delivery: called exactly once when the response is over, with
+   * `delivered` true only when it went out complete (a stream: to its end) and its last bytes were written to
+   * the network — so a crash never leaves a charge for a response the client did not get. The route settles
+   * (or, when false, releases) its reservation here. Must not throw. See api/charge-on-delivery.ts.
+   */
+  onDelivered?: (delivered: boolean) => Promise<void>;
 }
 
 export type ApiResult =
@@ -113,6 +120,13 @@ export interface DuplexHandler {
 interface StreamHeaders {
   /** Headers known only once the first item exists (e.g. Server-Timing of the first chunk); read just before the status line goes out. */
   lateHeaders?: () => Record<string, string>;
+  /**
+   * With onDelivered: false sends each item as one HTTP chunk, as without a charge, and tells onDelivered
+   * only whether the stream went out to its end — for streams charged by what was handed to the connection
+   * (speech's tally), whose chunk boundaries may be part of their contract (native chunk_size). Default:
+   * the end's delivery is confirmed (ResponseSink: each chunk ends with probes, split into HTTP chunks).
+   */
+  confirmDelivery?: boolean;
 }
 
 /**
