@@ -115,6 +115,10 @@ export class Exchange implements ApiRequest, WriteContext {
     return !this.bodyComplete || this.server.draining || this.framingError !== null;
   }
 
+  mustCloseConnection(): boolean {
+    return !this.bodyComplete || this.framingError !== null;
+  }
+
   onStreamError(err: unknown): void {
     this.logFailure(err, 'error after the response started');
   }

@@ -12,6 +12,8 @@ export interface WriteContext {
   baseHeaders: Record<string, string>;
   /** Close the connection after the response (the request body was not read to the end). */
   closeConnection: () => boolean;
+  /** Part of the request was left unread (or its framing was bad): the connection must be closed, not just told to. */
+  mustCloseConnection: () => boolean;
   headOnly: boolean;
   /** Errors raised mid-stream are reported here (for the log), since the client can no longer get a status. */
   onStreamError: (err: unknown) => void;
@@ -73,7 +75,12 @@ export async function writeDelivered(ctx: WriteContext, result: ApiResult, onEnd
       ctx.sink.sendWhole(result.status ?? 200, headers, body, ctx.closeConnection(), true);
       return onEnded(false);
     }
-    return onEnded(await ctx.sink.sendWholeDelivered(result.status ?? 200, headers, body, ctx.closeConnection()));
+    // tryEnd, which confirms delivery, cannot close the connection itself. When nothing is left unread (the
+    // server is draining), the client is told to close instead; otherwise the answer goes out plainly with the
+    // close, and is not confirmed (not charged) — a billed route reads its whole request first.
+    const mustClose = ctx.mustCloseConnection();
+    if (!mustClose && ctx.closeConnection()) headers.connection = 'close';
+    return onEnded(await ctx.sink.sendWholeDelivered(result.status ?? 200, headers, body, mustClose));
   }
   await writeStreamed(ctx, result, onEnded);
 }

@@ -9,7 +9,10 @@
  * (what a SIGKILL turned into a usage row with no delivery).
  */
 import net from 'node:net';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 import { startRealtimeServer } from '../helpers/realtime.js';
 import { chargesSettled } from '../helpers/settled.js';
 import type { TestServer } from '../helpers/test-server.js';
@@ -98,4 +101,30 @@ describe.each([false, true])('a chat completion (stream: %s) held in the server 
     expect(await rows(account.accountId)).toEqual([['banjugu-1', 'character', [...TEXT].length]]);
     socket.destroy();
   });
+});
+
+describe('while the server drains (SIGTERM)', () => {
+  it('an answer finished within the grace period is charged, and tells its client to close the connection', async () => {
+    const s = await startRealtimeServer({ config: { shutdownGraceMs: 20_000 } });
+    try {
+      const account = await s.newAccount(10_000_000);
+      const form = new FormData();
+      form.append('model', 'sunjata-1');
+      form.append('file', new Blob([wavBytes(spokenPhrases(['i ni ce', 'a ka kɛnɛ'], 16000, 0.5).samples, 16000)], { type: 'audio/wav' }), 'speech.wav');
+      const answer = fetch(`${s.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
+      await expect.poll(() => s.server.requestsInFlight(), { interval: 1 }).toBe(1);
+      const closing = s.server.close(); // draining: the request in flight may finish
+      const res = await answer;
+      expect(res.status).toBe(200);
+      expect(res.headers.get('connection')).toBe('close');
+      const seconds = ((await res.json()) as { usage: { seconds: number } }).usage.seconds;
+      await closing; // the store is closed once every request, and its charge, is done: read the file
+      const db = new Database(path.join(s.dir, 'kuma.sqlite'), { readonly: true });
+      const rows = db.prepare('SELECT quantity FROM usage_records WHERE account_id = ?').all(account.accountId) as Array<{ quantity: number }>;
+      db.close();
+      expect(rows.map((r) => r.quantity)).toEqual([seconds]);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
 });
