@@ -65,6 +65,11 @@ export interface KumaServer {
   audioSocketPort: number | null;
   /** The per-key and per-account limiter; null when KUMA_RATE_LIMITS=off. */
   limiter: RateLimiter | null;
+  /**
+   * HTTP requests being handled now. A response's charge settles after its last bytes were delivered, and the
+   * request is finished only then: at 0, every charge of the requests answered so far is recorded.
+   */
+  requestsInFlight(): number;
   /** Graceful: stop accepting, finish in-flight work within the config's grace period, close the store. */
   close(): Promise<void>;
 }
@@ -127,6 +132,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     realtime: {
       vad,
       maxBufferSeconds: config.realtimeMaxBufferSeconds,
+      inputRate: { maxRate: config.realtimeMaxInputRate, burstSeconds: config.realtimeInputBurstSeconds },
       maxMessageBytes: config.realtimeMaxMessageBytes,
       interimAllowed: config.realtimeInterimMaxCpu >= 1 ? undefined : () => cpuLoad.busyShare() < config.realtimeInterimMaxCpu,
     },
@@ -193,6 +199,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     routes,
     enginesReady,
     limiter,
+    requestsInFlight: () => http.inFlight(),
     audioSocketPort: telephony.audioSocketPort,
     close: () =>
       (closing ??= (async () => {

@@ -19,6 +19,7 @@ import { speechRoute } from './compat/speech.js';
 import { speechSocketRoutes } from './realtime/speech-socket-route.js';
 import { realtimeRoute } from './realtime/realtime-route.js';
 import type { VadService } from '../realtime/vad/contract.js';
+import type { InputRateOptions } from '../realtime/input-rate.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
 import type { ModelCatalog } from './model-catalog.js';
@@ -55,7 +56,7 @@ export interface ApiDeps {
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
   /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
-  realtime?: { vad: VadService | null; maxBufferSeconds: number; maxMessageBytes: number; interimAllowed?: () => boolean };
+  realtime?: { vad: VadService | null; maxBufferSeconds: number; inputRate?: InputRateOptions; maxMessageBytes: number; interimAllowed?: () => boolean };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
   /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */

@@ -51,6 +51,13 @@ export interface SseMessage {
 interface ResultBase {
   status?: number;
   headers?: Record<string, string>;
+  /**
+   * The charge of this response, settled on delivery: called exactly once when the response is over, with
+   * `delivered` true only when it went out complete (a stream: to its end) and its last bytes were written to
+   * the network — so a crash never leaves a charge for a response the client did not get. The route settles
+   * (or, when false, releases) its reservation here. Must not throw. See api/charge-on-delivery.ts.
+   */
+  onDelivered?: (delivered: boolean) => Promise<void>;
 }
 
 export type ApiResult =
@@ -93,6 +100,11 @@ export interface DuplexPeer {
   bufferedAmount(): number;
   /** Resolves once `bufferedAmount()` is back under the transport's low-water mark, or the socket closed. */
   drained(): Promise<void>;
+  /**
+   * Resolves true once everything sent so far has left this process (written to the network: a crash now
+   * would not lose it), false when the socket closed first. What a charge for delivered output waits for.
+   */
+  flushed(): Promise<boolean>;
   /** Closes with a WebSocket close code (1000 normal, 1001 going away, 1008 policy, 1009 too big, 1011 internal, 1013 try again later); reason ≤ 123 bytes. */
   close(code: number, reason: string): void;
   /** The caller of a `preAuth` socket is now known: its place under the unauthenticated caps is given back (a no-op otherwise). */
@@ -121,6 +133,13 @@ export interface DuplexHandler {
 interface StreamHeaders {
   /** Headers known only once the first item exists (e.g. Server-Timing of the first chunk); read just before the status line goes out. */
   lateHeaders?: () => Record<string, string>;
+  /**
+   * With onDelivered: false sends each item as one HTTP chunk, as without a charge, and tells onDelivered
+   * only whether the stream went out to its end — for streams charged by what was handed to the connection
+   * (speech's tally), whose chunk boundaries may be part of their contract (native chunk_size). Default:
+   * the end's delivery is confirmed (ResponseSink: each chunk ends with probes, split into HTTP chunks).
+   */
+  confirmDelivery?: boolean;
 }
 
 /**

@@ -3,7 +3,9 @@
  * once — settled to what was delivered (usage rows, debit and the hold's release in one transaction) or
  * released (nothing charged). Handlers close it in a `finally`, so no path leaves a hold behind; a process
  * that dies does leave its holds, and those stop counting when they expire (the ledger keeps live ones
- * renewed).
+ * renewed). Long-lived work delivered in pieces (a speech socket's phrases) settles each piece as it is
+ * delivered (`settlePart`: rows, debit and the hold shrunk by as much, in one transaction), so a crash loses
+ * at most the piece in flight.
  */
 import type { NewUsageRecord, Store } from '../store/store.js';
 import { InsufficientQuotaError } from './errors.js';
@@ -50,6 +52,8 @@ export interface ReservationHost {
 export class Reservation {
   private held: number;
   private open = true;
+  /** Parts settled so far: each part's rows carry its number (the store's idempotency key). */
+  private parts = 0;
 
   constructor(
     private readonly host: ReservationHost,
@@ -81,6 +85,39 @@ export class Reservation {
     const outcome = await this.host.store.growHold(this.id, extra, this.host.now());
     if (!outcome.placed) throw new InsufficientQuotaError(this.ctx.accountId, extra, outcome.availableMicros);
     this.held = totalMicros;
+  }
+
+  /**
+   * Raises the hold by `extraMicros`, under the same rule as growTo. For work whose parts settle as they are
+   * delivered (the hold shrinks as they do), where a running total of what was held would not be the hold.
+   */
+  async growBy(extraMicros: number): Promise<void> {
+    if (!this.open) throw new Error(`Reservation ${this.id} is already closed`);
+    if (extraMicros <= 0) return;
+    const outcome = await this.host.store.growHold(this.id, extraMicros, this.host.now());
+    if (!outcome.placed) throw new InsufficientQuotaError(this.ctx.accountId, extraMicros, outcome.availableMicros);
+    this.held += extraMicros;
+  }
+
+  /**
+   * Charges the items now and takes their cost off the hold, in one transaction; the reservation stays open
+   * for the rest (settle or release it later). Items of quantity 0 write nothing.
+   */
+  async settlePart(items: readonly ChargeItem[]): Promise<ChargeResult> {
+    if (!this.open) throw new Error(`Reservation ${this.id} is already closed`);
+    const records = this.host.toRecords(this.ctx, items);
+    if (records.length === 0) {
+      const account = await this.host.store.getAccount(this.ctx.accountId);
+      if (!account) throw new Error(`Unknown account: ${this.ctx.accountId}`);
+      return { records, balanceMicros: account.balanceMicros };
+    }
+    const part = ++this.parts;
+    const { balances } = await this.host.store.recordUsage(records, { partOfHold: { holdId: this.id, part }, ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}) });
+    const balanceMicros = balances[this.ctx.accountId];
+    if (balanceMicros === undefined) throw new Error(`Store returned no balance for ${this.ctx.accountId}`);
+    this.held = Math.max(0, this.held - records.reduce((sum, r) => sum + r.costMicros, 0));
+    this.host.settled(records);
+    return { records, balanceMicros };
   }
 
   /**

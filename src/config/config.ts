@@ -129,8 +129,16 @@ export const ConfigSchema = z.object({
   wsPreAuthMaxPerAddress: int(16),
   /** Realtime sessions one key may have open at once (0 = unlimited); more are refused 429 before the upgrade. */
   realtimeMaxSessionsPerKey: int(50),
-  /** Realtime sessions: uncommitted audio past this many seconds is committed as an item (nothing is dropped). */
+  /**
+   * Realtime sessions: manual mode commits uncommitted audio past this many seconds as an item (nothing is
+   * dropped); server_vad commits a turn longer than this, and refuses appends while this much audio waits
+   * for the VAD.
+   */
   realtimeMaxBufferSeconds: z.coerce.number().int().min(5).max(600).default(60),
+  /** Realtime sessions: audio is taken at most this many times faster than real time (after the burst); faster appends get an error event. */
+  realtimeMaxInputRate: z.coerce.number().min(1).max(100).default(4),
+  /** Realtime sessions: seconds of audio a session may send at once before the input rate bound applies. */
+  realtimeInputBurstSeconds: z.coerce.number().min(1).max(600).default(60),
   /** Realtime sessions: a client event larger than this is refused with an error event (OpenAI's limit is 15 MiB). */
   realtimeMaxMessageBytes: z.coerce.number().int().min(1024).default(15 * 1024 * 1024),
   /**
@@ -233,6 +241,8 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_WS_PREAUTH_MAX_PER_ADDRESS: 'wsPreAuthMaxPerAddress',
   KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
   KUMA_REALTIME_MAX_BUFFER_SECONDS: 'realtimeMaxBufferSeconds',
+  KUMA_REALTIME_MAX_INPUT_RATE: 'realtimeMaxInputRate',
+  KUMA_REALTIME_INPUT_BURST_SECONDS: 'realtimeInputBurstSeconds',
   KUMA_REALTIME_INTERIM_MAX_CPU: 'realtimeInterimMaxCpu',
   KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',
   KUMA_VAD_RATE: 'vadRate',

@@ -9,7 +9,9 @@ export type RealtimeInputErrorCode =
   | 'input_audio_buffer_commit_empty'
   | 'session_not_configured'
   | 'unsupported_audio_format'
-  | 'session_closed';
+  | 'session_closed'
+  /** Audio arriving faster than the session's input rate bound (input-rate.ts): the append was not taken. */
+  | 'input_audio_rate_exceeded';
 
 /** A client event the session cannot act on. The session state is unchanged and it goes on. */
 export class RealtimeInputError extends Error {

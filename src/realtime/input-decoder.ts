@@ -47,6 +47,11 @@ export class InputDecoder {
     return (this.received * 1000) / this.format.rate;
   }
 
+  /** Seconds of audio `byteCount` bytes in the client's format hold (pcm16: 2 bytes a sample; G.711: 1). */
+  secondsIn(byteCount: number): number {
+    return (this.format.codec === 'pcm16' ? byteCount / 2 : byteCount) / this.format.rate;
+  }
+
   /** Bytes in the client's format → the 16 kHz samples that are ready (the resampler holds a few back), as a view valid until the next call. */
   decode(bytes: Uint8Array): Float32Array {
     const samples = this.format.codec === 'pcm16' ? this.pcm16(bytes) : this.g711(bytes);

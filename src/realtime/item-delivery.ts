@@ -1,8 +1,11 @@
 /**
  * Delivering one committed item of a realtime session: hold its cost, decode it (the final transcript, and the
- * translation in a translation session), settle the charge, then emit `completed` — or `failed`, releasing the
- * hold, when the item cannot be delivered. An item whose client left (the session's signal aborted) costs
- * nothing. The session runs its items through here one after another, so `completed` events keep commit order.
+ * translation in a translation session), emit `completed`, and settle the charge once that event has left the
+ * process (the session's `delivered`) — or emit `failed`, releasing the hold, when the item cannot be
+ * delivered. An item whose client left first (the session's signal aborted, or the socket closed before the
+ * event was written) costs nothing; so does a process killed before the event was written. A charge that
+ * cannot be recorded after delivery is logged, never turned into a `failed` for a transcript the client has.
+ * The session runs its items through here one after another, so `completed` events keep commit order.
  */
 import { InsufficientQuotaError } from '../billing/errors.js';
 import { EngineOverloadedError } from '../engines/errors.js';
@@ -22,6 +25,8 @@ export interface CommittedItem {
   target: SessionConfig['target'];
   /** When the VAD turn's speech_stopped went out (performance.now()), for the end-of-speech latency metric. */
   stoppedAt?: number;
+  /** Committed by the idle timeout: audio the VAD scored as silence, charged only if its transcript has words. */
+  idle?: boolean;
 }
 
 /** What delivery needs from its session. */
@@ -61,9 +66,14 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
       }
     }
     if (ctx.signal.aborted) return await billing.release();
-    await billing.settle(translation !== undefined);
-    ctx.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: billing.seconds, ...(translation ? { translation } : {}) });
+    // Silence is never billed: an idle-timeout item in which the model heard nothing is free. One with words
+    // (speech under the session's threshold) is charged like any item, so the threshold cannot make speech free.
+    const free = job.idle === true && !transcript.trim();
+    ctx.emit({ type: 'completed', itemId: job.itemId, transcript, seconds: free ? 0 : billing.seconds, ...(translation ? { translation } : {}) });
     if (job.stoppedAt !== undefined) ctx.deps.observer?.turnCompleted((performance.now() - job.stoppedAt) / 1000);
+    const delivered = ctx.deps.delivered ? await ctx.deps.delivered() : true;
+    if (free || !delivered) await billing.release();
+    else await settleDelivered(ctx, billing, translation !== undefined, job.itemId);
     if (!quotaLeft) ctx.fatal('insufficient_quota', new InsufficientQuotaError(ctx.deps.charge.accountId, 0, 0).message);
   } catch (err) {
     await billing.release();
@@ -75,6 +85,23 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
 }
 
 export const KEY_REVOKED_MESSAGE = 'The API key of this session has been revoked: the session is closed, and nothing after the revocation is charged.';
+
+/**
+ * The charge of an item whose `completed` event was delivered. A key revoked meanwhile (by another process,
+ * not yet swept) refuses the charge: the item stays free and the session ends. Any other store failure here
+ * is logged, never turned into a `failed` for a transcript the client has.
+ */
+async function settleDelivered(ctx: DeliveryContext, billing: ItemBilling, translated: boolean, itemId: string): Promise<void> {
+  try {
+    await billing.settle(translated);
+  } catch (err) {
+    if (err instanceof KeyRevokedError) {
+      await billing.release();
+      return ctx.fatal('key_revoked', KEY_REVOKED_MESSAGE);
+    }
+    ctx.deps.logger?.error({ requestId: ctx.deps.charge.requestId, itemId, err: (err as Error).message }, 'recording realtime item usage failed: delivered, not charged');
+  }
+}
 
 function failItem(ctx: DeliveryContext, itemId: string, err: unknown): void {
   if (ctx.signal.aborted) return;

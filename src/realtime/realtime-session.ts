@@ -7,20 +7,29 @@
  *
  * Rules where the reference is silent (README "Realtime"):
  * - audio before a transcription model is configured is refused (OpenAI's transcription defaults to off);
- * - uncommitted audio beyond `maxBufferSeconds` is committed as an item (nothing is dropped): in a VAD turn
- *   the turn goes on as a new item (with its own speech_started); in manual mode the buffer is committed;
+ * - audio is taken at most `inputRate.maxRate` times faster than real time after a burst (input-rate.ts);
+ *   an append over that bound is refused whole with an error, and the session goes on;
+ * - in a server_vad session the server commits only audio the VAD has scored: a turn, a turn longer than
+ *   `maxBufferSeconds` (committed up to the scored audio, the speech going on as a new item with its own
+ *   speech_started), or the idle timeout's span. Audio waiting to be scored is never committed by the
+ *   server; while `maxBufferSeconds` of it waits, appends are refused. So silence never becomes an item
+ *   because it arrived faster than the VAD scores it;
+ * - in manual mode uncommitted audio beyond `maxBufferSeconds` is committed as an item (nothing is dropped);
  * - outside VAD turns the buffer keeps only what a turn starting now could reach back to (prefix padding,
  *   VAD lag, the idle timeout's span);
  * - the idle timeout counts scored audio without speech (the audio clock, not the wall clock) and commits
- *   that audio as an item, transcribed and billed like any other.
+ *   that audio as an item, transcribed like any other but charged only when its transcript has words: the
+ *   VAD found no speech in it, and silence is never billed.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChargeContext, Ledger } from '../billing/ledger.js';
+import type { Logger } from '../observability/logger.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
+import { DEFAULT_INPUT_RATE, InputRateBound, type InputRateOptions } from './input-rate.js';
 import { deliverItem, KEY_REVOKED_MESSAGE, type CommittedItem, type DeliveryContext } from './item-delivery.js';
 import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
-import { ServerVad } from './server-vad.js';
+import { ServerVad, VAD_WINDOW } from './server-vad.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
 import type { FatalCode, SessionInput, SessionOutput } from './session-events.js';
 import { TurnTranscriber, type TurnRecognizer } from './turn-transcriber.js';
@@ -46,6 +55,18 @@ export interface RealtimeSessionDeps {
   /** The translation model (used when the session has a target language). */
   translator: SpeechModel | null;
   maxBufferSeconds: number;
+  /** The input rate bound (default DEFAULT_INPUT_RATE: 4× real time after a 60 s burst). */
+  inputRate?: InputRateOptions;
+  /** Wall clock in ms for the input rate bound (default performance.now). */
+  now?: () => number;
+  /**
+   * Resolves true once the outputs emitted so far have left the process toward the client (written to the
+   * network), false when the client is gone first. An item is charged only after its `completed` event got
+   * that far, so a crash never charges a transcript the client did not get. Absent: at once.
+   */
+  delivered?: () => Promise<boolean>;
+  /** Where a charge that could not be recorded is reported (the transcript was delivered; it is not charged). */
+  logger?: Logger;
   observer?: SessionObserver;
   /**
    * Asked before each interim re-decode of a turn (absent: always allowed). The server answers no while the
@@ -71,6 +92,11 @@ export class RealtimeSession {
   private lastItemId: string | null = null;
   /** Clock index of the last speech end or commit: the idle timeout counts from here. */
   private lastActivity = 0;
+  /** server_vad: clock index up to which the VAD has scored the audio (what lies beyond is never committed by the server). */
+  private scoredEnd = 0;
+  /** A graceful close waiting for the VAD to score the audio it was given before the last turn is decided. */
+  private closeAfterScoring = false;
+  private readonly inputRate: InputRateBound;
   private readonly inbox: SessionInput[] = [];
   private busy = false;
   private items: Promise<void> = Promise.resolve();
@@ -85,6 +111,7 @@ export class RealtimeSession {
     private readonly emit: (output: SessionOutput) => void,
   ) {
     this.config = initial;
+    this.inputRate = new InputRateBound(deps.inputRate ?? DEFAULT_INPUT_RATE, deps.now);
     this.delivery = { deps, signal: this.cancel.signal, emit, fatal: (code, message) => this.fatal(code, message) };
   }
 
@@ -181,6 +208,7 @@ export class RealtimeSession {
     this.turn?.transcriber.cancel();
     this.turn = null;
     this.lastActivity = this.buffer.end;
+    this.scoredEnd = this.buffer.end;
     const options = this.config.turnDetection;
     if (!options || !this.deps.vad) return;
     this.vad = new ServerVad(this.deps.vad, options, this.buffer.end, {
@@ -194,6 +222,7 @@ export class RealtimeSession {
     if (!this.config.model) {
       throw new RealtimeInputError('session_not_configured', 'No transcription model is configured: send session.update with audio.input.transcription.model (or transcription_session.update) before audio.', 'audio');
     }
+    this.admit(this.decoder!.secondsIn(audio.length));
     const samples = this.decoder!.decode(audio);
     if (!samples.length) return;
     this.buffer.append(samples);
@@ -203,16 +232,43 @@ export class RealtimeSession {
     this.enforceBufferLimit();
   }
 
+  /**
+   * Refuses (throws) an append of `seconds` that is over the input rate bound, or that would leave more than
+   * `maxBufferSeconds` of audio waiting for the VAD (a machine too busy to score at the bound's pace).
+   */
+  private admit(seconds: number): void {
+    const { maxRate, burstSeconds } = this.inputRate.options;
+    const pace = `Send audio at most ${maxRate}× real time (after a burst of ${burstSeconds} s), and send this append again.`;
+    if (seconds > burstSeconds) {
+      throw new RealtimeInputError('input_audio_rate_exceeded', `This append holds ${seconds.toFixed(1)} s of audio; one append may hold at most ${burstSeconds} s. It was not taken: split it.`);
+    }
+    if (this.vad) {
+      const waiting = (this.buffer.end - this.scoredEnd) / 16_000;
+      if (waiting + seconds > this.deps.maxBufferSeconds) {
+        throw new RealtimeInputError('input_audio_rate_exceeded', `${waiting.toFixed(1)} s of this session's audio are still waiting for voice-activity detection (at most ${this.deps.maxBufferSeconds} s may wait): this append was not taken. ${pace}`);
+      }
+    }
+    if (!this.inputRate.take(seconds)) {
+      throw new RealtimeInputError('input_audio_rate_exceeded', `Audio is arriving faster than ${maxRate}× real time: this append (${Math.round(seconds * 1000)} ms of audio) was not taken. ${pace}`);
+    }
+  }
+
   private enforceBufferLimit(): void {
     const max = this.deps.maxBufferSeconds * 16_000;
-    const from = this.turn ? this.turn.start : this.buffer.start;
-    if (this.buffer.end - from <= max) return;
-    if (!this.turn) return this.commitRange(this.buffer.start, this.buffer.end, newItemId(), null);
-    // A turn longer than the buffer: committed as it stands, and the speech goes on as a new item.
-    const { itemId, start, transcriber } = this.turn;
-    this.turn = null;
-    this.commitRange(start, this.buffer.end, itemId, transcriber);
-    this.openTurn(this.buffer.end);
+    if (this.vad) {
+      // server_vad: only scored audio is committed by the server. Outside a turn, onScored trims what the VAD
+      // has scored and admit() bounds what waits for it; a turn longer than the limit is committed up to the
+      // scored audio, and the speech goes on as a new item.
+      const turn = this.turn;
+      const scored = Math.min(this.scoredEnd, this.buffer.end);
+      if (!turn || scored - turn.start < max) return;
+      this.turn = null;
+      this.commitRange(turn.start, scored, turn.itemId, turn.transcriber);
+      this.openTurn(scored);
+      return;
+    }
+    // Manual mode: the client's uncommitted audio is committed as an item rather than dropped.
+    if (this.buffer.end - this.buffer.start > max) this.commitRange(this.buffer.start, this.buffer.end, newItemId(), null);
   }
 
   private commit(): void {
@@ -236,20 +292,38 @@ export class RealtimeSession {
     this.emit({ type: 'cleared' });
   }
 
-  /** Graceful end: the turn being spoken (or, in manual mode, the uncommitted audio) is committed, then every item finishes. */
+  /**
+   * Graceful end: the turn being spoken (or, in manual mode, the uncommitted audio) is committed, then every
+   * item finishes. With server_vad, the VAD first scores the audio it was given, so that the last turn is
+   * decided on scored audio (and speech sent just before the close is not lost).
+   */
   private close(): void {
+    this.state = 'closing';
+    if (this.vad && this.buffer.end - this.scoredEnd >= VAD_WINDOW) {
+      this.closeAfterScoring = true;
+      return;
+    }
+    this.finishClose();
+  }
+
+  private finishClose(): void {
+    this.closeAfterScoring = false;
     const turn = this.turn;
     if (turn) {
       this.turn = null;
       this.emit({ type: 'speech_stopped', itemId: turn.itemId, audioEndMs: samplesToMs(this.buffer.end) });
-      this.commitRange(turn.start, this.buffer.end, turn.itemId, turn.transcriber, performance.now());
+      this.commitRange(turn.start, this.buffer.end, turn.itemId, turn.transcriber, { stoppedAt: performance.now() });
     } else if (!this.vad && this.config.model && this.buffer.heldSamples >= MIN_COMMIT_SAMPLES) this.commit();
-    this.state = 'closing';
     void this.items.then(() => this.end());
   }
 
+  /** Whether VAD results still matter: the session is open, or its close waits for them. */
+  private get listening(): boolean {
+    return this.state === 'open' || (this.state === 'closing' && this.closeAfterScoring);
+  }
+
   private onTurn(event: TurnEvent): void {
-    if (this.state !== 'open') return;
+    if (!this.listening) return;
     if (event.type === 'speech_started') {
       if (!this.turn) this.openTurn(Math.max(msToSamples(event.audioStartMs), this.buffer.start));
       return;
@@ -259,7 +333,7 @@ export class RealtimeSession {
     const end = Math.min(Math.max(msToSamples(event.audioEndMs), turn.start), this.buffer.end);
     this.turn = null;
     this.emit({ type: 'speech_stopped', itemId: turn.itemId, audioEndMs: samplesToMs(end) });
-    this.commitRange(turn.start, end, turn.itemId, turn.transcriber, performance.now());
+    this.commitRange(turn.start, end, turn.itemId, turn.transcriber, { stoppedAt: performance.now() });
   }
 
   private openTurn(start: number): void {
@@ -270,13 +344,20 @@ export class RealtimeSession {
   }
 
   private onScored(end: number): void {
-    if (this.state !== 'open' || this.turn) return;
+    this.scoredEnd = end;
+    if (!this.listening) return;
+    this.trackScored(end);
+    if (this.closeAfterScoring && this.buffer.end - end < VAD_WINDOW) this.finishClose();
+  }
+
+  private trackScored(end: number): void {
+    if (this.turn) return this.enforceBufferLimit();
     const vad = this.config.turnDetection!;
     if (vad.idleTimeoutMs !== null && end - this.lastActivity >= msToSamples(vad.idleTimeoutMs)) {
       const itemId = newItemId();
       const start = Math.max(this.lastActivity, this.buffer.start);
       this.emit({ type: 'timeout_triggered', itemId, audioStartMs: samplesToMs(start), audioEndMs: samplesToMs(end) });
-      this.commitRange(start, end, itemId, null);
+      this.commitRange(start, end, itemId, null, { idle: true });
       return;
     }
     // Outside a turn, only what a turn's onset (less its padding) or the idle timeout could reach back to is kept.
@@ -296,13 +377,13 @@ export class RealtimeSession {
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */
-  private commitRange(from: number, to: number, itemId: string, transcriber: TurnRecognizer | null, stoppedAt?: number): void {
+  private commitRange(from: number, to: number, itemId: string, transcriber: TurnRecognizer | null, extra: { stoppedAt?: number; idle?: boolean } = {}): void {
     const samples = this.buffer.copy(from, to);
     this.buffer.dropBefore(to);
     this.lastActivity = to;
     this.emit({ type: 'committed', itemId, previousItemId: this.lastItemId });
     this.lastItemId = itemId;
-    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, stoppedAt };
+    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, ...extra };
     this.items = this.items.then(() => deliverItem(this.delivery, job));
   }
 

@@ -24,6 +24,8 @@ export interface SqliteHolds {
   renew(holdIds: readonly string[], expiresAt: number): void;
   /** Not a transaction of its own: also runs inside the store's settle (recordUsage) transaction. */
   release(holdId: string): void;
+  /** Takes `micros` off a hold (never below 0); not a transaction of its own (runs inside recordUsage's). */
+  shrink(holdId: string, micros: number): void;
   available(accountId: string, now: number): number;
 }
 
@@ -45,6 +47,7 @@ export function sqliteHolds(db: Database.Database): SqliteHolds {
     add: db.prepare<[number, string]>('UPDATE holds SET amount_micros = amount_micros + ? WHERE id = ?'),
     renew: db.prepare<[number, string]>('UPDATE holds SET expires_at = ? WHERE id = ?'),
     release: db.prepare<[string]>('DELETE FROM holds WHERE id = ?'),
+    shrink: db.prepare<[number, string]>('UPDATE holds SET amount_micros = MAX(0, amount_micros - ?) WHERE id = ?'),
     dropAllExpired: db.prepare<[number]>('DELETE FROM holds WHERE expires_at <= ?'),
   };
 
@@ -100,6 +103,9 @@ export function sqliteHolds(db: Database.Database): SqliteHolds {
     },
     release(holdId) {
       stmt.release.run(holdId);
+    },
+    shrink(holdId, micros) {
+      if (micros > 0) stmt.shrink.run(micros, holdId);
     },
     available,
   };

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { Account, ApiKeyRecord, NewUsageRecord, Store } from './store.js';
+import { settlementIdOf, type Account, type ApiKeyRecord, type NewUsageRecord, type RecordUsageOptions, type Store } from './store.js';
 import { WalSync } from './wal-sync.js';
 import { HOLDS_MIGRATION, sqliteHolds } from './sqlite-holds.js';
 import { RATE_LIMITS_MIGRATION, sqliteRateLimits } from './sqlite-rate-limits.js';
@@ -169,17 +169,17 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
   const rateLimits = sqliteRateLimits(db);
   const clientSecrets = sqliteClientSecrets(db);
   const telephony = sqliteTelephony(db);
-  const recordUsageTx = db.transaction((records: NewUsageRecord[], releaseHoldId: string | undefined, requireActiveKey: boolean) => {
+  const recordUsageTx = db.transaction((records: NewUsageRecord[], options: RecordUsageOptions) => {
     // Under the write lock a revocation (any process's) is either committed before this — refused here — or after.
-    if (requireActiveKey) {
+    if (options.requireActiveKey) {
       const inactive = stmt.inactiveKeyIds.all(JSON.stringify([...new Set(records.map((r) => r.keyId))]));
       if (inactive.length > 0) throw new KeyRevokedError(inactive[0]!.id);
     }
-    // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
-    // counted twice (held and debited) nor for a moment neither.
-    if (releaseHoldId !== undefined) holds.release(releaseHoldId);
+    // Settling a reservation: the hold goes (or, for a part, shrinks) in the same transaction as the debit,
+    // so the money is never counted twice (held and debited) nor for a moment neither.
+    if (options.releaseHoldId !== undefined) holds.release(options.releaseHoldId);
     const createdAt = nowIso();
-    const settlementId = releaseHoldId ?? null;
+    const settlementId = settlementIdOf(options);
     const debits = new Map<string, number>(records.map((r) => [r.accountId, 0]));
     for (const [line, r] of records.entries()) {
       const { changes } = stmt.insertUsage.run(
@@ -191,6 +191,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     }
     const balances: Record<string, number> = {};
     for (const [accountId, total] of debits) balances[accountId] = addToBalance(accountId, -total).balanceMicros;
+    if (options.partOfHold) holds.shrink(options.partOfHold.holdId, [...debits.values()].reduce((a, b) => a + b, 0));
     return { balances };
   });
 
@@ -246,7 +247,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
         assertSafeInteger(r.costMicros, 'costMicros');
         assertSafeInteger(r.unitPriceMicros, 'unitPriceMicros');
       }
-      return durable(recordUsageTx.immediate(records, options.releaseHoldId, options.requireActiveKey === true));
+      return durable(recordUsageTx.immediate(records, options));
     },
     async listUsage(filter = {}) {
       const where: string[] = [];

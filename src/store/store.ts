@@ -43,6 +43,22 @@ export interface UsageRecord extends NewUsageRecord {
  * A hold counts against the account until it is released, settled, or its `expiresAt` (ms since the epoch)
  * passes: a process that dies leaves holds behind, and expiry is what frees them.
  */
+/** How a usage write settles a hold (Store.recordUsage). */
+export interface RecordUsageOptions {
+  /** Settles this hold: dropped in the same transaction. */
+  releaseHoldId?: string;
+  /** Settles part `part` (1, 2, …) of this hold, which stays, less what the rows debit. */
+  partOfHold?: { holdId: string; part: number };
+  /** The records' keys must be active, checked in the same transaction (KeyRevokedError otherwise: nothing written). */
+  requireActiveKey?: boolean;
+}
+
+/** The idempotency key of a usage write: the hold it settles, and which part of it. */
+export function settlementIdOf(options: RecordUsageOptions): string | null {
+  if (options.partOfHold) return `${options.partOfHold.holdId}#${options.partOfHold.part}`;
+  return options.releaseHoldId ?? null;
+}
+
 export interface NewHold {
   id: string;
   accountId: string;
@@ -182,10 +198,11 @@ export interface Store {
    * Inserts the records and debits their summed cost from each record's account in ONE transaction:
    * either all rows and the debit land, or nothing does. Returns the balances after the debit. With
    * `releaseHoldId`, that hold is dropped in the same transaction (settling a reservation). With
-   * `requireActiveKey`, the records' keys are checked in that transaction too: when one is revoked (or unknown)
-   * nothing is written and KeyRevokedError is thrown (the hold stays; the caller releases it).
+   * `partOfHold`, the hold stays and shrinks by what the rows debit (never below 0), in the same
+   * transaction: one part of a reservation settled while the rest stays held (the speech socket's phrases).
+   * A settlement (hold id, or hold id and part) written twice inserts and debits nothing the second time.
    */
-  recordUsage(records: NewUsageRecord[], options?: { releaseHoldId?: string; requireActiveKey?: boolean }): Promise<{ balances: Record<string, number> }>;
+  recordUsage(records: NewUsageRecord[], options?: RecordUsageOptions): Promise<{ balances: Record<string, number> }>;
   /** Oldest first; `latest`: only the last that many (still oldest first). */
   listUsage(filter?: { accountId?: string; requestId?: string; latest?: number }): Promise<UsageRecord[]>;
 

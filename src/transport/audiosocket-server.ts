@@ -95,6 +95,8 @@ function socketPeer(socket: net.Socket, requestId: string): DuplexPeer {
     },
     bufferedAmount: () => socket.writableLength,
     drained: () => new Promise((resolve) => (socket.writableLength === 0 || socket.destroyed ? resolve() : socket.once('drain', () => resolve()))),
+    // An empty write's callback runs once every earlier write was handed to the kernel (writes complete in order).
+    flushed: () => new Promise((resolve) => (socket.destroyed ? resolve(false) : socket.write(new Uint8Array(0), (err) => resolve(!err && !socket.destroyed)))),
     close() {
       if (!socket.destroyed) socket.end();
     },

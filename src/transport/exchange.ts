@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import type uWS from 'uWebSockets.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../api/errors.js';
-import type { ApiRequest, DuplexResult, HttpMethod, RequestBody, Surface, WebSocketRouteLimits } from '../api/types.js';
+import type { ApiRequest, ApiResult, DuplexResult, HttpMethod, RequestBody, Surface, WebSocketRouteLimits } from '../api/types.js';
 import type { UpgradeData } from './websocket-sessions.js';
 import type { MultipartForm } from '../api/uploads.js';
 import { BodyQueue } from './body-queue.js';
@@ -21,7 +21,7 @@ import { parseMultipart } from './multipart.js';
 import { newRequestId } from './request-id.js';
 import type { RequestHead } from './request-head.js';
 import { ResponseSink } from './response-sink.js';
-import { writeError, writeResult, writeWhole, type WriteContext } from './result-writer.js';
+import { writeDelivered, writeError, writeResult, writeWhole, type WriteContext } from './result-writer.js';
 import { staticResponse, type StaticAsset } from './static-site.js';
 
 /** How an upgrade request came in: through which uWS behaviour (websocket-sessions.ts). */
@@ -124,6 +124,10 @@ export class Exchange implements ApiRequest, WriteContext {
 
   closeConnection(): boolean {
     return !this.bodyComplete || this.server.draining;
+  }
+
+  mustCloseConnection(): boolean {
+    return !this.bodyComplete || this.framingError !== null;
   }
 
   onStreamError(err: unknown): void {
@@ -259,11 +263,33 @@ export class Exchange implements ApiRequest, WriteContext {
     this.surface = match.route.surface;
     this.params = match.params;
     const result = await match.route.handle(this);
+    if (result.onDelivered) return this.deliverCharged(result, result.onDelivered);
     // Answering while the client is still uploading: read (and drop) the rest first, within bounds.
     if (!this.bodyComplete) await this.settleBody();
     if (this.sink.isAborted) return;
     // Whole bodies (the common case) are written at once, without a promise for the write.
     if (!writeWhole(this, result)) await writeResult(this, result);
+  }
+
+  /**
+   * A result whose charge waits for its delivery: written with confirmation, then its charge is settled
+   * (delivered) or released — exactly once, however the writing ends, and before the request is finished
+   * (so a graceful shutdown, which waits for requests in flight, waits for the charge too).
+   */
+  private async deliverCharged(result: ApiResult, onDelivered: (delivered: boolean) => Promise<void>): Promise<void> {
+    let told = false;
+    const tell = async (delivered: boolean) => {
+      if (told) return;
+      told = true;
+      await onDelivered(delivered).catch((err: unknown) => this.server.options.logger.error({ requestId: this.requestId, err }, 'settling a charge on delivery failed'));
+    };
+    try {
+      if (!this.bodyComplete) await this.settleBody();
+      if (this.sink.isAborted) return;
+      await writeDelivered(this, result, tell);
+    } finally {
+      await tell(false); // every path that did not get as far as telling: not delivered
+    }
   }
 
   /** A file of the static site (static-site.ts): whole, from memory. */

@@ -4,6 +4,16 @@
  * and a client that reads nothing for `stallTimeoutMs` is disconnected. So at most one chunk beyond the
  * socket buffers is ever queued toward a slow client.
  *
+ * Delivery confirmation (what a charge waits for, README "Accounts, keys and prices"): uWS keeps what the
+ * kernel does not take in a buffer of its own, which a crash loses, and says nothing when a corked write
+ * ends up there. But every write first flushes that buffer, and reports backpressure when it cannot. So a
+ * response whose charge waits for delivery sends its last bytes as probes: a probe taken without
+ * backpressure proves that everything before it has left the process (the probe itself, a few bytes, goes
+ * out in the same flush). A whole body: `tryEnd` of all but its last byte, then of the last byte, which
+ * tryEnd takes only after flushing (else it writes nothing and says so) — `sendWholeDelivered`. A stream:
+ * each chunk's last PROBE_BYTES bytes are written one at a time until one is taken — `write` in
+ * `confirming` mode, then `endConfirmed`.
+ *
  * uWS throws (and the throw ends the process) when a response is touched after it ended or was aborted,
  * so every call on `res` goes through this class, which checks `live` first — including pausing and
  * resuming the request body's socket.
@@ -13,6 +23,8 @@ import type { HttpResponse, us_socket_context_t } from 'uWebSockets.js';
 
 /** uWS's cork buffer (LoopData::CORK_BUFFER_SIZE): a write that does not fit in it goes to the socket at once. */
 const UWS_CORK_BUFFER_BYTES = 16 * 1024;
+/** Bytes at the end of each chunk of a confirmed stream that are written one by one as probes (see above). */
+const PROBE_BYTES = 16;
 
 export class ResponseSink {
   private aborted = false;
@@ -22,6 +34,12 @@ export class ResponseSink {
   private readonly abortWaiters = new Set<() => void>();
   /** Set by answerAndClose: the close that follows is ours, after a complete answer, not the client leaving. */
   private closedAfterAnswer = false;
+  /** The one onWritable handler of this response wakes this waiter (see waitWritable). */
+  private writableWaiter: (() => void) | null = null;
+  private writableHooked = false;
+  /** Streams whose delivery is confirmed: chunks end with probes (write), and `confirmed` says how the last went. */
+  private confirming = false;
+  private confirmed = false;
 
   constructor(
     private readonly res: HttpResponse,
@@ -100,9 +118,52 @@ export class ResponseSink {
     this.res.endWithoutBody();
   }
 
-  /** Starts a streamed response; headers leave with the first chunk. */
-  begin(status: number, headers: Record<string, string>): void {
+  /**
+   * Sends a complete response and resolves true once all of it has left the process (the kernel has it),
+   * false when the client left or stalled first. `closeConnection` (a body left unread) cannot be combined
+   * with tryEnd here, so such a response is sent plainly and reported not confirmed.
+   */
+  async sendWholeDelivered(status: number, headers: Record<string, string>, body: string | Uint8Array, closeConnection = false): Promise<boolean> {
+    const data = typeof body === 'string' ? Buffer.from(body) : body;
+    if (closeConnection || data.length === 0) {
+      this.sendWhole(status, headers, data, closeConnection);
+      return false;
+    }
+    if (!this.live) return false;
+    this.status = status;
+    this.headSent = true;
+    const n = data.length;
+    let ok = false;
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      [ok] = this.res.tryEnd(data.subarray(0, n - 1), n);
+    });
+    // All but the last byte, at the kernel's pace. (Never tryEnd with nothing: uWS would end the response.)
+    while (!ok) {
+      if (!(await this.waitWritable())) return false;
+      const offset = this.res.getWriteOffset();
+      if (offset >= n - 1) break;
+      this.res.cork(() => {
+        [ok] = this.res.tryEnd(data.subarray(offset, n - 1), n);
+      });
+    }
+    for (;;) {
+      let done = false;
+      this.res.cork(() => {
+        [ok, done] = this.res.tryEnd(data.subarray(n - 1), n);
+      });
+      if (ok || done) {
+        this.finished = true;
+        return true;
+      }
+      if (!(await this.waitWritable())) return false;
+    }
+  }
+
+  /** Starts a streamed response; headers leave with the first chunk. `confirming`: its delivery will be confirmed (endConfirmed). */
+  begin(status: number, headers: Record<string, string>, confirming = false): void {
     if (this.aborted || this.finished || this.headSent) return;
+    this.confirming = confirming;
     this.status = status;
     this.headSent = true;
     this.res.cork(() => this.writeHead(status, headers));
@@ -111,6 +172,7 @@ export class ResponseSink {
   /** Writes a chunk; resolves false when the client is gone or stalled (stop producing). */
   async write(chunk: string | Uint8Array): Promise<boolean> {
     if (this.aborted || this.finished) return false;
+    if (this.confirming) return this.writeConfirmed(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     let accepted = true;
     this.res.cork(() => {
       accepted = this.res.write(chunk);
@@ -119,10 +181,45 @@ export class ResponseSink {
     return this.waitWritable();
   }
 
+  /**
+   * A chunk whose last bytes are probes (see the header): `confirmed` is true when one was taken without
+   * backpressure, i.e. everything before it had left the process. A refused probe's byte joins uWS's buffer,
+   * and the next one goes after onWritable. All refused (a very slow reader): not confirmed, nothing lost.
+   */
+  private async writeConfirmed(bytes: Uint8Array): Promise<boolean> {
+    this.confirmed = false;
+    const split = Math.max(0, bytes.length - PROBE_BYTES);
+    let accepted = true;
+    if (split > 0) {
+      this.res.cork(() => {
+        accepted = this.res.write(bytes.subarray(0, split));
+      });
+    }
+    for (let i = split; i < bytes.length; i++) {
+      if (!accepted && !(await this.waitWritable())) return false;
+      this.res.cork(() => {
+        accepted = this.res.write(bytes.subarray(i, i + 1));
+        if (accepted && i + 1 < bytes.length) this.res.write(bytes.subarray(i + 1));
+      });
+      if (accepted) {
+        this.confirmed = true;
+        return true;
+      }
+    }
+    return accepted || this.waitWritable();
+  }
+
   end(closeConnection = false): void {
     if (this.aborted || this.finished) return;
     this.finished = true;
     this.res.cork(() => this.res.end(undefined, closeConnection));
+  }
+
+  /** Ends a confirming stream: true when its last chunk was confirmed and the client is still there. */
+  endConfirmed(closeConnection = false): boolean {
+    const confirmed = this.confirmed && this.live;
+    this.end(closeConnection);
+    return confirmed;
   }
 
   /**
@@ -184,6 +281,18 @@ export class ResponseSink {
   }
 
   private waitWritable(): Promise<boolean> {
+    // One onWritable handler per response, waking whoever waits now. A new handler for each wait does not
+    // work with this uWS build: after two waits in a row on one response, the earlier handler was called
+    // again instead of the new one, so the write waited until the stall timeout cut the client off.
+    if (!this.writableHooked) {
+      this.writableHooked = true;
+      this.res.onWritable(() => {
+        const wake = this.writableWaiter;
+        this.writableWaiter = null;
+        wake?.();
+        return true;
+      });
+    }
     return new Promise<boolean>((resolve) => {
       let settled = false;
       const settle = (ok: boolean) => {
@@ -191,19 +300,18 @@ export class ResponseSink {
         settled = true;
         clearTimeout(timer);
         this.abortWaiters.delete(onAbort);
+        if (this.writableWaiter === onWritable) this.writableWaiter = null;
         resolve(ok);
       };
       const onAbort = () => settle(false);
+      const onWritable = () => settle(this.live);
       const timer = setTimeout(() => {
         // The client has read nothing for too long: free the connection rather than queue more for it.
         this.close();
         settle(false);
       }, this.stallTimeoutMs);
       this.abortWaiters.add(onAbort);
-      this.res.onWritable(() => {
-        settle(this.live);
-        return true;
-      });
+      this.writableWaiter = onWritable;
     });
   }
 }

@@ -51,6 +51,7 @@ export class WebSocketPeer implements DuplexPeer {
   private pings = 0;
   private readonly abort = new AbortController();
   private drainWaiters: (() => void)[] = [];
+  private flushWaiters: ((flushed: boolean) => void)[] = [];
 
   constructor(
     private readonly ws: uWS.WebSocket<unknown>,
@@ -98,6 +99,13 @@ export class WebSocketPeer implements DuplexPeer {
     return new Promise<void>((resolve) => this.drainWaiters.push(resolve));
   }
 
+  flushed(): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    // Corked sends are written when the cork ends (inside send()), so what is buffered now is all that is left.
+    if (this.ws.getBufferedAmount() === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => this.flushWaiters.push(resolve));
+  }
+
   close(code: number, reason: string): void {
     if (this.closed) return;
     if (this.isPreAuth) this.counters.refused(REASON_LABEL.test(reason) ? reason : 'other');
@@ -124,8 +132,10 @@ export class WebSocketPeer implements DuplexPeer {
 
   /** uWS's drain event: some of the queue went out. */
   onDrain(): void {
-    if (this.closed || this.drainWaiters.length === 0) return;
-    if (this.ws.getBufferedAmount() < this.limits.lowWaterBytes) this.wakeDrainWaiters();
+    if (this.closed || (this.drainWaiters.length === 0 && this.flushWaiters.length === 0)) return;
+    const buffered = this.ws.getBufferedAmount();
+    if (buffered < this.limits.lowWaterBytes) this.wakeDrainWaiters();
+    if (buffered === 0) this.wakeFlushWaiters(true);
   }
 
   /** uWS's close event (whoever closed): from here on the socket must never be touched. */
@@ -135,6 +145,7 @@ export class WebSocketPeer implements DuplexPeer {
     this.authenticated(); // whatever ended it, a pre-auth socket's place is given back
     this.abort.abort(new Error(`WebSocket closed (${code})`));
     this.wakeDrainWaiters();
+    this.wakeFlushWaiters(false);
     const handler = this.handler;
     if (!handler) return;
     try {
@@ -190,6 +201,12 @@ export class WebSocketPeer implements DuplexPeer {
     if (this.closed) return;
     // uWS calls the close handler (and so onClosed) synchronously from end().
     this.ws.end(code, truncateUtf8(reason, MAX_REASON_BYTES));
+  }
+
+  private wakeFlushWaiters(flushed: boolean): void {
+    const waiters = this.flushWaiters;
+    this.flushWaiters = [];
+    for (const wake of waiters) wake(flushed);
   }
 
   private wakeDrainWaiters(): void {

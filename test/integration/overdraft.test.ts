@@ -6,6 +6,7 @@
  * /metrics, and the token-billed model's hold bounding what it bills.
  */
 import fc from 'fast-check';
+import { chargesSettled } from '../helpers/settled.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authed, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
@@ -31,6 +32,7 @@ async function sseData(res: Response): Promise<Array<Record<string, any>>> {
 }
 
 async function ledgerOf(accountId: string) {
+  await chargesSettled(t); // a response is charged once it was delivered: a moment after the client has it
   const rows = await t.server.store.listUsage({ accountId });
   return { rows, charged: rows.reduce((sum, r) => sum + r.costMicros, 0), balance: (await t.server.store.getAccount(accountId))!.balanceMicros };
 }
@@ -140,8 +142,9 @@ describe('kuma_usage_units_total', () => {
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     const requestId = res.headers.get('x-request-id')!;
-    await expect.poll(async () => (await t.server.store.listUsage({ requestId })).length).toBe(1);
-    const [row] = await t.server.store.listUsage({ requestId });
+    await chargesSettled(t); // the charge, and its metric, land once the answer was delivered
+    const [row, ...more] = await t.server.store.listUsage({ requestId });
+    expect(more).toEqual([]);
     expect(await counter('jifili-1', 'character')).toBe(before + row!.quantity);
     expect(row!.quantity).toBe([...SPEECH_INPUT].length);
   });

@@ -9,6 +9,7 @@ import type { RouteDef } from '../../src/api/types.js';
 import { parseDuration } from '../../src/limits/duration.js';
 import { meteredProbeRoute } from '../fixtures/metered-probe-route.js';
 import { authed, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 
 let t: TestServer | undefined;
 afterEach(async () => {
@@ -148,6 +149,7 @@ describe('per-minute amount', () => {
     expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
     expect(parseDuration(refused.headers.get('x-ratelimit-reset-tokens')!)).toBe(72_000);
     // Refused before any work: the ledger recorded only the first request.
+    await chargesSettled(t!); // charged once the answer was delivered
     expect(await t!.server.store.listUsage({ accountId: t!.accountId })).toHaveLength(1);
 
     nowMs += 12_001;

@@ -37,7 +37,7 @@ const lines = (file: string, prefix: string) => (fs.existsSync(file) ? fs.readFi
 const connect = (query: string, apiKey: string) => SpeechSocketClient.open(t.baseUrl, `/openai/v1/audio/speech/stream?${query}`, { authorization: `Bearer ${apiKey}` });
 
 async function usageRows(accountId: string, expected: number) {
-  // The socket settles when it ends: wait (bounded) for the row rather than for a time.
+  // A phrase is charged once its audio was written out: wait (bounded) for the rows rather than for a time.
   for (let i = 0; i < 100; i++) {
     const rows = await t.server.store.listUsage({ accountId });
     if (rows.length >= expected) return rows.map((r) => r.quantity);
@@ -97,7 +97,10 @@ describe('speech socket flow', () => {
     expect((await client.closed).code).toBe(1000);
     expect(lines(fastLog, 'phrase')).toHaveLength(phrases.length);
     expect(client.alignment('alignment').chars.join('')).toBe(phrases.map((p) => `${p.text} `).join(''));
-    expect(await usageRows(account.accountId, 1)).toEqual([[...text].length]);
+    // One row per phrase, charged as each was delivered.
+    const rows = await usageRows(account.accountId, phrases.length);
+    expect(rows.reduce((sum, q) => sum + q, 0)).toBe([...text].length);
+    expect(rows).toHaveLength(phrases.length);
   }, 120_000);
 
   it('a balance that cannot pay the next phrase: insufficient_quota, the phrases paid for are spoken, then isFinal and close 1008', async () => {

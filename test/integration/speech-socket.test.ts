@@ -48,8 +48,36 @@ describe('streaming speech socket', () => {
     expect(client.audioMessages.every((m) => m.isFinal === null)).toBe(true);
     const { samples, rate } = await decodeSpeech('pcm', client.audio());
     expect(await transcribe(samples, rate)).toBe(words(TEXT));
-    // The ElevenLabs opening " " is not input: exactly the text's characters are charged.
-    expect(await usage(account.accountId)).toEqual([{ model: 'jifili-1', unit: 'character', quantity: [...TEXT].length }]);
+    // The ElevenLabs opening " " is not input: exactly the text's characters are charged, one row per phrase.
+    const rows = await usage(account.accountId);
+    expect(rows.every((r) => r.model === 'jifili-1' && r.unit === 'character')).toBe(true);
+    expect(rows.reduce((sum, r) => sum + r.quantity, 0)).toBe([...TEXT].length);
+    expect(rows).toHaveLength(client.audioMessages.filter((m) => m.alignment).length);
+  });
+
+  it('each phrase is charged as it is delivered: its usage row exists while the socket is still open', async () => {
+    const account = await t.newAccount(10_000_000);
+    const client = await connect('/openai/v1/audio/speech/stream?output_format=pcm', account.apiKey);
+    const phraseStarts = () => client.audioMessages.filter((m) => m.alignment);
+    client.send({ text: TEXT, flush: true }); // spoken now; the input does not end
+    for (let n = 2; n <= 3; n++) {
+      // Phrase n's first audio goes out only after phrase n − 1 was delivered and charged.
+      await client.waitFor(() => phraseStarts().length >= n, `phrase ${n}`);
+      const charged = (await usage(account.accountId)).map((r) => r.quantity);
+      expect(charged.length).toBeGreaterThanOrEqual(n - 1);
+      // Here each sentence is a phrase: the rows so far are the sentences heard so far.
+      expect(phraseStarts().map((m) => m.alignment.chars.join('').trim()).slice(0, n)).toEqual(SENTENCES.slice(0, n).map((s) => s.trim()));
+      expect(charged.slice(0, n - 1)).toEqual(SENTENCES.slice(0, n - 1).map((s) => [...s].length));
+    }
+    // The last phrase too, with the socket still open (no {"text": ""} sent, no isFinal).
+    for (let i = 0; i < 250 && (await usage(account.accountId)).length < phraseStarts().length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect((await usage(account.accountId)).reduce((sum, r) => sum + r.quantity, 0)).toBe([...TEXT].length);
+    expect(client.ws.readyState).toBe(client.ws.OPEN);
+    expect(client.received.some((r) => r.json.isFinal === true)).toBe(false);
+    client.send({ text: '' });
+    expect((await client.closed).code).toBe(1000);
+    // Ending adds nothing: every phrase was charged already.
+    expect((await usage(account.accountId)).reduce((sum, r) => sum + r.quantity, 0)).toBe([...TEXT].length);
   });
 
   it('alignment covers the text phrase by phrase on one cumulative clock', async () => {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { chunkText } from '../../src/engines/tts/text-chunker.js';
 
@@ -55,6 +56,7 @@ describe('speech streaming', () => {
     let total = first.value!.length;
     for (let r = await reader.read(); !r.done; r = await reader.read()) total += r.value.length;
     expect(logLines(slowLog).filter((l) => l.startsWith('phrase'))).toHaveLength(chunks.length);
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => r.quantity)).toEqual([[...LONG].length]);
     expect(total).toBeGreaterThan(24000); // seconds of audio
@@ -66,6 +68,7 @@ describe('speech streaming', () => {
     expect(res.status).toBe(200);
     const bytes = new Uint8Array(await res.arrayBuffer()); // ends cleanly, no hang
     expect(bytes.length).toBeGreaterThan(0);
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => [r.model, r.unit, r.quantity])).toEqual([['djelia-tts-v2', 'character', charactersOf(2)]]);
   });
@@ -92,6 +95,7 @@ describe('speech streaming', () => {
     expect(logLines(slowLog).filter((l) => l.startsWith('phrase') && stampOf(l) > disconnectedAt + 100)).toEqual([]);
     const synthesized = logLines(slowLog).filter((l) => l.startsWith('phrase')).length;
     expect(synthesized).toBeLessThan(chunks.length);
+    await chargesSettled(t); // charged once the answer was delivered
     const [row] = await t.server.store.listUsage({ accountId: account.accountId });
     // Charged: the characters whose audio was handed to the socket before the client left — something, and
     // no more than the phrases synthesized by then.

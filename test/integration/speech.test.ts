@@ -6,6 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 import { decodeSpeech, transcribeWith } from '../helpers/speech-audio.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 
@@ -63,6 +64,7 @@ describe('streaming formats', () => {
     const account = await t.newAccount(1_000_000);
     const res = await speech({ input: TEXT, response_format: 'mp3' }, account.apiKey);
     await res.arrayBuffer();
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => [r.requestId, r.model, r.unit, r.quantity, r.costMicros])).toEqual([[res.headers.get('x-request-id'), 'jifili-1', 'character', [...TEXT].length, [...TEXT].length * 15]]);
   });

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 import { encodeWithFfmpeg } from '../unit/codecs/helpers/ffmpeg.js';
 
@@ -33,7 +34,8 @@ async function transcribe(apiKey: string, file: Uint8Array, name: string): Promi
   return { status: res.status, body: await res.json() };
 }
 
-const balance = async (accountId: string) => (await t.server.store.getAccount(accountId))!.balanceMicros;
+// A response is charged once it was delivered: a moment after the client has it.
+const balance = async (accountId: string) => (await chargesSettled(t), await t.server.store.getAccount(accountId))!.balanceMicros;
 
 it('an upload that declares no duration is stopped with 402 when its decoded audio passes what the account can cover, charged nothing', async () => {
   const account = await t.newAccount(TEN_SECONDS_MICROS);

@@ -5,6 +5,7 @@
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 
 const PHRASES = ['i ni ce', 'n fa ni n ba bɛ malo dun', 'ɔ ɲɔ ŋa kɛnɛ'];
@@ -110,6 +111,7 @@ describe('the raw wire', () => {
       })(),
     });
     const body = (await res.json()) as any;
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ requestId: res.headers.get('x-request-id'), model: 'sunjata-1', unit: 'second', quantity: body.usage.seconds, costMicros: Math.ceil(body.usage.seconds * 100 - 1e-9) });

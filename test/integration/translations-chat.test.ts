@@ -9,6 +9,7 @@ import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { chargesSettled } from '../helpers/settled.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 
@@ -76,6 +77,7 @@ describe('ledger', () => {
     const account = await t.newAccount(10_000_000);
     const client = new OpenAI({ apiKey: account.apiKey, baseURL: `${t.baseUrl}/openai/v1`, maxRetries: 0 });
     const { response } = await client.audio.translations.create({ file: await upload(), model: 'sunjata-1' }).withResponse();
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => [r.requestId, r.model, r.unit, r.quantity, r.costMicros])).toEqual([
       [response.headers.get('x-request-id'), 'sunjata-1', 'second', seconds, Math.ceil(seconds * 100 - 1e-9)],
@@ -89,6 +91,7 @@ describe('ledger', () => {
     const body = (model: string) => ({ model, messages: [{ role: 'user' as const, content: SPOKEN }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } });
     const chars = await client.chat.completions.create(body('banjugu-1') as any);
     const tokens = await client.chat.completions.create(body('djelia-translate-v2') as any);
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => [r.model, r.unit, r.quantity])).toEqual([
       ['banjugu-1', 'character', chars.usage!.total_tokens],

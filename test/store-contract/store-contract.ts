@@ -156,6 +156,24 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         expect(await store.availableMicros(a.id, now())).toBe(9_050);
       });
 
+      it('parts of one hold: each writes its rows, debits them and shrinks the hold by as much; a retried part changes nothing', async () => {
+        const a = await store.createAccount('a', 10_000);
+        await store.placeHold(hold(a.id, 'hold_p', 3_000), now());
+        const part = (n: number, costMicros: number) => store.recordUsage([usage(a.id, { unit: 'character', quantity: costMicros / 15, unitPriceMicros: 15, costMicros })], { partOfHold: { holdId: 'hold_p', part: n } });
+        expect((await part(1, 600)).balances).toEqual({ [a.id]: 9_400 });
+        // Identical rows in another part are another charge; the same part again is not.
+        expect((await part(2, 600)).balances).toEqual({ [a.id]: 8_800 });
+        expect((await part(2, 600)).balances).toEqual({ [a.id]: 8_800 });
+        // Balance 8_800, still held 3_000 − 1_200.
+        expect(await store.availableMicros(a.id, now())).toBe(8_800 - 1_800);
+        expect(await store.listUsage({ accountId: a.id })).toHaveLength(2);
+        // A part larger than what is left held takes the hold to 0, never below; the rest is released.
+        await part(3, 2_400);
+        expect(await store.availableMicros(a.id, now())).toBe(6_400);
+        await store.releaseHold('hold_p');
+        expect(await store.availableMicros(a.id, now())).toBe(6_400);
+      });
+
       it('identical rows of one request settled by different holds (two call turns) are both charged', async () => {
         const a = await store.createAccount('a', 10_000);
         for (const id of ['hold_t1', 'hold_t2']) {

@@ -67,13 +67,14 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
   const model = resolveModel(deps.catalog, body.model, 'translation', req.responseHeaders);
   const text = lastUserText(body.messages);
   if (!text.trim()) throw new ApiError('invalid_value', 'messages: the last user message has no text to translate.', { param: 'messages' });
-  const { translation, usage } = await translateOnce(deps, req, caller, { model, text, source: options.source_language, target: options.target_language });
+  const { translation, usage, onDelivered } = await translateOnce(deps, req, caller, { model, text, source: options.source_language, target: options.target_language });
 
   const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
   const created = Math.floor(Date.now() / 1000);
-  if (body.stream) return { kind: 'sse', events: chunks(id, created, model.id, translation, usage) };
+  if (body.stream) return { kind: 'sse', events: chunks(id, created, model.id, translation, usage), onDelivered };
   return {
     kind: 'json',
+    onDelivered,
     body: {
       id,
       object: 'chat.completion',

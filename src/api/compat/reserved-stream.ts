@@ -1,8 +1,9 @@
 /**
- * Ties a streamed response to the reservation that pays for it: `onEnd` (settle or release) runs exactly
- * once, however the stream ends — finished, failed, abandoned mid-way by the client, or never consumed at
- * all (the client left before the transport started writing, so no `finally` inside the stream would run).
- * `onEnd` runs as soon as the consumer stops, before the source's own cleanup.
+ * Ends a streamed response's source however the stream ends — finished, failed, abandoned mid-way by the
+ * client, or never consumed at all (the client left before the transport started writing, so no `finally`
+ * inside the stream would run: the engine job is stopped here) — and runs `onEnd` exactly once, as soon as
+ * the consumer stops, before the source's own cleanup. The routes' charges no longer settle here: they wait
+ * for the delivery of the whole response (ApiResult.onDelivered, api/charge-on-delivery.ts).
  */
 
 /** `onEnd` reports its own failures (logs them): a rejection here is swallowed, never left unhandled. */

@@ -6,7 +6,9 @@
  * The caller has already resolved the model, the format and the speaker and validated its own fields; this
  * refuses text the voice cannot say, holds the whole input's price, starts synthesis and returns the
  * encoded audio. The hold settles to the characters whose audio was delivered however the stream ends —
- * finished, failed, or abandoned by the client — so nothing is charged for audio not delivered.
+ * finished, failed, or abandoned by the client — so nothing is charged for audio not delivered. It settles
+ * when the transport is done with the response (the result's onDelivered): after the stream's last bytes
+ * were written to the network, so a crash before then leaves no charge.
  *
  * A model whose runner synthesizes single phrases (`info.phraseSynthesis`, the VITS runner) is run one
  * short job per phrase, planned here (phrase-synthesis.ts): no request holds a replica for its whole text,
@@ -24,6 +26,7 @@ import type { CompatDeps } from './deps.js';
 import { engineFor } from './model-resolution.js';
 import { closeWhenDone } from './reserved-stream.js';
 import { checkSpeakable } from './speech-rules.js';
+import { settleDelivered } from '../charge-on-delivery.js';
 
 export interface SpeechJob {
   model: CatalogModel;
@@ -42,6 +45,8 @@ export interface StartedSpeech {
   tally: SpeechTally;
   /** Server-Timing of the first chunk, sent with the status line. */
   lateHeaders: () => Record<string, string>;
+  /** The result's onDelivered: settles to the characters delivered (the tally), releasing the hold when none were. */
+  onDelivered: (delivered: boolean) => Promise<void>;
 }
 
 export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller, job: SpeechJob): Promise<StartedSpeech> {
@@ -66,15 +71,14 @@ export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Cal
       ? synthesizePhrases(engine, phrases, input.speaker !== undefined ? { speaker: input.speaker } : {}, req.signal, caller.account.id)
       : engine.stream<PcmChunk>('synthesize', input, req.signal, undefined, { account: caller.account.id });
     const pcm = timed(synthesis, (ms) => (timing.engineFirstMs = ms), started);
-    // Settles to the characters delivered (releasing the hold when none were), however the stream ends.
-    const settle = () =>
-      reservation
-        .settle([{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }])
-        .then(() => {}, (err: Error) => deps.logger.error({ requestId: req.requestId, err: err.message }, 'recording speech usage failed'));
-    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id), settle, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    // Settles to the characters delivered (releasing the hold when none were), however the stream ended: the
+    // tally already counts a cut stream's share, and every phrase once the stream went out to its end.
+    const onDelivered = () => settleDelivered(reservation, [{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }], { logger: deps.logger, requestId: req.requestId });
+    // closeWhenDone stops synthesis when the client leaves before the stream is pulled; billing waits for onDelivered.
+    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id), async () => {}, req.signal), (ms) => (timing.firstBytesMs = ms), started);
     // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
     const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
-    return { audio, tally, lateHeaders };
+    return { audio, tally, lateHeaders, onDelivered };
   } catch (err) {
     await reservation.release();
     throw err;

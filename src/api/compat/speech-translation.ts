@@ -15,6 +15,7 @@ import type { CompatDeps } from './deps.js';
 import { engineFor, resolveModel } from './model-resolution.js';
 import { allSegments, startTranscription, type TranscriptionJob } from './transcription-job.js';
 import { joinSegments } from './transcript.js';
+import { chargeOnDelivery } from '../charge-on-delivery.js';
 
 /** The text model that translates transcripts. */
 export const TRANSLATION_MODEL = 'banjugu-1';
@@ -78,10 +79,14 @@ export async function holdTranslation(deps: CompatDeps, reservation: Reservation
   await reservation.growTo(deps.ledger.costOfItems([job.item(), translationItem(plan, transcript)]));
 }
 
-/** The whole upload transcribed, then translated, then settled; the reservation is closed on every path. */
-export async function transcribeAndTranslate(deps: CompatDeps, req: ApiRequest, caller: Caller, form: MultipartForm, plan: SpeechTranslation): Promise<string> {
+/**
+ * The whole upload transcribed, then translated; the charge settles once the answer is delivered (put
+ * `onDelivered` on the result). The reservation is closed on every path: here when it fails, by onDelivered otherwise.
+ */
+export async function transcribeAndTranslate(deps: CompatDeps, req: ApiRequest, caller: Caller, form: MultipartForm, plan: SpeechTranslation): Promise<{ translated: string; onDelivered: (delivered: boolean) => Promise<void> }> {
   const job = await startSpeechTranslation(deps, req, caller, form, plan);
   const { reservation } = job;
+  let handedOver = false;
   try {
     const transcript = joinSegments(await allSegments(job));
     let translated: string;
@@ -95,9 +100,10 @@ export async function transcribeAndTranslate(deps: CompatDeps, req: ApiRequest, 
       await reservation.settle([job.item()]);
       throw err;
     }
-    await reservation.settle([job.item(), translationItem(plan, transcript)]);
-    return translated;
+    const items = [job.item(), translationItem(plan, transcript)];
+    handedOver = true;
+    return { translated, onDelivered: chargeOnDelivery(reservation, () => items, { logger: deps.logger, requestId: req.requestId }) };
   } finally {
-    await reservation.release(); // a no-op once settled: a failure or a client gone before then costs nothing
+    if (!handedOver) await reservation.release(); // a no-op once settled: a failure or a client gone before then costs nothing
   }
 }

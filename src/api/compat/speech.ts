@@ -67,9 +67,10 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
     throw new ApiError('invalid_value', `input: at most ${JIFILI_MAX_INPUT} characters for jifili-1 (got ${characters}).`, { param: 'input' });
   }
   const speaker = selectSpeaker(model.id, deps.vendor, body.voice, options);
-  const { audio, tally, lateHeaders } = await startSpeech(deps, req, caller, { model, format, text: body.input, speaker });
-  if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally), lateHeaders };
-  return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio, lateHeaders };
+  const { audio, tally, lateHeaders, onDelivered } = await startSpeech(deps, req, caller, { model, format, text: body.input, speaker });
+  // Charged by what was handed to the connection (the tally), once the response is over: no end probes.
+  if (body.stream_format === 'sse') return { kind: 'sse', events: sseEvents(audio, tally), lateHeaders, onDelivered, confirmDelivery: false };
+  return { kind: 'bytes', contentType: formatInfo(format).mediaType, chunks: audio, lateHeaders, onDelivered, confirmDelivery: false };
 }
 
 async function* sseEvents(audio: AsyncIterable<Uint8Array>, tally: SpeechTally): AsyncGenerator<SseMessage> {

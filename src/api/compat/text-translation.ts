@@ -2,8 +2,9 @@
  * One text translated, paid for: the translation path behind POST /chat/completions and the native
  * POST /v1/models/translate, so both surfaces share the engine, the hold, the price and the ledger rows.
  * Billed per character of input; `djelia-translate-v2` is billed (and reports) in tokens. The most the
- * request can cost is held before the model runs and settled once the translation is done; a failure
- * releases the hold and nothing is charged.
+ * request can cost is held before the model runs, and settled once the answer carrying the translation
+ * has been delivered (the result's onDelivered, charge-on-delivery.ts); a failure releases the hold and
+ * nothing is charged.
  */
 import { billableCharacters } from '../../billing/metering.js';
 import { maxTranslateTokens } from '../../engines/mt/translate-token-bound.js';
@@ -11,6 +12,7 @@ import type { CatalogModel } from '../model-catalog.js';
 import type { ApiRequest, Caller } from '../types.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor } from './model-resolution.js';
+import { chargeOnDelivery } from '../charge-on-delivery.js';
 
 export interface TranslationUsage {
   prompt_tokens: number;
@@ -25,7 +27,15 @@ export interface TextTranslation {
   target: string;
 }
 
-export async function translateOnce(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TextTranslation): Promise<{ translation: string; usage: TranslationUsage }> {
+export interface TranslatedText {
+  translation: string;
+  usage: TranslationUsage;
+  /** The result's onDelivered: settles the charge once the answer was delivered, releases it otherwise. */
+  onDelivered: (delivered: boolean) => Promise<void>;
+}
+
+/** Translates `job.text`; the caller must put `onDelivered` on its result (the reservation waits for it). */
+export async function translateOnce(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TextTranslation): Promise<TranslatedText> {
   const { model, text } = job;
   const engine = engineFor(deps.engines, model);
   const byToken = model.id === `${deps.vendor}-translate-v2`;
@@ -45,9 +55,10 @@ export async function translateOnce(deps: CompatDeps, req: ApiRequest, caller: C
     const usage = byToken
       ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
       : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
-    await reservation.settle([{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }]);
-    return { translation: result.translations[0] ?? '', usage };
-  } finally {
-    await reservation.release(); // a no-op once settled; on failure the hold goes and nothing is charged
+    const items = [{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }] as const;
+    return { translation: result.translations[0] ?? '', usage, onDelivered: chargeOnDelivery(reservation, () => items, { logger: deps.logger, requestId: req.requestId }) };
+  } catch (err) {
+    await reservation.release(); // on failure the hold goes and nothing is charged
+    throw err;
   }
 }

@@ -4,8 +4,8 @@
  * (stream=true with json/text) SSE events sent as the engine decides each segment. Billed per second of
  * decoded audio: before any inference the hold covers the duration the file's header declares (when it
  * declares one), and it is raised to the seconds decoded so far before the model gets each window; the
- * charge is recorded only once the transcript is delivered in full (a request that stops earlier releases
- * the hold). Overload is answered with 503 before the upload is read when no transcription engine has
+ * charge is recorded only once the transcript is delivered in full, its last bytes written to the network
+ * (charge-on-delivery.ts; a request that stops earlier releases the hold). Overload is answered with 503 before the upload is read when no transcription engine has
  * room (uploaded-audio.ts).
  */
 import { ApiError } from '../errors.js';
@@ -27,6 +27,7 @@ import { resolveModel } from './model-resolution.js';
 import { assertSpeechToTextAdmits } from './uploaded-audio.js';
 import { admittingEngine, allSegments, startTranscription, transcriptionCost } from './transcription-job.js';
 import { closeWhenDone } from './reserved-stream.js';
+import { chargeOnDelivery } from '../charge-on-delivery.js';
 import type { Reservation } from '../../billing/ledger.js';
 import { doneEvents, joinSegments, segmentEvents, transcriptResult, type DurationUsage, type Segment } from './transcript.js';
 
@@ -67,7 +68,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
   assertSpeechToTextAdmits(deps);
   const form = await req.body.multipart();
   let reservation: Reservation | undefined;
-  let streaming = false;
+  let handedOver = false; // the result's onDelivered settles or releases the reservation from then on
   try {
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
     const model = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
@@ -78,30 +79,29 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const input = TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {};
     const job = await startTranscription(deps, req, caller, form, { model, engine, input, holdFor: transcriptionCost(deps) });
     reservation = job.reservation;
-    const held = reservation;
-    const charge = () => held.settle([job.item()]);
+    const onDelivered = chargeOnDelivery(reservation, () => [job.item()], { logger: deps.logger, requestId: req.requestId });
 
     if (fields.stream) {
-      streaming = true; // from here the stream owns the reservation: settled at its end, released if it stops early
-      const events = streamTranscript(job.segments(), job.usage, charge);
-      return { kind: 'sse', events: closeWhenDone(events, () => held.release(), req.signal) };
+      handedOver = true; // settled once the whole stream went out, released if it stops early
+      const events = streamTranscript(job.segments(), job.usage);
+      return { kind: 'sse', events: closeWhenDone(events, async () => {}, req.signal), onDelivered };
     }
     const t1 = performance.now();
     const segments = await allSegments(job);
     const engineMs = performance.now() - t1;
-    await charge();
     const result = transcriptResult(fields.response_format, segments, { durationSeconds: job.durationSeconds(), usage: job.usage(), task: 'transcribe' });
+    handedOver = true;
     // Server-Timing splits latency into opening the upload (to its header), the model with the decoding
     // that feeds it (queue included), and the rest.
-    return { ...result, headers: { 'server-timing': `decode;dur=${job.decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` } };
+    return { ...result, headers: { 'server-timing': `decode;dur=${job.decodeMs.toFixed(1)}, engine;dur=${engineMs.toFixed(1)}` }, onDelivered };
   } finally {
-    if (!streaming) await reservation?.release(); // a no-op once settled
+    if (!handedOver) await reservation?.release(); // a failure before the answer costs nothing
     await form.dispose();
   }
 }
 
-/** Segment events as the engine decides them; the charge is recorded when the whole transcript went out. */
-async function* streamTranscript(segments: AsyncIterable<Segment>, usage: () => DurationUsage, charge: () => Promise<unknown>): AsyncGenerator<SseMessage> {
+/** Segment events as the engine decides them, then the done events (charged once all of it went out). */
+async function* streamTranscript(segments: AsyncIterable<Segment>, usage: () => DurationUsage): AsyncGenerator<SseMessage> {
   const sent: Segment[] = [];
   // The segments' own generator closes the decode when it ends, however it ends.
   for await (const segment of segments) {
@@ -109,6 +109,5 @@ async function* streamTranscript(segments: AsyncIterable<Segment>, usage: () => 
     yield* segmentEvents(segment, sent.length);
     sent.push(segment);
   }
-  await charge();
   yield* doneEvents(joinSegments(sent), usage());
 }

@@ -52,9 +52,9 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     const target = fields.language ?? 'eng_Latn';
     const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
     const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
-    const translated = await transcribeAndTranslate(deps, req, caller, form, speechTranslation(deps, asrModel, input, target));
-    if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated };
-    return { kind: 'json', body: { text: translated } };
+    const { translated, onDelivered } = await transcribeAndTranslate(deps, req, caller, form, speechTranslation(deps, asrModel, input, target));
+    if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated, onDelivered };
+    return { kind: 'json', body: { text: translated }, onDelivered };
   } finally {
     await form.dispose();
   }

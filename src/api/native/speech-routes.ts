@@ -81,8 +81,9 @@ function legacyModel(deps: CompatDeps, name: 'tts-v1' | 'tts-v2') {
 
 async function speak(deps: CompatDeps, req: ApiRequest, caller: Caller, job: SpeechJob): Promise<ApiResult> {
   try {
-    const { audio, lateHeaders } = await startSpeech(deps, req, caller, job);
-    return { kind: 'bytes', contentType: formatInfo(job.format as SpeechFormat).mediaType, chunks: audio, lateHeaders };
+    const { audio, lateHeaders, onDelivered } = await startSpeech(deps, req, caller, job);
+    // Charged by the tally once the response is over; each chunk stays one HTTP chunk (chunk_size).
+    return { kind: 'bytes', contentType: formatInfo(job.format as SpeechFormat).mediaType, chunks: audio, lateHeaders, onDelivered, confirmDelivery: false };
   } catch (err) {
     // The primary surface names its field `input`; the native request calls it `text`.
     if (err instanceof ApiError && err.param === 'input') throw new ApiError(err.code, err.message.replace(/^input:/, 'text:'), { param: 'text' });

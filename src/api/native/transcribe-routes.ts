@@ -16,7 +16,8 @@ import { assertSpeechToTextAdmits } from '../compat/uploaded-audio.js';
 import { jsonContent } from '../schemas/responses.js';
 import type { ApiRequest, ApiResult, Caller, OpenApiInfo, RouteDef } from '../types.js';
 import { readTranscribeRequest } from './transcribe-request.js';
-import { frenchLines, FrenchTranscriptionSchema, NativeSegmentSchema, nativeSegment, NDJSON, segmentLines } from './transcribe-stream.js';
+import { frenchLines, FrenchTranscriptionSchema, NativeSegmentSchema, nativeSegment, NDJSON, segmentLines, type StreamCharge } from './transcribe-stream.js';
+import { chargeOnDelivery } from '../charge-on-delivery.js';
 
 type Version = 1 | 2;
 
@@ -47,20 +48,29 @@ async function transcribe(deps: CompatDeps, version: Version, stream: boolean, r
   try {
     // No response headers given: the route's own deprecation headers (successor: the primary route) stand.
     const model = resolveModel(deps.catalog, `${deps.vendor}-asr-v${version}`, 'transcription');
+    const log = { logger: deps.logger, requestId: req.requestId };
     if (translateToFrench) {
       const plan = speechTranslation(deps, model, {}, 'fra_Latn');
-      if (!stream) return { kind: 'json', body: { text: await transcribeAndTranslate(deps, req, caller, form, plan) } };
+      if (!stream) {
+        const { translated, onDelivered } = await transcribeAndTranslate(deps, req, caller, form, plan);
+        return { kind: 'json', body: { text: translated }, onDelivered };
+      }
       const job = await startSpeechTranslation(deps, req, caller, form, plan);
-      return ndjson(closeWhenDone(frenchLines(deps, req, caller, job, plan), () => job.reservation.release(), req.signal));
+      const charge: StreamCharge = { items: null };
+      return ndjson(closeWhenDone(frenchLines(deps, req, caller, job, plan, charge), async () => {}, req.signal), chargeOnDelivery(job.reservation, () => charge.items ?? [], log));
     }
     const job = await startTranscription(deps, req, caller, form, { model, engine: admittingEngine(deps, model), input: {}, holdFor: transcriptionCost(deps) });
-    if (stream) return ndjson(closeWhenDone(segmentLines(job), () => job.reservation.release(), req.signal));
+    if (stream) {
+      const charge: StreamCharge = { items: null };
+      return ndjson(closeWhenDone(segmentLines(job, charge), async () => {}, req.signal), chargeOnDelivery(job.reservation, () => charge.items ?? [], log));
+    }
+    let handedOver = false;
     try {
       const segments = await allSegments(job);
-      await job.reservation.settle([job.item()]);
-      return { kind: 'json', body: segments.map(nativeSegment).filter((segment) => segment !== null) };
+      handedOver = true;
+      return { kind: 'json', body: segments.map(nativeSegment).filter((segment) => segment !== null), onDelivered: chargeOnDelivery(job.reservation, () => [job.item()], log) };
     } finally {
-      await job.reservation.release(); // a no-op once settled: a failure or a client gone costs nothing
+      if (!handedOver) await job.reservation.release(); // a failure before the answer costs nothing
     }
   } finally {
     await form.dispose(); // the upload's bytes went to the decoder when it opened
@@ -68,8 +78,8 @@ async function transcribe(deps: CompatDeps, version: Version, stream: boolean, r
 }
 
 /** The transport writes a 'bytes' result with backpressure; its first line is awaited before the status goes out. */
-function ndjson(chunks: AsyncIterable<Uint8Array>): ApiResult {
-  return { kind: 'bytes', contentType: NDJSON, chunks, headers: { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } };
+function ndjson(chunks: AsyncIterable<Uint8Array>, onDelivered: (delivered: boolean) => Promise<void>): ApiResult {
+  return { kind: 'bytes', contentType: NDJSON, chunks, headers: { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, onDelivered };
 }
 
 function wholeDoc(version: Version): OpenApiInfo {

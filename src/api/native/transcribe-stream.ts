@@ -5,9 +5,10 @@
  * transcript, or in a stream of the transcript so far.
  *
  * Billing is what the primary surface charges for the same work, settled once the last object has been
- * handed to the transport: the seconds of decoded audio (as POST /audio/transcriptions), plus with
- * translation the characters of the final transcript (as POST /audio/translations). A stream that fails or
- * that the client leaves before its end is charged nothing, as the primary surface's SSE transcription.
+ * delivered (written to the network: the result's onDelivered): the seconds of decoded audio (as POST
+ * /audio/transcriptions), plus with translation the characters of the final transcript (as POST
+ * /audio/translations). The generators here fill in `charge.items` when they reach their end. A stream that
+ * fails or that the client leaves before its end is charged nothing, as the primary surface's SSE transcription.
  *
  * Re-translation in a stream is bounded: each object re-translates the transcript so far (translation needs
  * the whole context), which would cost the square of the transcript's length. A new segment is re-translated
@@ -23,6 +24,12 @@ import type { TranscriptionJob } from '../compat/transcription-job.js';
 import { holdTranslation, translateTranscript, translationItem, type SpeechTranslation } from '../compat/speech-translation.js';
 import type { Segment } from '../compat/transcript.js';
 import type { ApiRequest, Caller } from '../types.js';
+import type { ChargeItem } from '../../billing/ledger.js';
+
+/** What a stream that reached its end is to be charged (null until then). */
+export interface StreamCharge {
+  items: readonly ChargeItem[] | null;
+}
 
 export const NDJSON = 'application/x-ndjson';
 
@@ -50,13 +57,13 @@ export function nativeSegment(segment: Segment): NativeSegment | null {
   return text ? { text, start: round3(segment.start), end: round3(segment.end) } : null;
 }
 
-/** Segment lines as the engine decides them; the transcription is charged once the last one went out. */
-export async function* segmentLines(job: TranscriptionJob): AsyncGenerator<Uint8Array> {
+/** Segment lines as the engine decides them; the transcription is charged once the last one was delivered. */
+export async function* segmentLines(job: TranscriptionJob, charge: StreamCharge): AsyncGenerator<Uint8Array> {
   for await (const segment of job.segments()) {
     const line = nativeSegment(segment);
     if (line) yield ndjsonLine(line);
   }
-  await job.reservation.settle([job.item()]);
+  charge.items = [job.item()];
 }
 
 /** Decides which segments of a stream are re-translated (see the header). */
@@ -79,7 +86,7 @@ export class RetranslationBudget {
  * if it ended there (the seconds up to the segment, the transcript's characters), so a balance that cannot
  * pay stops the stream before that translation is delivered.
  */
-export async function* frenchLines(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TranscriptionJob, plan: SpeechTranslation): AsyncGenerator<Uint8Array> {
+export async function* frenchLines(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TranscriptionJob, plan: SpeechTranslation, charge: StreamCharge): AsyncGenerator<Uint8Array> {
   const budget = new RetranslationBudget();
   const texts: string[] = [];
   let coveredSegments = -1; // how many segments the last object translated (none sent yet)
@@ -97,5 +104,5 @@ export async function* frenchLines(deps: CompatDeps, req: ApiRequest, caller: Ca
   await holdTranslation(deps, job.reservation, job, plan, transcript);
   // An empty transcript still gets its (empty) object: the last object is always the whole translation.
   if (coveredSegments !== texts.length) yield ndjsonLine({ text: await translateTranscript(plan, transcript, req.signal, caller) });
-  await job.reservation.settle([job.item(), translationItem(plan, transcript)]);
+  charge.items = [job.item(), translationItem(plan, transcript)];
 }

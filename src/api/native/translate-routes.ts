@@ -79,6 +79,6 @@ async function translate(deps: CompatDeps, req: ApiRequest, caller: Caller): Pro
   const body = parseNative(NativeTranslationRequestSchema, await readNativeJson(req), 'body');
   if (!body.text.trim()) throw new ApiError('invalid_value', 'text: there is nothing to translate (only whitespace).', { param: 'text' });
   const model = resolveModel(deps.catalog, MODEL, 'translation');
-  const { translation } = await translateOnce(deps, req, caller, { model, text: body.text, source: body.source, target: body.target });
-  return { kind: 'json', body: { text: translation } };
+  const { translation, onDelivered } = await translateOnce(deps, req, caller, { model, text: body.text, source: body.source, target: body.target });
+  return { kind: 'json', body: { text: translation }, onDelivered };
 }

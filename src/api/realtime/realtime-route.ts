@@ -10,8 +10,10 @@
 import type { ModelCatalog } from '../model-catalog.js';
 import type { EngineRegistry } from '../../engines/engine-registry.js';
 import type { Ledger } from '../../billing/ledger.js';
+import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { VadService } from '../../realtime/vad/contract.js';
+import type { InputRateOptions } from '../../realtime/input-rate.js';
 import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
@@ -29,9 +31,12 @@ export interface RealtimeDeps {
   ledger: Ledger;
   engines: EngineRegistry | null;
   metrics: Metrics;
+  logger: Logger;
   /** The VAD service (null: no VAD model, sessions take manual commits only). */
   vad: VadService | null;
   maxBufferSeconds: number;
+  /** The input rate bound (absent: DEFAULT_INPUT_RATE). */
+  inputRate?: InputRateOptions;
   maxMessageBytes: number;
   /** Whether a turn's interim re-decode may start now (absent: always); see RealtimeSessionDeps. */
   interimAllowed?: () => boolean;

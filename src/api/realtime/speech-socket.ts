@@ -7,13 +7,16 @@
  * (and, past its high-water mark, drained), so a client that does not read stops synthesis (at most one
  * phrase ahead) instead of growing memory. After the last audio: `{"isFinal": true}`, then close 1000.
  *
- * Billing (README): one hold per socket, grown by each phrase's price before the phrase is queued; when the
- * socket ends, however it ends, it settles to the characters of the phrases whose audio was handed to the
- * transport IN FULL. A phrase cut off by a disconnect is not charged (unlike the REST path's pro-rata share:
- * a socket's phrases are short, and what the listener heard of a cut phrase is not a unit of text). Text with
- * nothing to say is charged with the next phrase, trailing whitespace or punctuation with nothing after it
- * is free. When the balance cannot cover the next phrase: an `insufficient_quota` error, no more input, the
- * phrases already held are spoken, then `isFinal` and close 1008.
+ * Billing (README): one hold per socket, grown by each phrase's price before the phrase is queued. Each phrase
+ * is charged as soon as its audio has been handed to the transport IN FULL and written to the network (the
+ * peer's flush): its usage row lands then, while the socket stays open, and the hold shrinks by as much
+ * (Reservation.settlePart). So a crash loses at most the phrase in flight, and never charges audio that had
+ * not left the process. When the socket ends, however it ends, the rest of the hold is released. A phrase cut
+ * off by a disconnect is not charged (unlike the REST path's pro-rata share: a socket's phrases are short, and
+ * what the listener heard of a cut phrase is not a unit of text). Text with nothing to say is charged with the
+ * next phrase, trailing whitespace or punctuation with nothing after it is free. When the balance cannot cover
+ * the next phrase: an `insufficient_quota` error, no more input, the phrases already held are spoken, then
+ * `isFinal` and close 1008.
  *
  * Errors: a bad message (not JSON, a field of the wrong type, text the voice cannot say, too long, too much
  * text waiting) gets an error message and the socket goes on; a server failure closes 1011, inactivity 1008.
@@ -58,8 +61,7 @@ export class SpeechSocket implements DuplexHandler {
   private readonly stop = new AbortController();
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
   private reservation: Reservation | null = null;
-  private held = 0; // characters whose price is held
-  private delivered = 0; // characters of the phrases whose audio the transport took in full
+  private charged = 0; // characters of the phrases charged: their audio was taken in full and flushed
   private firstMessage = true;
   private inputEnded = false;
   private finished = false; // the audio stream is over: nothing more is queued or held
@@ -172,7 +174,8 @@ export class SpeechSocket implements DuplexHandler {
       try {
         this.reservation ??= await this.deps.ledger.reserve(this.setup.charge, 0);
         const price = this.deps.ledger.priceOf('character', 'speech');
-        await this.reservation.growTo(this.deps.ledger.costOf(this.held + chunk.characters, price));
+        // growBy, not a running total: delivered phrases have already left the hold (settlePart).
+        await this.reservation.growBy(this.deps.ledger.costOf(chunk.characters, price));
       } catch (err) {
         if (!(err instanceof InsufficientQuotaError)) throw err;
         this.closeWith = { code: 1008, reason: 'insufficient_quota' };
@@ -182,23 +185,27 @@ export class SpeechSocket implements DuplexHandler {
         return;
       }
       if (this.finished) return;
-      this.held += chunk.characters;
       this.speaker.say(chunk);
     }
   }
 
-  /** Sends the audio as it is encoded, one message at a time, waiting for the transport to drain. */
+  /**
+   * Sends the audio as it is encoded, one message at a time, waiting for the transport to drain. A message
+   * that completes phrases is followed by their charge, once the transport has written it to the network.
+   */
   private async pump(): Promise<void> {
     try {
       for await (const item of this.speaker) {
         if (item.bytes.length || item.alignments.length) {
           const outcome = this.peer.sendText(audioMessage(item.bytes, item.alignments));
           if (outcome === 'closed') break;
-          this.delivered = item.charactersComplete;
           this.armTimer();
-          if (outcome === 'backpressure') await this.peer.drained();
-        } else {
-          this.delivered = item.charactersComplete; // its earlier bytes held all of it
+          if (item.charactersComplete > this.charged) {
+            if (!(await this.chargeWhenFlushed(item.charactersComplete))) break;
+          } else if (outcome === 'backpressure') await this.peer.drained();
+        } else if (item.charactersComplete > this.charged) {
+          // Its earlier messages held all of its audio.
+          if (!(await this.chargeWhenFlushed(item.charactersComplete))) break;
         }
       }
       if (!this.stop.signal.aborted) {
@@ -211,21 +218,29 @@ export class SpeechSocket implements DuplexHandler {
       this.finished = true;
       clearTimeout(this.timer);
       this.stop.abort();
-      await this.work; // a message being handled may be placing a hold: settle after it
-      await this.settle();
+      await this.work; // a message being handled may be placing a hold: release after it
+      // Every delivered phrase is charged already: what is still held is for phrases never delivered.
+      await this.reservation?.release().catch((err: Error) => this.deps.logger.error({ requestId: this.peer.requestId, err: err.message }, 'releasing the speech socket hold failed'));
     }
   }
 
-  private async settle(): Promise<void> {
-    const reservation = this.reservation;
-    if (!reservation) return;
+  /**
+   * Charges the phrases completed up to `characters` once everything sent so far has been written to the
+   * network; false (nothing charged) when the socket closed first. The pump waits for this, so at most one
+   * phrase is ever delivered and not yet charged.
+   */
+  private async chargeWhenFlushed(characters: number): Promise<boolean> {
+    if (!(await this.peer.flushed())) return false;
+    const quantity = characters - this.charged;
+    this.charged = characters;
     try {
-      await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: this.delivered }]);
+      await this.reservation!.settlePart([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity }]);
     } catch (err) {
-      // The key was revoked before the socket settled: by design nothing more is charged to it.
-      if (err instanceof KeyRevokedError) this.deps.logger.info({ requestId: this.peer.requestId, keyId: err.keyId }, 'speech socket not charged: the key was revoked');
-      else this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error).message }, 'recording speech socket usage failed');
+      // The key was revoked before this phrase was charged: by design nothing more is charged to it.
+      if (err instanceof KeyRevokedError) this.deps.logger.info({ requestId: this.peer.requestId, keyId: err.keyId }, 'speech socket phrase not charged: the key was revoked');
+      else this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error).message }, 'recording speech socket usage failed: delivered, not charged');
     }
+    return true;
   }
 
   /** A failure of the server's own (synthesis, encoding, store): logged, then close 1011 with a safe message. */

@@ -7,14 +7,15 @@
  * Idempotency of usage writes: a request id is NOT unique — one settlement writes several rows for the same
  * request (seconds + characters for speech translation), and a realtime session or a phone call settles many
  * times under one request id, possibly with identical rows (two turns of the same length). What identifies
- * one write is the settlement: its hold id (`releaseHoldId`, random per reservation, closed once). Each row is
- * stored with (settlement_id = hold id, line = its index in the batch), UNIQUE together; a retried
+ * one write is the settlement: its hold id (`releaseHoldId`, random per reservation, closed once), or for one
+ * part of a reservation settled while the rest stays held (`partOfHold`) the hold id and the part's number
+ * (`hold_…#3`). Each row is stored with (settlement_id = that id, line = its index in the batch), UNIQUE together; a retried
  * recordUsage of the same settlement (the first COMMIT landed but its answer was lost) inserts nothing, and
  * only rows actually inserted are debited, so it never debits twice. Writes without a hold id (NULL) are
  * not deduplicated. The SQLite store applies the same rule (its migration 7).
  */
 import type pg from 'pg';
-import type { HoldOutcome, NewHold, NewUsageRecord, Store } from '../store.js';
+import { settlementIdOf, type HoldOutcome, type NewHold, type NewUsageRecord, type Store } from '../store.js';
 import { addToBalance, inactiveKeysIn } from './pg-accounts.js';
 import { KeyRevokedError } from '../store-errors.js';
 import { assertSafeInteger, nowIso, transaction, type Queryable } from './pg-db.js';
@@ -76,7 +77,7 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
         assertSafeInteger(r.costMicros, 'costMicros');
         assertSafeInteger(r.unitPriceMicros, 'unitPriceMicros');
       }
-      const settlementId = options.releaseHoldId ?? null;
+      const settlementId = settlementIdOf(options);
       return transaction(pool, async (db) => {
         await lockAccounts(db, records.map((r) => r.accountId));
         if (options.requireActiveKey) {
@@ -94,6 +95,10 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
         }
         const balances: Record<string, number> = {};
         for (const [accountId, total] of debits) balances[accountId] = (await addToBalance(db, accountId, -total)).balanceMicros;
+        const debited = [...debits.values()].reduce((a, b) => a + b, 0);
+        if (options.partOfHold && debited > 0) {
+          await db.query('UPDATE holds SET amount_micros = GREATEST(0, amount_micros - $1) WHERE id = $2', [debited, options.partOfHold.holdId]);
+        }
         return { balances };
       });
     },

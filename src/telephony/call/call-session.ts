@@ -68,7 +68,7 @@ export class CallSession {
       target: TARGET_OF[settings.transcriptionLanguage],
       turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
     };
-    this.realtime = new RealtimeSession({ ledger: deps.ledger, charge, vad: deps.vad, translator: deps.mt, maxBufferSeconds: deps.maxBufferSeconds }, config, (o) => this.onHeard(o));
+    this.realtime = new RealtimeSession({ ledger: deps.ledger, charge, vad: deps.vad, translator: deps.mt, maxBufferSeconds: deps.maxBufferSeconds, logger: deps.logger }, config, (o) => this.onHeard(o));
     const frameMs = (frameBytes / bytesPerSecond(outboundFormat)) * 1000;
     const paced = deps.pacer.stream((frame) => carrier.media(frame), frameMs);
     this.voice = new CallVoice(

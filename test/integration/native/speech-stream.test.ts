@@ -8,6 +8,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../../helpers/test-server.js';
+import { chargesSettled } from '../../helpers/settled.js';
 import { startNativeServer } from './sdk-axios.js';
 import { decodeSpeech, transcribeWith } from '../../helpers/speech-audio.js';
 
@@ -114,6 +115,7 @@ describe('billing', () => {
     const account = await t.newAccount(10_000_000);
     const { chunks } = await streamChunks('/v2/models/tts/stream', { text: LONG, description: 'Moussa', format: 'ulaw_8k', chunk_size: 0.3 }, account.apiKey);
     expect(chunks.length).toBeGreaterThan(1);
+    await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows.map((r) => [r.model, r.unit, r.quantity])).toEqual([['djelia-tts-v2', 'character', [...LONG].length]]);
   });

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../../helpers/test-server.js';
+import { chargesSettled } from '../../helpers/settled.js';
 import { startNativeServer } from './sdk-axios.js';
 
 let t: TestServer;
@@ -104,6 +105,7 @@ describe('random JSON bodies', () => {
       { numRuns: 60 },
     );
     // One row per answered request (200), none for the refused ones.
+    await chargesSettled(t); // charged once the answer was delivered
     expect((await t.server.store.listUsage({ accountId: account.accountId })).length).toBe(served);
   }, 60_000);
 });

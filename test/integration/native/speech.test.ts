@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../../helpers/test-server.js';
+import { chargesSettled } from '../../helpers/settled.js';
 import { jsSdkAxios, startNativeServer } from './sdk-axios.js';
 import { decodeSpeech, transcribeWith } from '../../helpers/speech-audio.js';
 import { pythonJson } from './python-json.js';
@@ -157,7 +158,8 @@ describe('formats, voices and the primary surface', () => {
 });
 
 describe('billing', () => {
-  const rowsOf = async (accountId: string) => (await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
+  // A response is charged once it was delivered: a moment after the client has it.
+  const rowsOf = async (accountId: string) => (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
 
   it.each([
     ['/v1/models/tts', { text: TEXT, speaker: 2 }, { model: 'djelia-tts-v1', input: TEXT, response_format: 'wav', djelia: { speaker: 2 } }],

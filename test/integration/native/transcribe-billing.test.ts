@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../../helpers/test-server.js';
+import { chargesSettled } from '../../helpers/settled.js';
 import { startNativeServer } from './sdk-axios.js';
 import { spokenPhrases, wavBytes } from '../../helpers/audio.js';
 import { encodeWithFfmpeg } from '../../unit/codecs/helpers/ffmpeg.js';
@@ -27,9 +28,10 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const FUNDS = 10_000_000;
-const balance = async (accountId: string) => (await t.server.store.getAccount(accountId))!.balanceMicros;
+// A response is charged once it was delivered: a moment after the client has it.
+const balance = async (accountId: string) => (await chargesSettled(t), await t.server.store.getAccount(accountId))!.balanceMicros;
 const rows = async (accountId: string) =>
-  (await t.server.store.listUsage({ accountId })).map(({ model, unit, quantity, unitPriceMicros, costMicros }) => ({ model, unit, quantity, unitPriceMicros, costMicros }));
+  (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map(({ model, unit, quantity, unitPriceMicros, costMicros }) => ({ model, unit, quantity, unitPriceMicros, costMicros }));
 
 async function primary(apiKey: string, path: string, fields: Record<string, string>): Promise<void> {
   const form = new FormData();

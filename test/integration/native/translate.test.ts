@@ -9,6 +9,7 @@ import axios from 'axios';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../../helpers/test-server.js';
+import { chargesSettled } from '../../helpers/settled.js';
 import { jsSdkAxios, startNativeServer } from './sdk-axios.js';
 import { pythonJson } from './python-json.js';
 
@@ -114,7 +115,8 @@ describe('rules', () => {
 });
 
 describe('billing', () => {
-  const rowsOf = async (accountId: string) => (await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
+  // A response is charged once it was delivered: a moment after the client has it.
+  const rowsOf = async (accountId: string) => (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
 
   it('records the same ledger rows as POST /chat/completions translating the same text', async () => {
     const a = await t.newAccount(1_000_000);
@@ -148,6 +150,7 @@ describe('billing', () => {
       }),
       { numRuns: 80 },
     );
+    await chargesSettled(t); // charged once the answer was delivered
     expect((await t.server.store.listUsage({ accountId: account.accountId })).length).toBe(served);
   }, 60_000);
 });

@@ -77,6 +77,40 @@ describe('priceOf and costOf', () => {
   });
 });
 
+describe('settlePart (work settled piece by piece as it is delivered)', () => {
+  const chars = (quantity: number): ChargeItem => ({ model: 'jifili-1', kind: 'speech', unit: 'character', quantity });
+
+  it('each part charges its rows at once and takes its cost off the hold; growBy adds to what is held now', async () => {
+    const reservation = await ledger.reserve(ctx(), 0);
+    await reservation.growBy(ledger.costOf(20, 15));
+    await reservation.growBy(ledger.costOf(30, 15));
+    expect(reservation.heldMicros).toBe(750);
+    await reservation.settlePart([chars(20)]);
+    expect(await balance()).toBe(1_000_000 - 300);
+    expect(reservation.heldMicros).toBe(450);
+    expect(await available()).toBe(1_000_000 - 300 - 450);
+    await reservation.growBy(ledger.costOf(10, 15));
+    await reservation.settlePart([chars(30)]);
+    await reservation.settlePart([chars(0)]); // nothing to charge: no row
+    expect(reservation.heldMicros).toBe(150);
+    // The socket ends before the last piece was delivered: released, so it costs nothing.
+    await reservation.release();
+    expect(await balance()).toBe(1_000_000 - 750);
+    expect(await available()).toBe(1_000_000 - 750);
+    expect((await store.listUsage({ accountId: account.id })).map((r) => r.quantity)).toEqual([20, 30]);
+    expect(ledger.openReservations).toBe(0);
+    await expect(reservation.settlePart([chars(1)])).rejects.toThrow(/already closed/);
+  });
+
+  it('growBy past what is available: InsufficientQuotaError, and the hold keeps what it had', async () => {
+    const reservation = await ledger.reserve(ctx(), 0);
+    await reservation.growBy(900_000);
+    await expect(reservation.growBy(200_000)).rejects.toThrow(InsufficientQuotaError);
+    expect(reservation.heldMicros).toBe(900_000);
+    await reservation.release();
+  });
+});
+
 describe('assertCanStart (the early refusal)', () => {
   it('refuses an empty or negative balance, and one wholly held by requests in flight', async () => {
     const empty = await store.createAccount('empty', 0);

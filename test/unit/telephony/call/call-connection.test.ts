@@ -23,6 +23,7 @@ function peerAndCloser(): { peer: DuplexPeer; close: () => void } {
     sendBinary: () => 'sent',
     bufferedAmount: () => 0,
     drained: async () => {},
+    flushed: async () => true,
     close: () => controller.abort(),
     authenticated: () => {},
   };

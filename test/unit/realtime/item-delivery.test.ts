@@ -1,0 +1,104 @@
+/**
+ * A realtime item is charged only once its `completed` event has left the process (the session's
+ * `delivered`, which the WebSocket adapter answers from the transport's flush): not before the event is
+ * emitted, not while it waits in a buffer, not at all when the client is gone first. A store that fails
+ * after delivery is logged and charges nothing; the client keeps its transcript (no `failed`).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Ledger } from '../../../src/billing/ledger.js';
+import { PriceTableSchema } from '../../../src/billing/prices.js';
+import { deliverItem, type CommittedItem, type DeliveryContext } from '../../../src/realtime/item-delivery.js';
+import type { RealtimeSessionDeps } from '../../../src/realtime/realtime-session.js';
+import type { SessionOutput } from '../../../src/realtime/session-events.js';
+import type { TurnTranscriber } from '../../../src/realtime/turn-transcriber.js';
+import { openSqliteStore } from '../../../src/store/sqlite-store.js';
+import type { Account, Store } from '../../../src/store/store.js';
+
+let dir: string;
+let store: Store;
+let ledger: Ledger;
+let account: Account;
+
+beforeEach(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-item-delivery-'));
+  store = await openSqliteStore(path.join(dir, 'kuma.sqlite'));
+  ledger = new Ledger(store, PriceTableSchema.parse({}));
+  account = await store.createAccount('items', 1_000_000);
+});
+
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A committed item of `seconds` of audio whose transcript is `text` (the transcriber's final decode). */
+function item(seconds: number, text: string, extra: Partial<CommittedItem> = {}): CommittedItem {
+  const transcriber = { final: async () => text } as unknown as TurnTranscriber;
+  return { itemId: 'item_1', samples: new Float32Array(seconds * 16_000), transcriber, model: { id: 'sunjata-1', engine: null as never }, target: null, ...extra };
+}
+
+function context(delivered: () => Promise<boolean>, logged: string[] = []) {
+  const outputs: SessionOutput[] = [];
+  const deps = {
+    ledger,
+    charge: { requestId: 'req_rt', accountId: account.id, keyId: 'key_0123456789ab' },
+    vad: null,
+    translator: null,
+    maxBufferSeconds: 60,
+    delivered,
+    logger: { error: (_o: unknown, message: string) => logged.push(message) },
+  } as unknown as RealtimeSessionDeps;
+  const ctx: DeliveryContext = { deps, signal: new AbortController().signal, emit: (o) => outputs.push(o), fatal: () => {} };
+  return { ctx, outputs };
+}
+
+describe('deliverItem charges only what left the process', () => {
+  it('the charge waits for the completed event to be flushed: nothing is recorded before, the seconds after', async () => {
+    let flush!: (ok: boolean) => void;
+    const { ctx, outputs } = context(() => new Promise((resolve) => (flush = resolve)));
+    const done = deliverItem(ctx, item(2, 'i ni ce'));
+    for (let i = 0; i < 50 && !outputs.some((o) => o.type === 'completed'); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(outputs.map((o) => o.type)).toEqual(['completed']);
+    // Emitted, not yet written to the network: a crash now must leave no row.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await store.listUsage({ accountId: account.id })).toEqual([]);
+    flush(true);
+    await done;
+    expect((await store.listUsage({ accountId: account.id })).map((r) => [r.unit, r.quantity])).toEqual([['second', 2]]);
+    expect(ledger.openReservations).toBe(0);
+  });
+
+  it('a client gone before the event left the process: released, nothing charged', async () => {
+    const { ctx, outputs } = context(async () => false);
+    await deliverItem(ctx, item(2, 'i ni ce'));
+    expect(outputs.map((o) => o.type)).toEqual(['completed']);
+    expect(await store.listUsage({ accountId: account.id })).toEqual([]);
+    expect(ledger.openReservations).toBe(0);
+    expect((await store.getAccount(account.id))!.balanceMicros).toBe(1_000_000);
+  });
+
+  it('a store failure after delivery: logged as delivered, not charged; no failed event for a delivered transcript', async () => {
+    const logged: string[] = [];
+    const { ctx, outputs } = context(async () => {
+      store.recordUsage = async () => {
+        throw new Error('disk full');
+      };
+      return true;
+    }, logged);
+    await deliverItem(ctx, item(1, 'a ni sogoma'));
+    expect(outputs.map((o) => o.type)).toEqual(['completed']);
+    expect(logged).toEqual([expect.stringMatching(/delivered, not charged/)]);
+    expect(ledger.openReservations).toBe(0);
+  });
+
+  it('an idle-timeout item with an empty transcript is free; one with words is charged', async () => {
+    const { ctx, outputs } = context(async () => true);
+    await deliverItem(ctx, item(3, '', { idle: true }));
+    await deliverItem(ctx, item(3, 'i ni ce', { idle: true, itemId: 'item_2' }));
+    expect(outputs.map((o) => (o.type === 'completed' ? o.seconds : o.type))).toEqual([0, 3]);
+    expect((await store.listUsage({ accountId: account.id })).map((r) => r.quantity)).toEqual([3]);
+  });
+});
