@@ -22,9 +22,13 @@ export interface LoadedSession {
   inputTypes: Record<string, string>;
 }
 
-export async function createSession(file: string, options: SessionOptions): Promise<LoadedSession> {
-  if (!fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
-  const session = await ort.InferenceSession.create(file, {
+/**
+ * A session for a model file, or for a model built in memory (`bytes`, e.g. a streaming step graph made from
+ * the file at load), named after `file` in messages.
+ */
+export async function createSession(file: string, options: SessionOptions, bytes?: Uint8Array): Promise<LoadedSession> {
+  if (!bytes && !fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
+  const sessionOptions: ort.InferenceSession.SessionOptions = {
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
     graphOptimizationLevel: 'all',
@@ -32,7 +36,8 @@ export async function createSession(file: string, options: SessionOptions): Prom
     // are shared with the I/O thread, the VAD and the encoders, that spinning takes the CPU they need
     // (bench:threads measures both settings). Blocking waits cost a few µs per operator instead.
     extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
-  });
+  };
+  const session = bytes ? await ort.InferenceSession.create(bytes, sessionOptions) : await ort.InferenceSession.create(file, sessionOptions);
   const inputTypes: Record<string, string> = {};
   for (const meta of session.inputMetadata) {
     if (meta.isTensor) inputTypes[meta.name] = meta.type;
