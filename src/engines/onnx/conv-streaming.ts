@@ -19,7 +19,7 @@
  * - Per-frame ops (conv-stream-ops.ts) are copied as they are.
  * - The input length mask's positions (`Range(0, T)`) become absolute: `Range(p, p + T)`, `p` the position of
  *   the step's first input frame (`stream_position`); `length` is fed as the model's, or a huge number while
- *   the end is unknown.
+ *   the end is unknown — so frames at or past `length` (pad_to padding) may only come in the final step.
  * Graphs with other ops on the time axis are refused with a reason, and the caller keeps its windowed path.
  */
 import onnxProto from 'onnx-proto';
