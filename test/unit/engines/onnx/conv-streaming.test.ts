@@ -56,7 +56,7 @@ async function wholeRun(p: Pair, data: Float32Array, frames: number, valid: numb
  * is final and takes the padding frames too (the end, hence `length`, is known only then).
  */
 async function steppedRun(p: Pair, data: Float32Array, frames: number, valid: number, sizes: number[]): Promise<{ values: number[]; vocab: number }> {
-  let caches = p.graph.caches.map((c) => new ort.Tensor('float32', new Float32Array(c.dims.reduce((a, b) => a * b, 1)), c.dims));
+  let caches: ort.Tensor[] = p.graph.caches.map((c) => new ort.Tensor('float32', new Float32Array(c.dims.reduce((a, b) => a * b, 1)), c.dims));
   const values: number[] = [];
   let vocab = 0;
   for (let at = 0, i = 0; at < frames; i++) {

@@ -86,3 +86,16 @@ export function writeReducedQuartzNet(dir: string, options: ReducedQuartzNetOpti
   const preprocessor = { sample_rate: 16000, normalize: 'NA', window_size: 0.02, window_stride: 0.01, window: 'hann', features: N_MELS, n_fft: 512, preemph: 0.97, log: true, frame_splicing: 1, dither: 0, pad_to: 16 };
   fs.writeFileSync(path.join(dir, 'model_config.json'), JSON.stringify({ sample_rate: 16000, preprocessor, encoder: { subsampling_factor: 2 } }, null, 2));
 }
+
+/** Speech-like test audio at 16 kHz: gliding tones in bursts with pauses, and a little noise. */
+export function toneBursts(samples: number, seed: number): Float32Array {
+  const random = seededRandom(seed);
+  const out = new Float32Array(samples);
+  let phase = 0;
+  for (let i = 0; i < samples; i++) {
+    const burst = Math.sin((i / 16000) * Math.PI * (1.3 + (seed % 5) / 4)) > -0.3 ? 1 : 0;
+    phase += (2 * Math.PI * (300 + 200 * Math.sin(i / 9000 + seed))) / 16000;
+    out[i] = burst * (0.3 * Math.sin(phase) + 0.1 * Math.sin(3.1 * phase)) + (random() - 0.5) * 0.02;
+  }
+  return out;
+}
