@@ -251,7 +251,7 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     minSamples,
     loaded,
     ...(stream instanceof CtcStream ? { stream } : {}),
-    info: { layout: 'nemo', vocabSize: tokens.length, normalize, nMels: features.nMels, subsampling, stateful: stream instanceof CtcStream, ...('refusal' in stream ? { statefulRefusal: stream.refusal } : {}) },
+    info: { layout: 'nemo', vocabSize: tokens.length, normalize, nMels: features.nMels, subsampling, stateful: stream instanceof CtcStream, ...(stream instanceof CtcStream ? { statefulLookaheadSeconds: stream.lookaheadSeconds } : { statefulRefusal: stream.refusal }) },
     async scores(samples) {
       const { mel, data, frames, vocab } = await run(samples);
       // Padding frames (pad_to) produce outputs past the audio; keep the frames that cover it.

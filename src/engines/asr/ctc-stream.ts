@@ -55,6 +55,8 @@ export class CtcStream {
     private readonly subsampling: number,
     private readonly minSamples: number,
     private readonly blank: number,
+    /** Audio an output frame reads ahead of itself (conv-streaming.ts): no frame comes out sooner. */
+    readonly lookaheadSeconds: number,
   ) {
     this.features = new LogMelStream(config);
   }
@@ -67,7 +69,7 @@ export class CtcStream {
     const step = convStreamGraph(new Uint8Array(fs.readFileSync(file)), { audio: 'audio_signal', length: 'length', output: 'logprobs', channels: config.nMels });
     if ('unsupported' in step) return { refusal: `the graph has ${step.unsupported}` };
     const loaded = await createSession(file, session, step.bytes);
-    return new CtcStream(loaded, step.caches, step.usesLength, config, model.subsampling, model.minSamples, model.blank);
+    return new CtcStream(loaded, step.caches, step.usesLength, config, model.subsampling, model.minSamples, model.blank, (step.lookahead * config.hopLength) / config.sampleRate);
   }
 
   initial(): CtcStreamState {

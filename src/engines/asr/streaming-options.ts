@@ -22,6 +22,12 @@
  * them. Audio fed to a state cannot be taken back, so the last `holdbackSeconds` of a turn are not fed
  * until its end is known: the turn's end is decided after some silence (the VAD's silence duration), and a
  * turn that ends before what was fed is decoded again whole (exact too, at the cost of a whole-turn run).
+ * Exactness has a price set by the model: a frame comes out only once the audio it reads ahead has come
+ * (info `statefulLookaheadSeconds`; QuartzNet 15×5: 40 s), so such a model gives no interims in shorter
+ * turns, and the final computes every layer's pending frames — about a whole-turn run for turns shorter
+ * than the lookahead, bounded beyond it. Each piece also reads all the weights once (≈ 25 ms of CPU at
+ * QuartzNet size): `minChunkSeconds` of 2 or more keeps that overhead small (load-tests/real-size/
+ * quartznet-stream.ts measures both).
  */
 import { z } from 'zod';
 

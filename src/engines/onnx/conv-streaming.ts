@@ -44,6 +44,11 @@ export interface ConvStreamGraph {
   caches: StreamCache[];
   /** Whether the step graph reads the `length` input. */
   usesLength: boolean;
+  /**
+   * Input frames an output frame reads ahead of its own position: no output frame can come out before that
+   * much more input has (QuartzNet 15×5: ≈ 4000 frames, 40 s), and the final step computes what is pending.
+   */
+  lookahead: number;
 }
 
 interface Stream {
@@ -51,6 +56,9 @@ interface Stream {
   count: string;
   /** Whether every frame of the chunk is real (no guard frames). */
   exact: boolean;
+  /** Input frames per frame of this stream, and input frames its frames read ahead. */
+  stride: number;
+  lookahead: number;
 }
 type Temporal = Shape & { kind: 'temporal'; stream: Stream };
 type Value = Temporal | (Shape & { kind: 'fixed' }) | { kind: 'shapeOf'; of: Temporal } | { kind: 'timeLength'; stream: Stream };
@@ -91,7 +99,7 @@ class StepGraph {
     const channels = declared ? Number(declared) : this.io.channels;
     if (!channels) throw new Unsupported(`the number of ${this.io.audio} features is unknown`);
     const audio = this.g.input(this.io.audio, 'float', [1, channels, 'T']);
-    const input: Stream = { count: this.timeLength(audio, 2), exact: true };
+    const input: Stream = { count: this.timeLength(audio, 2), exact: true, stride: 1, lookahead: 0 };
     this.values.set(audio, { kind: 'temporal', stream: input, dims: [1, channels, null], axis: 2, dtype: FLOAT });
     if (used.has(this.io.length)) this.g.input(this.io.length, 'int64', [1]);
     this.values.set(this.io.length, { kind: 'fixed', dims: [1], axis: -1, dtype: INT64 });
@@ -107,7 +115,7 @@ class StepGraph {
     this.g.output(this.io.output, 'float', [1, 'frames', out.dims[2] ?? 'classes']);
     for (const c of this.caches) this.g.output(c.output, 'float', c.dims.map((d, i) => (i === c.axis ? `${c.input}_frames` : d)));
     const bytes = this.g.toBytes({ opsetImport: this.model.opsetImport ?? [], irVersion: Number(this.model.irVersion ?? 8) });
-    return { bytes, caches: this.caches, usesLength: used.has(this.io.length) };
+    return { bytes, caches: this.caches, usesLength: used.has(this.io.length), lookahead: out.stream.lookahead };
   }
 
   private node(node: NodeProto): void {
@@ -173,7 +181,8 @@ class StepGraph {
       const padded = this.padEnd(b.joined, rank, b.v.axis, this.g.op('Max', [this.g.op('Sub', [this.int(1), b.length]), this.int(0)]));
       return this.g.op('Slice', [padded, this.int(0), guarded, this.int(b.v.axis)]);
     });
-    return { stream: { count, exact: false }, inputs };
+    const streams = live.map((b) => b.v.stream);
+    return { stream: { count, exact: false, stride: streams[0]!.stride, lookahead: Math.max(...streams.map((t) => t.lookahead)) }, inputs };
   }
 
   /** Conv / AveragePool along time: cached input, unpadded op, the end padding at the final step. */
@@ -221,7 +230,8 @@ class StepGraph {
     const reach = this.g.op('Sub', [this.g.op('Add', [length, endPad]), this.int(span + 1 - s)]);
     const count = this.g.op('Div', [this.g.op('Max', [reach, this.int(0)]), this.int(s)]);
     this.g.op('Slice', [joined, this.g.op('Mul', [count, this.int(s)]), this.int(BIG), this.int(2)], {}, cache.output);
-    this.values.set(output, { kind: 'temporal', stream: { count, exact: false }, ...outShape });
+    const { stride, lookahead } = x.stream;
+    this.values.set(output, { kind: 'temporal', stream: { count, exact: false, stride: stride * s, lookahead: lookahead + (span - pb!) * stride }, ...outShape });
   }
 
   /** The mask's `Range(0, T, 1)` over input frames, made absolute: `Range(p, p + T, 1)`. */

@@ -96,7 +96,8 @@ describe('the CTC runner streams a convolutional NeMo model statefully', () => {
   }
 
   it('says it streams statefully, and a per_feature model says why it does not', () => {
-    expect(engine.info).toMatchObject({ stateful: true });
+    // C1 reads 16 frames ahead, each block's sub-blocks 2 × (16+19+25+31+37) at half rate, C2 86 at half rate.
+    expect(engine.info).toMatchObject({ stateful: true, statefulLookaheadSeconds: (16 + 2 * 2 * (16 + 19 + 25 + 31 + 37) + 2 * 86) / 100 });
     expect(engines.get('quartznet-normalized')!.info).toMatchObject({ stateful: false, statefulRefusal: 'normalize per_feature uses whole-utterance statistics' });
   });
 

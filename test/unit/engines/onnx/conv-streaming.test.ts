@@ -124,9 +124,10 @@ describe('conv streaming step graphs', () => {
     }, 120_000);
   }
 
-  it('carries one cache per conv with temporal extent and per input of a residual add', async () => {
+  it('carries one cache per conv with temporal extent and per input of a residual add, and knows its lookahead', async () => {
     const graph = convStreamGraph(reducedQuartzNet({ channels: 8, repeat: 2 }), IO);
     if ('unsupported' in graph) throw new Error(graph.unsupported);
+    expect(graph.lookahead).toBe(16 + 2 * 2 * (16 + 19 + 25 + 31 + 37) + 2 * 86);
     // C1, 5 blocks × 2 depthwise convs, C2: 12 conv caches (pads 16…43, 86 frames to start); 5 adds × 2 inputs.
     expect(graph.caches.map((c) => c.dims[2])).toEqual([16, ...[16, 16, 19, 19, 25, 25, 31, 31, 37, 37].flatMap((pad, i) => (i % 2 ? [pad, 0, 0] : [pad])), 86]);
   });
