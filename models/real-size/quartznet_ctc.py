@@ -8,6 +8,12 @@ each block's last sub-block, kernels 33/39/51/63/75 and channels 256/256/512/512
 kernel 87, dilation 2, 512), C3 (pointwise, 1024) and the 1×1 conv decoder. NeMo's export turns masked
 convolutions off; this graph multiplies the features by the `length` mask once at the input, as NeMo's
 preprocessor zeroes padding frames.
+
+The preprocessor says `normalize: NA`, as NeMo's streaming (cache-aware / buffered) configs do: per_feature
+normalisation divides every frame by statistics of the whole utterance, which no streaming front end knows
+before the end, so with NA Kuma streams this model statefully with exact frames (src/engines/asr/ctc-stream.ts)
+and with per_feature it falls back to windowed chunks. A real checkpoint trained with per_feature keeps the
+windowed path; one trained (or fine-tuned) on NA features streams exactly.
 """
 import os
 
@@ -111,7 +117,7 @@ def build(out_dir: str) -> dict:
             "sample_rate": 16000,
             "preprocessor": {
                 "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-                "sample_rate": 16000, "normalize": "per_feature", "window_size": 0.02, "window_stride": 0.01,
+                "sample_rate": 16000, "normalize": "NA", "window_size": 0.02, "window_stride": 0.01,
                 "window": "hann", "features": N_MELS, "n_fft": 512, "preemph": 0.97, "log": True,
                 "log_zero_guard_value": 2 ** -24, "frame_splicing": 1, "dither": 0, "pad_to": 16, "pad_value": 0,
             },

@@ -10,6 +10,13 @@
  * saturated machine the callers who stopped speaking are served first and mid-turn encoding falls behind.
  * The final rewinds to frames that saw no audio past the turn's end (the end of a turn is decided after
  * some silence was already read ahead), then encodes the rest.
+ *
+ * Models whose runner streams statefully (convolutional NeMo models, info `stateful`: runner method
+ * `stream`) are fed the new audio only, with no context re-read: the runner hands back the model's state
+ * with each piece's frames, the turn keeps it and sends it with the next piece, and the frames are exactly
+ * the whole turn's. Audio fed to a state cannot be taken back, so the last `holdbackSeconds` are kept back
+ * until the end is known; a turn committed shorter than what was fed (a VAD silence longer than the
+ * holdback), or whose state was lost with a failed piece, is encoded again from its start (exact too).
  */
 import type { StreamingOptions } from '../engines/asr/streaming-options.js';
 import { tokensFromIds, tokensToWords } from '../engines/asr/ctc-decode.js';
@@ -32,6 +39,8 @@ export interface CtcGeometry {
   minPauseSeconds: number;
   pieces: readonly string[];
   streaming: StreamingOptions;
+  /** The runner streams this model statefully (method `stream`, exact frames). */
+  stateful: boolean;
 }
 
 /** The geometry of a model whose runner encodes chunks (`frames`), or null (decode turns whole). */
@@ -48,6 +57,7 @@ export function ctcGeometry(model: SpeechModel): CtcGeometry | null {
     minPauseSeconds: Number(info.minPauseSeconds ?? 0.5),
     pieces: info.pieces as string[],
     streaming,
+    stateful: info.stateful === true && streaming.stateful !== false,
   };
 }
 
@@ -56,6 +66,17 @@ interface FramesResult {
   frames: number;
   blank: number;
 }
+
+/** A stateful piece's answer (ctc-stream.ts): frames from `firstFrame`, and the state for the next piece. */
+interface StreamResult {
+  ids: Int32Array;
+  firstFrame: number;
+  blank: number;
+  state: { features: { tail: Float64Array } };
+}
+
+/** Whether a state's buffers went to a worker and did not come back (the piece failed after it was sent). */
+const isDetached = (state: StreamResult['state']) => state.features.tail.buffer.byteLength === 0;
 
 export class ChunkedTurn implements TurnRecognizer {
   private readonly deltas = new TranscriptDeltas();
@@ -71,6 +92,11 @@ export class ChunkedTurn implements TurnRecognizer {
   private readonly right: number;
   private readonly minStep: number;
   private readonly maxStep: number;
+  /** Stateful models: the state after the audio fed so far (null: nothing fed), and how much was fed. */
+  private state: StreamResult['state'] | null = null;
+  private fed = 0;
+  private stateLost = false;
+  private readonly holdback: number;
 
   constructor(
     private readonly model: SpeechModel,
@@ -86,7 +112,8 @@ export class ChunkedTurn implements TurnRecognizer {
     this.left = Math.round((streaming.leftSeconds * RATE) / hop) * hop;
     this.right = Math.round(streaming.rightSeconds * RATE);
     this.minStep = toHops(streaming.minChunkSeconds);
-    this.maxStep = Math.min(toHops(streaming.chunkSeconds), Math.max(hop, geometry.maxRunSamples - this.left - this.right));
+    this.maxStep = Math.min(toHops(streaming.chunkSeconds), Math.max(hop, geometry.maxRunSamples - (geometry.stateful ? 0 : this.left + this.right)));
+    this.holdback = Math.round(streaming.holdbackSeconds * RATE);
     signal.addEventListener('abort', () => this.inFlightAbort.abort(), { once: true });
   }
 
@@ -101,21 +128,30 @@ export class ChunkedTurn implements TurnRecognizer {
   }
 
   offer(heldSamples: number, audio: TurnAudio): void {
-    if (this.finished || this.inFlight) return;
-    const pending = heldSamples - this.cursor - this.right;
+    if (this.finished || this.inFlight || this.stateLost) return;
+    const pending = this.geometry.stateful ? heldSamples - this.fed - this.holdback : heldSamples - this.cursor - this.right;
     const { replicas, busy, queued } = this.model.engine.stats();
     const eager = queued === 0 && busy < replicas && this.eagerAllowed();
     if (pending < (eager ? this.minStep : this.maxStep)) return;
     // A turn that fell behind catches up in chunks as large as one model run allows.
     const step = Math.min(Math.floor(pending / this.geometry.hop) * this.geometry.hop, this.maxStep);
+    if (this.geometry.stateful) return this.track(this.streamPiece(audio(this.fed, this.fed + step), false, 'continuation', this.inFlightAbort.signal));
     const from = Math.max(0, this.cursor - this.left);
     const job = this.encode(audio(from, this.cursor + step + this.right), (this.cursor - from) / this.geometry.hop, step / this.geometry.hop, 'continuation', this.inFlightAbort.signal)
       .then((result) => {
         if (!this.finished) this.append(result.ids);
+      });
+    this.track(job);
+  }
+
+  /** One mid-turn job in flight: interims when it lands; a refused (queue full) or failed one costs nothing. */
+  private track(work: Promise<void>): void {
+    const job = work
+      .then(() => {
         if (!this.finished) this.emit(this.deltas.interim(this.text()));
       })
       .catch(() => {
-        // A mid-turn chunk refused (queue full) or failed costs nothing: the final encodes what is left.
+        // The final encodes what is left (a stateful turn whose state went with the failed piece: all of it).
       })
       .finally(() => {
         if (this.inFlight === job) this.inFlight = null;
@@ -135,6 +171,7 @@ export class ChunkedTurn implements TurnRecognizer {
     this.finished = true;
     const { hop, streaming } = this.geometry;
     const end = samples.length;
+    if (this.geometry.stateful) return this.finalStateful(samples);
     const { replicas, busy, queued } = this.model.engine.stats();
     if (streaming.finalRedecodeSeconds > 0 && end <= streaming.finalRedecodeSeconds * RATE && queued === 0 && busy < replicas) {
       this.ids = new Int32Array(0);
@@ -157,6 +194,41 @@ export class ChunkedTurn implements TurnRecognizer {
     return transcript;
   }
 
+  /** Feeds the rest of the committed audio to the state (or the whole turn to a new one), the last piece final. */
+  private async finalStateful(samples: Float32Array): Promise<string> {
+    if (this.stateLost || this.fed > samples.length) {
+      // Audio past the turn's end is in the state (or the state is gone): encode the turn again from its start.
+      this.state = null;
+      this.fed = 0;
+      this.ids = new Int32Array(0);
+    }
+    // A turn that fell behind is caught up in pieces of one model run; the last one ends the stream.
+    const run = this.geometry.maxRunSamples;
+    while (samples.length - this.fed > run) await this.streamPiece(samples.subarray(this.fed, this.fed + run), false, 'opening', this.signal);
+    await this.streamPiece(samples.subarray(this.fed), true, 'opening', this.signal);
+    const transcript = this.text();
+    this.emit(this.deltas.final(transcript));
+    return transcript;
+  }
+
+  private async streamPiece(samples: Float32Array, final: boolean, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<void> {
+    const sent = this.state;
+    let result: StreamResult;
+    try {
+      // A copy of the audio (the engine may transfer its input to the worker); the state is not needed after
+      // this piece succeeds, and if it was transferred and the piece failed, the final starts the turn again.
+      result = await this.model.engine.run<StreamResult>('stream', { samples: samples.slice(), state: sent, final }, signal, { account: this.account, priority });
+    } catch (err) {
+      if (sent && isDetached(sent)) this.stateLost = true;
+      throw err;
+    }
+    if (result.firstFrame !== this.ids.length) throw new Error(`stream frames out of order: ${result.firstFrame} after ${this.ids.length}`);
+    this.blank = result.blank;
+    this.state = result.state;
+    this.fed += samples.length;
+    this.join(result.ids);
+  }
+
   private async encode(samples: Float32Array, skip: number, take: number | null, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<FramesResult> {
     // A copy: the engine transfers its input to the worker, which would detach a view of the session's buffer.
     const result = await this.model.engine.run<FramesResult>('frames', { samples: samples.slice(), skip, take }, signal, { account: this.account, priority });
@@ -165,11 +237,15 @@ export class ChunkedTurn implements TurnRecognizer {
   }
 
   private append(ids: Int32Array): void {
+    this.join(ids);
+    this.cursor += ids.length * this.geometry.hop;
+  }
+
+  private join(ids: Int32Array): void {
     const joined = new Int32Array(this.ids.length + ids.length);
     joined.set(this.ids);
     joined.set(ids, this.ids.length);
     this.ids = joined;
-    this.cursor += ids.length * this.geometry.hop;
   }
 
   private text(): string {

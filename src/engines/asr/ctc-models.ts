@@ -12,6 +12,7 @@ import { readModelMetadata } from '../onnx/model-metadata.js';
 import { DEFAULT_SEGMENT_OPTIONS, parseHfVocab, parseTokensTxt, tokenPieces } from './ctc-decode.js';
 import { DEFAULT_NEMO_FEATURES, nemoLogMel, type NemoFeatureConfig } from './nemo-features.js';
 import { StreamingSchema } from './streaming-options.js';
+import { CtcStream } from './ctc-stream.js';
 
 export const CTC_SAMPLE_RATE = 16000;
 
@@ -54,6 +55,8 @@ export interface CtcModel {
   info: Record<string, unknown>;
   scores(samples: Float32Array): Promise<{ data: Float32Array; frames: number; vocab: number }>;
   loaded: LoadedSession;
+  /** Stateful streaming (convolutional NeMo models whose graph and features allow it; ctc-stream.ts). */
+  stream?: CtcStream;
 }
 
 function readJson(file: string, what: string): Record<string, unknown> {
@@ -179,7 +182,7 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
   if (!['hann', 'hamming', 'none'].includes(window)) throw new Error(`${dir}: unsupported window ${window}`);
 
   const loaded = await createSession(modelFile, session);
-  const declaredMels = await checked(loaded, () => {
+  const { declaredMels, classes } = await checked(loaded, () => {
     requireSignature(loaded, ['audio_signal', 'length'], ['logprobs']);
     requireTensor(loaded, 'input', 'length', 'int64', 1);
     const classes = requireTensor(loaded, 'output', 'logprobs', 'float32', 3)[2];
@@ -187,7 +190,7 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     if (typeof classes === 'number' && classes !== tokens.length && classes !== tokens.length + 1) {
       throw new Error(`${loaded.file}: logprobs has ${classes} classes but tokens.txt has ${tokens.length} tokens`);
     }
-    return requireTensor(loaded, 'input', 'audio_signal', 'float32', 3)[1];
+    return { declaredMels: requireTensor(loaded, 'input', 'audio_signal', 'float32', 3)[1], classes };
   });
 
   const features: NemoFeatureConfig = {
@@ -229,14 +232,26 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     subsampling = Math.max(1, Math.round(probe.mel.validFrames / probe.frames));
   }
   const frameSeconds = options.frameSeconds ?? (features.hopLength * subsampling) / sampleRate;
+  const minSamples = 2 * features.hopLength;
+  // The blank is the last class: the declared class count, else after tokens.txt's words (or its own last line).
+  const blank = typeof classes === 'number' ? classes - 1 : /^<(blk|blank)>$/.test(tokens.at(-1) ?? '') ? tokens.length - 1 : tokens.length;
+  let stream: CtcStream | { refusal: string } = { refusal: 'turned off (streaming.stateful: false)' };
+  if (options.streaming.stateful) {
+    try {
+      stream = await CtcStream.load(modelFile, { config: features, subsampling, minSamples, blank }, session);
+    } catch (err) {
+      stream = { refusal: `its step graph did not load: ${(err as Error).message}` };
+    }
+  }
   return {
     pieces: tokenPieces(tokens, { blank: -1, specials: ['<blk>', '<blank>', '<unk>', '<pad>', '<s>', '</s>'] }),
     blank: -1, // NeMo's blank is the last class, whatever the vocabulary file lists: resolved per run
     frameSeconds,
     windowSeconds: options.windowSeconds ?? frameSeconds,
-    minSamples: 2 * features.hopLength,
+    minSamples,
     loaded,
-    info: { layout: 'nemo', vocabSize: tokens.length, normalize, nMels: features.nMels, subsampling },
+    ...(stream instanceof CtcStream ? { stream } : {}),
+    info: { layout: 'nemo', vocabSize: tokens.length, normalize, nMels: features.nMels, subsampling, stateful: stream instanceof CtcStream, ...(stream instanceof CtcStream ? { statefulLookaheadSeconds: stream.lookaheadSeconds } : { statefulRefusal: stream.refusal }) },
     async scores(samples) {
       const { mel, data, frames, vocab } = await run(samples);
       // Padding frames (pad_to) produce outputs past the audio; keep the frames that cover it.

@@ -7,6 +7,10 @@
  *   digital silence a whole chunk long are not run.
  * - `frames({ samples, skip, take })`: the argmax classes of some output frames of one run — a chunk of a
  *   realtime turn (realtime/chunked-turn.ts), joined on the main thread.
+ * - `stream({ samples, state, final })`, for models whose info says `stateful` (convolutional NeMo models,
+ *   ctc-stream.ts): encodes the audio after what `state` has seen (null: a new turn) and returns the argmax
+ *   classes of the frames now complete (`firstFrame` on), the blank and the next state — plain typed arrays
+ *   the caller keeps and sends with the next piece, to any replica. `final` ends the turn: every frame left.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,6 +29,8 @@ export { CTC_SAMPLE_RATE };
 const TranscribeInput = z.object({ samples: z.instanceof(Float32Array) });
 /** One chunk of a realtime turn: its audio (context included) and which of its output frames to return. */
 const FramesInput = z.object({ samples: z.instanceof(Float32Array), skip: z.number().int().min(0), take: z.number().int().min(0).nullable() });
+/** One piece of a stateful stream: its new audio, the state the previous piece returned (null: first). */
+const StreamInput = z.object({ samples: z.instanceof(Float32Array), state: z.unknown().nullable(), final: z.boolean() });
 /** The windows of a streamed input. */
 const InputWindow = z.instanceof(Float32Array);
 
@@ -102,17 +108,25 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
       const samples = new Float32Array(Math.round((options.warmupSeconds ?? options.maxChunkSeconds) * CTC_SAMPLE_RATE));
       for (let i = 0; i < samples.length; i++) samples[i] = Math.sin(i / 7) * 0.1;
       await chunkFrames(samples, 0, null);
+      // A realtime turn's largest step and its final, so the step graph's arena is grown before the first turn.
+      if (model.stream) await model.stream.step(samples.subarray(0, Math.round(options.streaming.chunkSeconds * CTC_SAMPLE_RATE)), null, true);
     },
     call(method, input, ctx) {
       if (method === 'frames') {
         const { samples, skip, take } = FramesInput.parse(input);
         return chunkFrames(samples, skip, take);
       }
+      if (method === 'stream') {
+        const { samples, state, final } = StreamInput.parse(input);
+        if (!model.stream) throw new Error(`This ${entry.engine} model does not stream statefully (${String(model.info.statefulRefusal ?? 'not a convolutional NeMo model')})`);
+        return model.stream.step(samples, state === null ? null : model.stream.parseState(state), final);
+      }
       if (method !== 'transcribe') throw new UnknownMethodError(entry.engine, method);
       return transcribe(ctx.input ? checkedWindows(ctx.input) : oneWindow(TranscribeInput.parse(input).samples), ctx);
     },
     async close() {
       await model.loaded.session.release();
+      await model.stream?.release();
     },
   };
 };

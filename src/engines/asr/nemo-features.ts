@@ -189,9 +189,54 @@ export function nemoFrameCount(samples: number, config: Pick<NemoFeatureConfig, 
   return Math.floor(samples / config.hopLength) + 1;
 }
 
+/**
+ * One STFT frame to log-mels: the window, FFT and filterbank of a config, built once. Shared by the whole-
+ * audio front end below and the streaming one (nemo-features-stream.ts), so both give the same floats.
+ */
+export class MelFrames {
+  private readonly window: Float64Array;
+  private readonly spans: { first: number; last: number; row: Float32Array }[];
+  private readonly fft: RealFft;
+  private readonly buffer: Float64Array;
+  private readonly power: Float64Array;
+
+  constructor(private readonly config: NemoFeatureConfig) {
+    const { nFft, winLength, nMels } = config;
+    if (winLength > nFft) throw new RangeError(`window ${winLength} is longer than n_fft ${nFft}`);
+    // torch.stft centres a shorter window inside the n_fft frame.
+    this.window = new Float64Array(nFft);
+    this.window.set(symmetricWindow(config.window, winLength), Math.floor((nFft - winLength) / 2));
+    const filters = slaneyMelFilterbank(config.sampleRate, nFft, nMels, config.lowFreq, config.highFreq);
+    // Each triangle touches a few bins: keep only its non-zero span.
+    this.spans = filters.map((row) => {
+      let first = row.findIndex((v) => v > 0);
+      if (first < 0) first = 0;
+      let last = row.length - 1;
+      while (last > first && row[last] === 0) last--;
+      return { first, last, row };
+    });
+    this.fft = new RealFft(nFft);
+    this.buffer = new Float64Array(nFft);
+    this.power = new Float64Array(nFft / 2 + 1);
+  }
+
+  /** The mels of the n_fft samples of `padded` from `offset`, into `data[m * stride + t]`. */
+  frame(padded: Float64Array, offset: number, data: Float32Array, stride: number, t: number): void {
+    const { nFft, nMels, log, logGuard } = this.config;
+    const { buffer, window, power } = this;
+    for (let i = 0; i < nFft; i++) buffer[i] = padded[offset + i]! * window[i]!;
+    this.fft.power(buffer, power);
+    for (let m = 0; m < nMels; m++) {
+      const { first, last, row } = this.spans[m]!;
+      let sum = 0;
+      for (let k = first; k <= last; k++) sum += row[k]! * power[k]!;
+      data[m * stride + t] = log ? Math.log(sum + logGuard) : sum;
+    }
+  }
+}
+
 export function nemoLogMel(samples: Float32Array, config: NemoFeatureConfig = DEFAULT_NEMO_FEATURES): NemoFeatures {
-  const { nFft, winLength, hopLength, nMels } = config;
-  if (winLength > nFft) throw new RangeError(`window ${winLength} is longer than n_fft ${nFft}`);
+  const { nFft, hopLength, nMels } = config;
   const n = samples.length;
   const validFrames = nemoFrameCount(n, config);
   const frames = config.padTo > 0 ? Math.ceil(validFrames / config.padTo) * config.padTo : validFrames;
@@ -205,33 +250,9 @@ export function nemoLogMel(samples: Float32Array, config: NemoFeatureConfig = DE
       padded[pad + n - 1 + i] = padded[pad + n - 1 - i]!;
     }
   }
-  // torch.stft centres a shorter window inside the n_fft frame.
-  const window = new Float64Array(nFft);
-  window.set(symmetricWindow(config.window, winLength), Math.floor((nFft - winLength) / 2));
-  const filters = slaneyMelFilterbank(config.sampleRate, nFft, nMels, config.lowFreq, config.highFreq);
-  // Each triangle touches a few bins: keep only its non-zero span.
-  const spans = filters.map((row) => {
-    let first = row.findIndex((v) => v > 0);
-    if (first < 0) first = 0;
-    let last = row.length - 1;
-    while (last > first && row[last] === 0) last--;
-    return { first, last, row };
-  });
-  const fft = new RealFft(nFft);
-  const frame = new Float64Array(nFft);
-  const power = new Float64Array(nFft / 2 + 1);
+  const analyzer = new MelFrames(config);
   const data = new Float32Array(nMels * frames);
-  for (let t = 0; t < validFrames; t++) {
-    const offset = t * hopLength;
-    for (let i = 0; i < nFft; i++) frame[i] = padded[offset + i]! * window[i]!;
-    fft.power(frame, power);
-    for (let m = 0; m < nMels; m++) {
-      const { first, last, row } = spans[m]!;
-      let sum = 0;
-      for (let k = first; k <= last; k++) sum += row[k]! * power[k]!;
-      data[m * frames + t] = config.log ? Math.log(sum + config.logGuard) : sum;
-    }
-  }
+  for (let t = 0; t < validFrames; t++) analyzer.frame(padded, t * hopLength, data, frames, t);
   normalizeFeatures(data, nMels, frames, validFrames, config.normalize);
   return { data, frames, validFrames };
 }

@@ -80,7 +80,11 @@ export class GraphBuilder {
   private readonly initializers: onnxProto.onnx.ITensorProto[] = [];
   private counter = 0;
 
-  constructor(readonly name: string) {}
+  /** `prefix` keeps generated names apart from those of nodes copied in from another graph. */
+  constructor(
+    readonly name: string,
+    private readonly prefix = '',
+  ) {}
 
   input(name: string, type: ElemType, dims: Dim[]): string {
     this.inputs.push(valueInfo(name, type, dims));
@@ -113,6 +117,16 @@ export class GraphBuilder {
     return names;
   }
 
+  /** Adds a node as it is (a node copied from another graph, attributes and all). */
+  rawNode(node: onnxProto.onnx.INodeProto): void {
+    this.nodes.push(node);
+  }
+
+  /** Adds an initializer as it is (weights copied from another graph, without re-encoding them). */
+  rawInitializer(tensor: onnxProto.onnx.ITensorProto): void {
+    this.initializers.push(tensor);
+  }
+
   /** Single-output shorthand. */
   op(op: string, inputs: string[], attrs: Record<string, Attr> = {}, output?: string): string {
     return this.node(op, inputs, attrs, output ? [output] : 1)[0]!;
@@ -124,12 +138,12 @@ export class GraphBuilder {
   }
 
   /** Serialized model; metadata goes to metadata_props (sherpa-onnx reads sample_rate etc. from there). */
-  toBytes(options: { opset?: number; metadata?: Record<string, string> } = {}): Uint8Array {
+  toBytes(options: { opset?: number; metadata?: Record<string, string>; opsetImport?: onnxProto.onnx.IOperatorSetIdProto[]; irVersion?: number } = {}): Uint8Array {
     const model = onnx.ModelProto.create({
-      irVersion: 8,
+      irVersion: options.irVersion ?? 8,
       producerName: 'kuma-demo-pack',
       producerVersion: '1',
-      opsetImport: [{ domain: '', version: options.opset ?? 17 }],
+      opsetImport: options.opsetImport ?? [{ domain: '', version: options.opset ?? 17 }],
       graph: this.graph(),
       metadataProps: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })),
     });
@@ -137,6 +151,6 @@ export class GraphBuilder {
   }
 
   private fresh(prefix: string): string {
-    return `${prefix}_${this.counter++}`;
+    return `${this.prefix}${prefix}_${this.counter++}`;
   }
 }

@@ -30,10 +30,15 @@ export function shareWeightsAcrossReplicas(options: SharedWeightsOptions | null)
   sharing = options;
 }
 
-export async function createSession(file: string, options: SessionOptions): Promise<LoadedSession> {
-  if (!fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
-  const source = sharing ? await sharedWeightsFile(file, sharing) : { file, shared: false };
-  const session = await ort.InferenceSession.create(source.file, {
+/**
+ * A session for a model file, or for a model built in memory (`bytes`, e.g. a streaming step graph made from
+ * the file at load), named after `file` in messages. A file whose replicas share weights is loaded from its
+ * external-weights copy (shared-weights.ts); a model built in memory holds its own.
+ */
+export async function createSession(file: string, options: SessionOptions, bytes?: Uint8Array): Promise<LoadedSession> {
+  if (!bytes && !fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
+  const source = sharing && !bytes ? await sharedWeightsFile(file, sharing) : { file, shared: false };
+  const sessionOptions: ort.InferenceSession.SessionOptions = {
     intraOpNumThreads: options.intraOpThreads,
     interOpNumThreads: options.interOpThreads,
     graphOptimizationLevel: 'all',
@@ -48,7 +53,8 @@ export async function createSession(file: string, options: SessionOptions): Prom
         ...(source.shared ? { disable_prepacking: '1' } : {}),
       },
     },
-  });
+  };
+  const session = bytes ? await ort.InferenceSession.create(bytes, sessionOptions) : await ort.InferenceSession.create(source.file, sessionOptions);
   const inputTypes: Record<string, string> = {};
   for (const meta of session.inputMetadata) {
     if (meta.isTensor) inputTypes[meta.name] = meta.type;

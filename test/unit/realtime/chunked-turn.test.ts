@@ -5,7 +5,9 @@
  *   offered in random piece sizes, chunks small or large at random (a free or a busy model), the turn's end
  *   decided before the audio ends (the silence read ahead) — gives the text's spoken form;
  * - the chunked emissions equal the whole turn's: the frame classes joined from the chunks are the frames one
- *   model run over the whole turn gives (the demo models' receptive field fits in the chunk context);
+ *   model run over the whole turn gives (the demo wav2vec2's receptive field fits in the chunk context; the
+ *   demo NeMo model streams statefully — new audio only, its state carried — with a random holdback, so
+ *   turns whose end comes before the audio fed are encoded again whole);
  * - interims only ever extend: the deltas concatenate to the final transcript.
  * `KUMA_PROPERTY_RUNS` raises the number of random turns (default 8 per model); long turns reach 40 s.
  */
@@ -41,21 +43,32 @@ async function speak(text: string): Promise<Float32Array> {
   return rate === RATE ? joined : resample(joined, rate, RATE);
 }
 
-function model(id: string): SpeechModel {
-  return { id, engine: engines.get(id)! };
+/** The model, its engine wrapped to record which runner methods the turn called. */
+function model(id: string, methods: string[] = []): SpeechModel {
+  const engine = engines.get(id)!;
+  const recording = Object.create(engine) as typeof engine;
+  recording.run = (method: string, ...rest: Parameters<typeof engine.run>[1][]) => {
+    methods.push(method);
+    return (engine.run as (...args: unknown[]) => Promise<unknown>).call(engine, method, ...rest) as never;
+  };
+  return { id, engine: recording };
 }
 
 interface LiveTurn {
   transcript: string;
   deltas: string[];
   ids: Int32Array;
+  methods: string[];
 }
 
 /** Feeds `audio` to a ChunkedTurn as a session would: pieces of `sizes`, eager chunks when `eager` says so. */
-async function liveTurn(id: string, audio: Float32Array, end: number, sizes: number[], eager: boolean[], waits: boolean[]): Promise<LiveTurn> {
+async function liveTurn(id: string, audio: Float32Array, end: number, sizes: number[], eager: boolean[], waits: boolean[], holdbackSeconds = 1): Promise<LiveTurn> {
   const deltas: string[] = [];
+  const methods: string[] = [];
   let calls = 0;
-  const turn = new ChunkedTurn(model(id), ctcGeometry(model(id))!, 'acct', new AbortController().signal, (d) => deltas.push(d), () => eager[calls++ % eager.length]!);
+  const geometry = ctcGeometry(model(id))!;
+  const streaming = { ...geometry.streaming, holdbackSeconds };
+  const turn = new ChunkedTurn(model(id, methods), { ...geometry, streaming }, 'acct', new AbortController().signal, (d) => deltas.push(d), () => eager[calls++ % eager.length]!);
   let held = 0;
   for (let i = 0; held < audio.length; i++) {
     held = Math.min(audio.length, held + sizes[i % sizes.length]!);
@@ -64,7 +77,7 @@ async function liveTurn(id: string, audio: Float32Array, end: number, sizes: num
     if (waits[i % waits.length]) await turn.settled();
   }
   const transcript = await turn.final(audio.slice(0, end));
-  return { transcript, deltas, ids: turn.frameIds };
+  return { transcript, deltas, ids: turn.frameIds, methods };
 }
 
 async function wholeTurnIds(id: string, samples: Float32Array): Promise<Int32Array> {
@@ -84,19 +97,27 @@ const eager = fc.array(fc.boolean(), { minLength: 1, maxLength: 6 });
 const waits = fc.array(fc.boolean(), { minLength: 1, maxLength: 6 });
 // Silence read ahead after the turn's end (the VAD decides the end after silence_duration_ms).
 const trailing = fc.integer({ min: 0, max: 16_000 });
+// Stateful streams: audio held back from the state (less than the silence read ahead: the turn is encoded again).
+const holdback = fc.double({ min: 0, max: 1.5, noNaN: true });
 
 describe('ChunkedTurn on the demo CTC models', () => {
+  it('streams the demo NeMo model statefully, and the demo wav2vec2 in chunks with context', () => {
+    expect(ctcGeometry(model('djelia-asr-v1'))!.stateful).toBe(true);
+    expect(ctcGeometry(model('sunjata-1'))!.stateful).toBe(false);
+  });
+
   for (const id of ASR) {
     it(`${id}: exact round trip, chunk frames = whole-turn frames, deltas add up to the final`, async () => {
       await fc.assert(
-        fc.asyncProperty(text, sizes, eager, waits, trailing, async (spoken, pieceSizes, eagerPattern, waitPattern, tail) => {
+        fc.asyncProperty(text, sizes, eager, waits, trailing, holdback, async (spoken, pieceSizes, eagerPattern, waitPattern, tail, held) => {
           const speech = await speak(spoken);
           const audio = new Float32Array(speech.length + tail);
           audio.set(speech);
-          const live = await liveTurn(id, audio, speech.length, pieceSizes, eagerPattern, waitPattern);
+          const live = await liveTurn(id, audio, speech.length, pieceSizes, eagerPattern, waitPattern, held);
           expect(live.transcript).toBe(spoken);
           expect(live.deltas.join('')).toBe(live.transcript);
           expect(Array.from(live.ids)).toEqual(Array.from(await wholeTurnIds(id, speech)));
+          expect(new Set(live.methods)).toEqual(new Set([id === 'djelia-asr-v1' ? 'stream' : 'frames']));
         }),
         { numRuns: RUNS, seed: 20261128 },
       );
