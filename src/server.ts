@@ -134,6 +134,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
       maxBufferSeconds: config.realtimeMaxBufferSeconds,
       inputRate: { maxRate: config.realtimeMaxInputRate, burstSeconds: config.realtimeInputBurstSeconds },
       maxMessageBytes: config.realtimeMaxMessageBytes,
+      finalTimeoutMs: config.realtimeFinalTimeoutMs,
       interimAllowed: config.realtimeInterimMaxCpu >= 1 ? undefined : () => cpuLoad.busyShare() < config.realtimeInterimMaxCpu,
     },
     engines,

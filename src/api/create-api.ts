@@ -56,7 +56,7 @@ export interface ApiDeps {
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
   /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
-  realtime?: { vad: VadService | null; maxBufferSeconds: number; inputRate?: InputRateOptions; maxMessageBytes: number; interimAllowed?: () => boolean };
+  realtime?: { vad: VadService | null; maxBufferSeconds: number; inputRate?: InputRateOptions; maxMessageBytes: number; interimAllowed?: () => boolean; finalTimeoutMs?: number };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
   /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */

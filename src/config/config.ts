@@ -137,6 +137,8 @@ export const ConfigSchema = z.object({
   realtimeMaxBufferSeconds: z.coerce.number().int().min(5).max(600).default(60),
   /** Realtime sessions: audio is taken at most this many times faster than real time (after the burst); faster appends get an error event. */
   realtimeMaxInputRate: z.coerce.number().min(1).max(100).default(4),
+  /** A realtime item whose transcript is not out this long after its commit gets `failed` transcription_timeout. */
+  realtimeFinalTimeoutMs: z.coerce.number().int().min(500).max(600_000).default(10_000),
   /** Realtime sessions: seconds of audio a session may send at once before the input rate bound applies. */
   realtimeInputBurstSeconds: z.coerce.number().min(1).max(600).default(60),
   /** Realtime sessions: a client event larger than this is refused with an error event (OpenAI's limit is 15 MiB). */
@@ -242,6 +244,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_REALTIME_MAX_SESSIONS_PER_KEY: 'realtimeMaxSessionsPerKey',
   KUMA_REALTIME_MAX_BUFFER_SECONDS: 'realtimeMaxBufferSeconds',
   KUMA_REALTIME_MAX_INPUT_RATE: 'realtimeMaxInputRate',
+  KUMA_REALTIME_FINAL_TIMEOUT_MS: 'realtimeFinalTimeoutMs',
   KUMA_REALTIME_INPUT_BURST_SECONDS: 'realtimeInputBurstSeconds',
   KUMA_REALTIME_INTERIM_MAX_CPU: 'realtimeInterimMaxCpu',
   KUMA_REALTIME_MAX_MESSAGE_BYTES: 'realtimeMaxMessageBytes',

@@ -10,6 +10,8 @@ export interface RealtimeMetrics {
   sessions: Gauge<'kind'>;
   turns: Counter;
   speechStoppedToCompleted: Histogram;
+  chunks: Counter<'kind'>;
+  itemsFailed: Counter<'code'>;
 }
 
 const byServer = new WeakMap<Metrics, RealtimeMetrics>();
@@ -27,6 +29,9 @@ export function realtimeMetrics(metrics: Metrics): RealtimeMetrics {
         buckets: [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10],
         registers,
       }),
+      // How overload shows: eager chunks (interims) give way to full ones, then items fail transcription_timeout.
+      chunks: new Counter({ name: 'kuma_realtime_chunks_total', help: 'Chunks of realtime turns encoded, by kind: eager (small, while the model had a free place), full (the model busy), final.', labelNames: ['kind'] as const, registers }),
+      itemsFailed: new Counter({ name: 'kuma_realtime_items_failed_total', help: 'Realtime items that got a transcription failed event, by error code (transcription_timeout, service_unavailable, server_error).', labelNames: ['code'] as const, registers }),
     };
     byServer.set(metrics, m);
   }

@@ -22,7 +22,8 @@ import type { StreamingOptions } from '../engines/asr/streaming-options.js';
 import { tokensFromIds, tokensToWords } from '../engines/asr/ctc-decode.js';
 import type { SpeechModel } from './session-config.js';
 import { TranscriptDeltas } from './transcript-deltas.js';
-import type { TurnRecognizer, TurnAudio } from './turn-transcriber.js';
+import type { FinalLimits, TurnRecognizer, TurnAudio } from './turn-transcriber.js';
+import type { SessionObserver } from './realtime-session.js';
 
 const RATE = 16_000;
 
@@ -88,6 +89,8 @@ export class ChunkedTurn implements TurnRecognizer {
   private inFlight: Promise<void> | null = null;
   private readonly inFlightAbort = new AbortController();
   private finished = false;
+  /** The final's deadline (performance.now()), passed to its jobs so a queue that cannot make it refuses them. */
+  private deadlineAt: number | undefined;
   private readonly left: number;
   private readonly right: number;
   private readonly minStep: number;
@@ -106,6 +109,7 @@ export class ChunkedTurn implements TurnRecognizer {
     private readonly onDelta: (delta: string) => void,
     /** Whether small, eager chunks may run now (the machine is not too busy); absent: always. */
     private readonly eagerAllowed: () => boolean = () => true,
+    private readonly observer?: Pick<SessionObserver, 'chunk'>,
   ) {
     const { streaming, hop } = geometry;
     const toHops = (seconds: number) => Math.max(hop, Math.round((seconds * RATE) / hop) * hop);
@@ -135,6 +139,7 @@ export class ChunkedTurn implements TurnRecognizer {
     if (pending < (eager ? this.minStep : this.maxStep)) return;
     // A turn that fell behind catches up in chunks as large as one model run allows.
     const step = Math.min(Math.floor(pending / this.geometry.hop) * this.geometry.hop, this.maxStep);
+    this.observer?.chunk?.(step < this.maxStep ? 'eager' : 'full');
     if (this.geometry.stateful) return this.track(this.streamPiece(audio(this.fed, this.fed + step), false, 'continuation', this.inFlightAbort.signal));
     const from = Math.max(0, this.cursor - this.left);
     const job = this.encode(audio(from, this.cursor + step + this.right), (this.cursor - from) / this.geometry.hop, step / this.geometry.hop, 'continuation', this.inFlightAbort.signal)
@@ -164,14 +169,23 @@ export class ChunkedTurn implements TurnRecognizer {
     this.inFlightAbort.abort();
   }
 
-  /** Encodes what is left of the committed audio, sends the last delta and returns the transcript. */
-  async final(samples: Float32Array): Promise<string> {
-    // The chunk in flight is awaited, not cancelled: its frames are part of the final.
+  /**
+   * Encodes what is left of the committed audio, sends the last delta and returns the transcript. `limits`
+   * (default: the session's signal) cancel the final's jobs and refuse them when they cannot run in time.
+   */
+  async final(samples: Float32Array, limits?: FinalLimits): Promise<string> {
+    const signal = limits?.signal ?? this.signal;
+    this.deadlineAt = limits?.deadlineAt;
+    // A mid-turn chunk waiting in a queue (behind other callers' finals) is not waited for: the final encodes
+    // its audio at its own priority. One running is awaited: its frames are part of the final. (Stateful
+    // turns always wait: a cancelled piece would lose the state, and the whole turn be encoded again.)
+    if (this.inFlight && !this.geometry.stateful && this.model.engine.stats().queued > 0) this.inFlightAbort.abort();
     await this.inFlight;
     this.finished = true;
+    this.observer?.chunk?.('final');
     const { hop, streaming } = this.geometry;
     const end = samples.length;
-    if (this.geometry.stateful) return this.finalStateful(samples);
+    if (this.geometry.stateful) return this.finalStateful(samples, signal);
     const { replicas, busy, queued } = this.model.engine.stats();
     if (streaming.finalRedecodeSeconds > 0 && end <= streaming.finalRedecodeSeconds * RATE && queued === 0 && busy < replicas) {
       this.ids = new Int32Array(0);
@@ -185,9 +199,10 @@ export class ChunkedTurn implements TurnRecognizer {
       const last = end - from <= this.geometry.maxRunSamples;
       const step = last ? null : Math.floor((this.geometry.maxRunSamples - (this.cursor - from) - this.right) / hop);
       const to = last ? end : this.cursor + step! * hop + this.right;
-      const result = await this.encode(samples.subarray(from, to), (this.cursor - from) / hop, step, 'opening', this.signal);
-      if (result.ids.length === 0) break;
+      const result = await this.encode(samples.subarray(from, to), (this.cursor - from) / hop, step, 'opening', signal);
       this.append(result.ids);
+      // The last chunk gave every frame there is (the audio's last few ms make none): nothing is left.
+      if (last || result.ids.length === 0) break;
     }
     const transcript = this.text();
     this.emit(this.deltas.final(transcript));
@@ -195,7 +210,7 @@ export class ChunkedTurn implements TurnRecognizer {
   }
 
   /** Feeds the rest of the committed audio to the state (or the whole turn to a new one), the last piece final. */
-  private async finalStateful(samples: Float32Array): Promise<string> {
+  private async finalStateful(samples: Float32Array, signal: AbortSignal): Promise<string> {
     if (this.stateLost || this.fed > samples.length) {
       // Audio past the turn's end is in the state (or the state is gone): encode the turn again from its start.
       this.state = null;
@@ -204,8 +219,8 @@ export class ChunkedTurn implements TurnRecognizer {
     }
     // A turn that fell behind is caught up in pieces of one model run; the last one ends the stream.
     const run = this.geometry.maxRunSamples;
-    while (samples.length - this.fed > run) await this.streamPiece(samples.subarray(this.fed, this.fed + run), false, 'opening', this.signal);
-    await this.streamPiece(samples.subarray(this.fed), true, 'opening', this.signal);
+    while (samples.length - this.fed > run) await this.streamPiece(samples.subarray(this.fed, this.fed + run), false, 'opening', signal);
+    await this.streamPiece(samples.subarray(this.fed), true, 'opening', signal);
     const transcript = this.text();
     this.emit(this.deltas.final(transcript));
     return transcript;
@@ -217,7 +232,7 @@ export class ChunkedTurn implements TurnRecognizer {
     try {
       // A copy of the audio (the engine may transfer its input to the worker); the state is not needed after
       // this piece succeeds, and if it was transferred and the piece failed, the final starts the turn again.
-      result = await this.model.engine.run<StreamResult>('stream', { samples: samples.slice(), state: sent, final }, signal, { account: this.account, priority });
+      result = await this.model.engine.run<StreamResult>('stream', { samples: samples.slice(), state: sent, final }, signal, this.job(priority));
     } catch (err) {
       if (sent && isDetached(sent)) this.stateLost = true;
       throw err;
@@ -231,9 +246,14 @@ export class ChunkedTurn implements TurnRecognizer {
 
   private async encode(samples: Float32Array, skip: number, take: number | null, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<FramesResult> {
     // A copy: the engine transfers its input to the worker, which would detach a view of the session's buffer.
-    const result = await this.model.engine.run<FramesResult>('frames', { samples: samples.slice(), skip, take }, signal, { account: this.account, priority });
+    const result = await this.model.engine.run<FramesResult>('frames', { samples: samples.slice(), skip, take }, signal, this.job(priority));
     this.blank = result.blank;
     return result;
+  }
+
+  private job(priority: 'opening' | 'continuation'): { account: string; priority: 'opening' | 'continuation'; deadlineMs?: number } {
+    const deadlineMs = priority === 'opening' && this.deadlineAt !== undefined ? this.deadlineAt - performance.now() : undefined;
+    return { account: this.account, priority, ...(deadlineMs !== undefined ? { deadlineMs } : {}) };
   }
 
   private append(ids: Int32Array): void {

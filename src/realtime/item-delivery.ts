@@ -14,7 +14,7 @@ import type { RealtimeSessionDeps } from './realtime-session.js';
 import type { SessionConfig, SpeechModel } from './session-config.js';
 import type { FatalCode, SessionOutput } from './session-events.js';
 import { KeyRevokedError } from '../store/store-errors.js';
-import type { TurnRecognizer } from './turn-transcriber.js';
+import type { FinalLimits, TurnRecognizer } from './turn-transcriber.js';
 
 /** An item as committed: its audio, the transcriber that may already have sent interim deltas, and its models. */
 export interface CommittedItem {
@@ -27,6 +27,18 @@ export interface CommittedItem {
   stoppedAt?: number;
   /** Committed by the idle timeout: audio the VAD scored as silence, charged only if its transcript has words. */
   idle?: boolean;
+  /** When it was committed (performance.now()): its deadline counts from here. */
+  committedAt: number;
+}
+
+/** Default of RealtimeSessionDeps.finalTimeoutMs. */
+export const FINAL_TIMEOUT_MS = 10_000;
+
+/** The item's transcript was not ready within the deadline (the server is overloaded). */
+class ItemTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`The transcription of this item did not finish within ${ms / 1000} s of its commit (the server is overloaded); it was not charged.`);
+  }
 }
 
 /** What delivery needs from its session. */
@@ -41,6 +53,24 @@ export interface DeliveryContext {
 
 export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Promise<void> {
   if (ctx.signal.aborted) return;
+  // The item's work is cancelled when the client goes, or when its deadline passes (counted from its commit,
+  // so waiting behind the session's earlier items counts too).
+  const timeoutMs = ctx.deps.finalTimeoutMs ?? FINAL_TIMEOUT_MS;
+  const work = new AbortController();
+  const onGone = () => work.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onGone, { once: true });
+  const deadlineAt = job.committedAt + timeoutMs;
+  const deadline = setTimeout(() => work.abort(new ItemTimeout(timeoutMs)), Math.max(0, deadlineAt - performance.now()));
+  try {
+    await deliverWithin(ctx, job, { signal: work.signal, deadlineAt });
+  } finally {
+    clearTimeout(deadline);
+    ctx.signal.removeEventListener('abort', onGone);
+  }
+}
+
+async function deliverWithin(ctx: DeliveryContext, job: CommittedItem, limits: FinalLimits): Promise<void> {
+  const { signal } = limits;
   const translator = job.target ? ctx.deps.translator : null;
   const billing = new ItemBilling(ctx.deps.ledger, ctx.deps.charge, job.model.id, translator?.id ?? null, job.samples.length / 16_000);
   try {
@@ -50,7 +80,7 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
     return failItem(ctx, job.itemId, err);
   }
   try {
-    const transcript = await job.transcriber.final(job.samples);
+    const transcript = await job.transcriber.final(job.samples, limits);
     let translation: { language: string; text: string; characters: number } | undefined;
     let quotaLeft = true;
     if (translator && job.target) {
@@ -61,7 +91,7 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
         quotaLeft = false; // the transcript is delivered and billed; the session ends after it
       }
       if (quotaLeft) {
-        const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, ctx.signal, { account: ctx.deps.charge.accountId }) : { translations: [''] };
+        const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, signal, { account: ctx.deps.charge.accountId }) : { translations: [''] };
         translation = { language: job.target, text: result.translations[0] ?? '', characters: billing.translatedCharacters };
       }
     }
@@ -80,7 +110,7 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
     // The key was revoked before this item's charge landed (by another process, not yet swept): the item is
     // neither charged nor delivered, and the session ends.
     if (err instanceof KeyRevokedError) return ctx.fatal('key_revoked', KEY_REVOKED_MESSAGE);
-    failItem(ctx, job.itemId, err);
+    failItem(ctx, job.itemId, signal.reason instanceof ItemTimeout ? signal.reason : err);
   }
 }
 
@@ -106,8 +136,11 @@ async function settleDelivered(ctx: DeliveryContext, billing: ItemBilling, trans
 function failItem(ctx: DeliveryContext, itemId: string, err: unknown): void {
   if (ctx.signal.aborted) return;
   const error =
-    err instanceof EngineOverloadedError
-      ? { code: 'service_unavailable', message: `The model ${err.modelId} is at capacity; this item was not transcribed.` }
-      : { code: 'server_error', message: 'The transcription of this item failed.' };
+    err instanceof ItemTimeout
+      ? { code: 'transcription_timeout', message: err.message }
+      : err instanceof EngineOverloadedError
+        ? { code: 'service_unavailable', message: `The model ${err.modelId} is at capacity; this item was not transcribed.` }
+        : { code: 'server_error', message: 'The transcription of this item failed.' };
+  ctx.deps.observer?.itemFailed?.(error.code);
   ctx.emit({ type: 'failed', itemId, error });
 }

@@ -45,6 +45,10 @@ export interface SessionObserver {
   turnDetected(): void;
   /** A VAD turn's transcript went out this long after its speech_stopped. */
   turnCompleted(seconds: number): void;
+  /** A chunk of a turn was encoded: small while the model had a free place, full-size, or the final's. */
+  chunk?(kind: 'eager' | 'full' | 'final'): void;
+  /** An item got `failed` with this code. */
+  itemFailed?(code: string): void;
 }
 
 export interface RealtimeSessionDeps {
@@ -68,6 +72,12 @@ export interface RealtimeSessionDeps {
   /** Where a charge that could not be recorded is reported (the transcript was delivered; it is not charged). */
   logger?: Logger;
   observer?: SessionObserver;
+  /**
+   * An item whose transcript is not out this long after it was committed gets `failed` with the code
+   * `transcription_timeout` instead, uncharged (default FINAL_TIMEOUT_MS): on an overloaded server a caller
+   * hears that the turn was lost rather than waiting for it without end.
+   */
+  finalTimeoutMs?: number;
   /**
    * Asked before each interim re-decode of a turn (absent: always allowed). The server answers no while the
    * machine is busy: interim deltas are a courtesy, and on a saturated machine their CPU is what voice-activity
@@ -372,7 +382,7 @@ export class RealtimeSession {
     const onDelta = (delta: string) => this.emit({ type: 'delta', itemId, delta });
     const geometry = ctcGeometry(model);
     // CTC models encode the turn while it is spoken; others (Whisper) decode it whole.
-    if (geometry) return new ChunkedTurn(model, geometry, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed);
+    if (geometry) return new ChunkedTurn(model, geometry, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed, this.deps.observer);
     return new TurnTranscriber(model, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed);
   }
 
@@ -383,7 +393,7 @@ export class RealtimeSession {
     this.lastActivity = to;
     this.emit({ type: 'committed', itemId, previousItemId: this.lastItemId });
     this.lastItemId = itemId;
-    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, ...extra };
+    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, committedAt: performance.now(), ...extra };
     this.items = this.items.then(() => deliverItem(this.delivery, job));
   }
 

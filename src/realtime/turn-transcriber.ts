@@ -17,14 +17,20 @@ interface DecodedSegment {
 /** The turn's audio from `from` to `to` (samples from the turn's start, 16 kHz), as a copy. */
 export type TurnAudio = (from: number, to: number) => Float32Array;
 
+/** An item's bounds: its work is cancelled by `signal`, and is worth nothing after `deadlineAt` (performance.now()). */
+export interface FinalLimits {
+  signal: AbortSignal;
+  deadlineAt: number;
+}
+
 /** What a realtime session asks of a turn's recogniser: interims as audio comes, then the final. */
 export interface TurnRecognizer {
   /** The turn's audio grew to `heldSamples`: start work if it is due. */
   offer(heldSamples: number, audio: TurnAudio): void;
   /** The turn was cleared: no more deltas. */
   cancel(): void;
-  /** The final transcript of the committed audio (sends the last delta). */
-  final(samples: Float32Array): Promise<string>;
+  /** The final transcript of the committed audio (sends the last delta), within the item's limits. */
+  final(samples: Float32Array, limits?: FinalLimits): Promise<string>;
 }
 
 /** Decodes the whole turn for its interims and its final (models whose runner cannot encode chunks: Whisper). */
@@ -76,17 +82,17 @@ export class TurnTranscriber implements TurnRecognizer {
   }
 
   /** The final decode of the committed audio; sends what is left as a last delta and returns the transcript. */
-  async final(samples: Float32Array): Promise<string> {
+  async final(samples: Float32Array, limits?: FinalLimits): Promise<string> {
     this.cancel();
-    const transcript = normalizeTranscript(await this.decode(samples, 'opening', this.signal));
+    const transcript = normalizeTranscript(await this.decode(samples, 'opening', limits?.signal ?? this.signal, limits?.deadlineAt));
     this.emit(this.deltas.final(transcript));
     return transcript;
   }
 
-  private async decode(samples: Float32Array, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<string> {
+  private async decode(samples: Float32Array, priority: 'opening' | 'continuation', signal: AbortSignal, deadlineAt?: number): Promise<string> {
     if (samples.length === 0) return '';
     const parts: string[] = [];
-    const job = { account: this.account, priority };
+    const job = { account: this.account, priority, ...(deadlineAt !== undefined ? { deadlineMs: deadlineAt - performance.now() } : {}) };
     for await (const segment of this.model.engine.stream<DecodedSegment>('transcribe', { samples }, signal, undefined, job)) parts.push(segment.text);
     return normalizeTranscript(parts.join(' '));
   }

@@ -37,6 +37,8 @@ export interface RealtimeDeps {
   maxBufferSeconds: number;
   /** The input rate bound (absent: DEFAULT_INPUT_RATE). */
   inputRate?: InputRateOptions;
+  /** An item's deadline from its commit (absent: FINAL_TIMEOUT_MS); see RealtimeSessionDeps. */
+  finalTimeoutMs?: number;
   maxMessageBytes: number;
   /** Whether a turn's interim re-decode may start now (absent: always); see RealtimeSessionDeps. */
   interimAllowed?: () => boolean;

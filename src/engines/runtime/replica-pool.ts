@@ -48,6 +48,12 @@ export interface JobOptions {
   account?: string;
   /** `opening` (default): the first job of a request; `continuation`: a later phrase of one under way. */
   priority?: JobPriority;
+  /**
+   * The job is worth nothing after this many ms (a realtime item's deadline): when the queue ahead of it is
+   * expected to take longer, it is refused at once (EngineOverloadedError) rather than queued to time out —
+   * so the queue holds what can still be served, and the turns it holds complete.
+   */
+  deadlineMs?: number;
 }
 
 /** Jobs a replica of this model runs at once. */
@@ -129,6 +135,9 @@ export class ReplicaPool {
     const priority = options.priority ?? 'opening';
     const refusal = priority === 'opening' ? this.refusal() : null;
     if (refusal) return Promise.reject(refusal);
+    if (options.deadlineMs !== undefined && this.expectedWaitMs(priority) > options.deadlineMs) {
+      return Promise.reject(new EngineOverloadedError(this.entry.id, Math.max(1, Math.ceil(this.expectedWaitMs(priority) / 1000))));
+    }
     return new Promise<Replica>((resolve, reject) => {
       // The abort listener is removed however the wait ends: sessions keep one signal for hours.
       const onAbort = () => {
@@ -153,6 +162,12 @@ export class ReplicaPool {
     const places = Math.max(1, this.replicas.length * this.perReplica);
     const seconds = Math.max(1, Math.ceil(((this.waiters.length + 1) * this.avgJobMs) / places / 1000));
     return new EngineOverloadedError(this.entry.id, seconds);
+  }
+
+  /** How long a job queued now would wait: the jobs ahead of it (openings go before continuations) over the places. */
+  private expectedWaitMs(priority: JobPriority): number {
+    const ahead = priority === 'opening' ? this.waiters.openings : this.waiters.length;
+    return ((ahead + 1) * this.avgJobMs) / Math.max(1, this.replicas.length * this.perReplica);
   }
 
   /** The replica with the fewest jobs, if it has room for one more. */
