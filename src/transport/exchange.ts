@@ -161,7 +161,7 @@ export class Exchange implements ApiRequest, WriteContext {
     // Pausing and resuming go through the sink: after the response ended they must not touch `res`.
     return new BodyQueue(
       () => sink.pauseSocket(),
-      () => sink.resumeSocket(),
+      (bodyEnded) => sink.resumeSocket(bodyEnded),
     );
   }
 
