@@ -20,6 +20,7 @@
  */
 import { AudioDecodeError } from '../types.js';
 import { decodeAudioStream, type DecodeOptions, type DecodeSummary, type StreamHeader } from './decode-stream.js';
+import { ignoreGroupStopSignals } from '../../threads/group-signals.js';
 
 export type PoolToChild =
   | { type: 'start'; id: number; bytes: Uint8Array; options: DecodeOptions; credit: number; budgetMs: number }
@@ -45,6 +46,8 @@ const send = process.send?.bind(process);
 if (!send) throw new Error('decoder-child.ts must run in a child process with an IPC channel (see DecoderPool)');
 // The pool is gone (the server exited or killed the channel): nothing can use what this process decodes.
 process.on('disconnect', () => process.exit(0));
+// Stopped by the pool, not by a signal to the server's process group (see group-signals.ts).
+ignoreGroupStopSignals();
 
 // The WASM decoders print to the console on bad input (libFLAC prints a line per lost sync, with a stack
 // trace). Hostile uploads would flood the server's logs through this process; what went wrong reaches the
