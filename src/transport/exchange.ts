@@ -48,6 +48,8 @@ export class Exchange implements ApiRequest, WriteContext {
   private finishedCallbacks: (() => void)[] | null = null;
   private routeLabel = 'unmatched';
   private surface: Surface = 'compat';
+  /** Set when shutdown cancelled this request (its grace period ran out): it is answered 503, never blamed on the client. */
+  private cancelledByShutdown = false;
 
   constructor(
     private readonly server: ServerState,
@@ -137,8 +139,9 @@ export class Exchange implements ApiRequest, WriteContext {
     return true;
   }
 
-  /** Cancels the handler's work (client gone, or the server's grace period is over). */
+  /** Cancels the handler's work: the server's grace period for shutdown is over. */
   cancel(reason: Error): void {
+    this.cancelledByShutdown = true;
     this.abort.abort(reason);
   }
 
@@ -191,7 +194,11 @@ export class Exchange implements ApiRequest, WriteContext {
         if (this.sink.isAborted) return;
         if (!(err instanceof ApiError)) this.logFailure(err, 'request failed');
         if (this.sink.hasStarted) this.sink.end(true);
-        else {
+        else if (this.cancelledByShutdown) {
+          // Whatever the cancelled work threw (an abort from the decoder or the model), the cause is the
+          // shutdown: a retryable 503, at once (the sockets close shortly, so the rest of a body is not read).
+          this.sendError(shuttingDownError());
+        } else {
           if (!this.framingError && !this.bodyComplete) await this.settleBody().catch(ignore);
           this.sendError(toApiError(err));
         }
@@ -214,9 +221,7 @@ export class Exchange implements ApiRequest, WriteContext {
       this.sink.sendWhole(204, { ...this.responseHeaders, ...preflight }, '', this.closeConnection());
       return;
     }
-    if (server.draining) {
-      throw new ApiError('service_unavailable', 'The server is shutting down; retry shortly.', { headers: { 'retry-after': '1' } });
-    }
+    if (server.draining) throw shuttingDownError();
     const match = server.router.match(method, path);
     if (match.kind === 'not_found') {
       const asset = server.options.site?.get(path);
@@ -305,6 +310,11 @@ export class Exchange implements ApiRequest, WriteContext {
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const ignore = () => {};
+
+/** The answer to a request the server cannot take or finish because it is stopping (README: 503 + Retry-After). */
+function shuttingDownError(): ApiError {
+  return new ApiError('service_unavailable', 'The server is shutting down; retry shortly.', { headers: { 'retry-after': '1' } });
+}
 
 /** The request body as a handler reads it: raw chunks, JSON or multipart, all from the exchange's queue. */
 class ExchangeBody implements RequestBody {
