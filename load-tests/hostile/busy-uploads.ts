@@ -5,9 +5,11 @@
  * low level so the model has work) go to POST /openai/v1/audio/transcriptions, `--concurrency` at a time, each a fresh
  * connection. For each: its HTTP status, or the error the client saw instead (a reset, a close with no answer)
  * and after how long. PASS when every upload got a status (any status: a 503 with Retry-After is an answer).
- * Run: `npm run bench:busy-uploads [-- --uploads 60 --concurrency 12 --busy 2 --no-write]`.
+ * Run: `npm run bench:busy-uploads [-- --uploads 60 --concurrency 12 --busy 2 --no-write]`; `--server-dir DIR` serves
+ * from another checkout (its node_modules and models/demo linked in), to measure a baseline the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startModelServer } from '../model-server.js';
@@ -21,6 +23,8 @@ const { values } = parseArgs({
     'min-mb': { type: 'string', default: '2' },
     'max-mb': { type: 'string', default: '20' },
     label: { type: 'string', default: '' },
+    /** Another checkout of Kuma to serve from (e.g. the commit before a fix, its node_modules and models/demo linked in). */
+    'server-dir': { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -67,25 +71,43 @@ interface Outcome {
   seconds: number;
 }
 
-const server = await startModelServer([{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 512 }]);
+const serverDir = values['server-dir'] ? path.resolve(values['server-dir']) : undefined;
+const server = await startModelServer([{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 512 }], serverDir);
 const busyLoops: ChildProcess[] = Array.from({ length: BUSY }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
-const url = `http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`;
 
-async function upload(bytes: number, seed: number): Promise<Outcome> {
-  const form = new FormData();
-  form.append('file', new Blob([noiseWav(bytes, seed)]), `noise-${seed}.wav`);
-  form.append('model', 'sunjata-1');
+/**
+ * One upload on a fresh connection (node:http, agent off), as separate clients would send it, with no client
+ * timeout: a busy server may take minutes, and what is measured is whether it answers at all.
+ */
+function upload(bytes: number, seed: number): Promise<Outcome> {
+  const boundary = `kuma-busy-${seed}`;
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nsunjata-1\r\n`),
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="noise-${seed}.wav"\r\nContent-Type: audio/wav\r\n\r\n`),
+    noiseWav(bytes, seed),
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
   const t0 = performance.now();
   const seconds = () => (performance.now() - t0) / 1000;
-  try {
-    // A fresh connection per upload, as separate clients would have.
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}`, connection: 'close' }, body: form });
-    await res.arrayBuffer();
-    return { bytes, status: res.status, retryAfter: res.headers.get('retry-after'), error: null, seconds: seconds() };
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    return { bytes, status: null, retryAfter: null, error: cause?.code ?? cause?.message ?? String(err), seconds: seconds() };
-  }
+  return new Promise((resolve) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/openai/v1/audio/transcriptions',
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ bytes, status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, error: null, seconds: seconds() }));
+        res.on('error', (err: NodeJS.ErrnoException) => resolve({ bytes, status: null, retryAfter: null, error: `${err.code ?? err.message} (in the body)`, seconds: seconds() }));
+      },
+    );
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ bytes, status: null, retryAfter: null, error: err.code ?? err.message, seconds: seconds() }));
+    req.end(body);
+  });
 }
 
 const sizes = Array.from({ length: UPLOADS }, (_, i) => Math.round(MIN_BYTES + ((MAX_BYTES - MIN_BYTES) * i) / Math.max(1, UPLOADS - 1)));
@@ -127,7 +149,7 @@ const rows = [
 recordSection(
   `busy-uploads${values.label ? ` — ${values.label}` : ''}`,
   [
-    `Server: its own process, sunjata-1 on the demo wav2vec2 CTC model (1 replica, queue 512), default limits; ${BUSY} busy-loop processes beside it; client (fetch, one connection per upload) in this process.`,
+    `Server: ${serverDir ? `the checkout in ${serverDir}` : 'this checkout'}, its own process, sunjata-1 on the demo wav2vec2 CTC model (1 replica, queue 512), default limits; ${BUSY} busy-loop processes beside it; client (node:http, one connection per upload, no client timeout) in this process.`,
     `${UPLOADS} uploads of ${MIN_BYTES / 1e6}–${MAX_BYTES / 1e6} MB 48 kHz stereo WAV (quiet noise), ${CONCURRENCY} at a time. PASS = every upload got an HTTP status, and every 503 a Retry-After.`,
   ],
   rows,
