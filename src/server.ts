@@ -103,6 +103,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     maxQueue: config.decoderMaxQueue,
     memoryMb: config.decoderMemoryMb,
   });
+  // A server with models decodes uploads: its first decoder process starts now, while the server is still
+  // small, not on the first upload's path (a fork stalls the event loop).
+  if (engines) decoder.warm();
   configureEncoderPool(config.encoderThreads);
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
   sharedEncoderPool()?.warm();

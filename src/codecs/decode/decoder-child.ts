@@ -19,11 +19,13 @@
  * survive structured cloning; the pool rebuilds them.
  */
 import { AudioDecodeError } from '../types.js';
+import { readFile } from 'node:fs/promises';
 import { decodeAudioStream, type DecodeOptions, type DecodeSummary, type StreamHeader } from './decode-stream.js';
 import { ignoreGroupStopSignals } from '../../threads/group-signals.js';
 
 export type PoolToChild =
-  | { type: 'start'; id: number; bytes: Uint8Array; options: DecodeOptions; credit: number; budgetMs: number }
+  /** The upload comes as `bytes`, or as the `path` of the file it was spooled to (read here, not sent). */
+  | { type: 'start'; id: number; bytes?: Uint8Array; path?: string; options: DecodeOptions; credit: number; budgetMs: number }
   | { type: 'credit'; id: number; amount: number }
   | { type: 'cancel'; id: number };
 
@@ -70,12 +72,15 @@ function errorData(error: unknown): ErrorData {
   return { kind: error instanceof AudioDecodeError ? error.kind : undefined, name: e.name, message: e.message };
 }
 
+const asBytes = (buffer: Buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
 async function run(job: Extract<PoolToChild, { type: 'start' }>): Promise<void> {
   const state: JobState = { credit: job.credit, cancelled: false, wake: null };
   jobs.set(job.id, state);
-  const stream = decodeAudioStream(job.bytes, job.options);
   let workMs = 0;
   try {
+    const bytes = job.path === undefined ? job.bytes! : asBytes(await readFile(job.path));
+    const stream = decodeAudioStream(bytes, job.options);
     for (;;) {
       while (state.credit <= 0 && !state.cancelled) await new Promise<void>((resolve) => (state.wake = resolve));
       await turn();
