@@ -17,6 +17,7 @@ import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
+import { startMemoryReducer } from './observability/memory-reducer.js';
 import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
 import { StoreUnavailableError } from './store/store-errors.js';
@@ -174,6 +175,8 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
   });
   logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert), store: ownsStore ? describeStoreLocation(config) : 'embedder' }, 'listening');
+  // After a peak of sockets, one garbage collection gives back what they held (observability/memory-reducer.ts).
+  const memoryReducer = startMemoryReducer({ connections: () => http.openSessions() + http.inFlight(), logger });
 
   let closing: Promise<void> | null = null;
   return {
@@ -198,6 +201,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         await telephony.close(config.shutdownGraceMs);
         await vad?.close();
         cpuLoad.close();
+        memoryReducer.close();
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
         await closeSharedEncoderPool();
