@@ -18,6 +18,7 @@ import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
+import { startMemoryReducer } from './observability/memory-reducer.js';
 import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
 import { KeySessions, withRevocationEnding } from './auth/key-sessions.js';
@@ -117,6 +118,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     maxQueue: config.decoderMaxQueue,
     memoryMb: config.decoderMemoryMb,
   });
+  // A server with models decodes uploads: its first decoder process starts now, while the server is still
+  // small, not on the first upload's path (a fork stalls the event loop).
+  if (engines) decoder.warm();
   configureEncoderPool(config.encoderThreads);
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
   sharedEncoderPool()?.warm();
@@ -188,6 +192,8 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
   });
   logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert), store: ownsStore ? describeStoreLocation(config) : 'embedder' }, 'listening');
+  // After a peak of sockets, one garbage collection gives back what they held (observability/memory-reducer.ts).
+  const memoryReducer = startMemoryReducer({ connections: () => http.openSessions() + http.inFlight(), logger });
 
   let closing: Promise<void> | null = null;
   return {
@@ -214,6 +220,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         keySessions.close();
         await vad?.close();
         cpuLoad.close();
+        memoryReducer.close();
         if (ownsEngines) await engines?.close();
         await closeSharedAacPool();
         await closeSharedEncoderPool();

@@ -3,9 +3,16 @@
  * 16 kHz sample received since the session began (n / 16 ms). It holds the samples from `start` to `end`;
  * committed or discarded audio is dropped from the front. One growable array, compacted in place, so
  * appending a 20 ms frame allocates nothing once the buffer has grown to the session's working size.
+ *
+ * Sized to what the session holds: empty until audio arrives (an idle session, or one that only sends
+ * text, holds nothing; 4 s were preallocated before, 256 KB a session, 1.25 GB for 5,000 open sessions),
+ * and shrunk when most of it has been dropped, so one long turn does not keep its peak for the session's life.
  */
+const MIN_CAPACITY = 16_000; // 1 s
+const EMPTY = new Float32Array(0);
+
 export class SampleBuffer {
-  private data = new Float32Array(16_000 * 4);
+  private data = EMPTY;
   /** Clock index of data[0]. */
   private base = 0;
   /** Samples held, from data[0]. */
@@ -25,9 +32,14 @@ export class SampleBuffer {
     return this.length;
   }
 
+  /** Samples the buffer has room for now (what it costs: 4 bytes each). */
+  get capacitySamples(): number {
+    return this.data.length;
+  }
+
   append(samples: Float32Array): void {
     if (this.length + samples.length > this.data.length) {
-      const grown = new Float32Array(Math.max(this.data.length * 2, this.length + samples.length));
+      const grown = new Float32Array(Math.max(MIN_CAPACITY, this.data.length * 2, this.length + samples.length));
       grown.set(this.data.subarray(0, this.length));
       this.data = grown;
     }
@@ -46,9 +58,18 @@ export class SampleBuffer {
   dropBefore(index: number): void {
     const n = Math.min(Math.max(0, index - this.base), this.length);
     if (n === 0) return;
-    this.data.copyWithin(0, n, this.length);
     this.base += n;
     this.length -= n;
+    const fit = Math.max(MIN_CAPACITY, 2 * this.length);
+    if (this.data.length > 4 * fit) {
+      // Mostly empty after a long turn: move what is left into an array twice its size (amortized: the
+      // copy is of fewer samples than the appends that grew the buffer).
+      const smaller = new Float32Array(fit);
+      smaller.set(this.data.subarray(n, n + this.length));
+      this.data = smaller;
+    } else {
+      this.data.copyWithin(0, n, n + this.length);
+    }
   }
 }
 

@@ -8,6 +8,11 @@
  * with `--import`, resolved to an absolute URL here so that it does not depend on the child's working
  * directory. A compiled `.js` module is started directly. The parent's own execArgv (a test runner's
  * flags, `--inspect`) is not passed on: only `execArgv` given here.
+ *
+ * The child leads a process group of its own, so a stop signal sent to the server's group (Ctrl-C in a
+ * terminal, `kill -- -PGID`, a supervisor's group kill) does not reach it, not even while it is still
+ * starting: the server stops its children itself, once in-flight work has had its grace period, and a
+ * child ends when its IPC channel closes (the server gone). See group-signals.ts for the rest.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -30,6 +35,7 @@ export function spawnChild(moduleUrl: URL, options: SpawnChildOptions = {}): Chi
     env: options.env ?? process.env,
     serialization: 'advanced',
     stdio: ['ignore', output, output, 'ipc'],
+    detached: true,
   });
 }
 

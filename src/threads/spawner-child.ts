@@ -7,6 +7,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { SpawnerReply, SpawnerRequest } from './process-spawner.js';
+import { ignoreGroupStopSignals } from './group-signals.js';
+
+// Stopped by the server, not by a signal to its process group (see group-signals.ts).
+ignoreGroupStopSignals();
 
 const children = new Map<number, ChildProcess>();
 
@@ -23,7 +27,10 @@ function start(request: Extract<SpawnerRequest, { type: 'spawn' }>): void {
   let child: ChildProcess;
   let pipes: [Socket, Socket, Socket];
   try {
-    child = spawn(request.command, request.args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Its own process group: a stop signal sent to the server's group must not end a program (ffmpeg) under
+    // a response the server is still finishing (group-signals.ts); it ends when the server closes its input,
+    // or is killed by the server or by this helper.
+    child = spawn(request.command, request.args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     pipes = [child.stdin, child.stdout, child.stderr] as [Socket, Socket, Socket];
     // Node starts reading a child's output at once; stop that at the pipe before the event loop runs, so
     // that no byte (and no end-of-file) is taken here: the output belongs to the server. pause() would not

@@ -3,6 +3,10 @@
  * (uWS reuses its ArrayBuffers) into a bounded queue; past the high-water mark the socket is paused, and
  * it is resumed once the consumer has drained half of it, so a slow consumer never makes us buffer an
  * upload without bound.
+ *
+ * The last chunk never pauses (nothing more is coming to hold back), and a resume that comes after the
+ * body's end says so: uWS's resume() arms its 10 s HTTP idle timer, which after the end nothing would
+ * reset, so the socket's owner must keep it from closing a request still being worked on (ResponseSink).
  */
 
 export class BodyQueue implements AsyncIterable<Uint8Array> {
@@ -19,7 +23,8 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
 
   constructor(
     private readonly pauseSocket: () => void,
-    private readonly resumeSocket: () => void,
+    /** `bodyEnded`: the whole body is in (see the class comment). */
+    private readonly resumeSocket: (bodyEnded: boolean) => void,
     private readonly highWaterBytes = 1024 * 1024,
   ) {}
 
@@ -30,7 +35,7 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
       this.chunks.push(Buffer.from(new Uint8Array(chunk)));
       this.queuedBytes += chunk.byteLength;
       this.receivedBytes += chunk.byteLength;
-      if (this.queuedBytes > this.highWaterBytes && !this.paused) {
+      if (this.queuedBytes > this.highWaterBytes && !this.paused && !isLast) {
         this.paused = true;
         this.pauseSocket();
       }
@@ -67,7 +72,7 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
     this.queuedBytes = 0;
     if (this.paused) {
       this.paused = false;
-      this.resumeSocket();
+      this.resumeSocket(this.ended);
     }
   }
 
@@ -105,7 +110,7 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
         this.queuedBytes -= next.byteLength;
         if (this.paused && this.queuedBytes <= this.highWaterBytes / 2) {
           this.paused = false;
-          this.resumeSocket();
+          this.resumeSocket(this.ended);
         }
         yield next;
         continue;

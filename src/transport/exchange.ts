@@ -58,6 +58,8 @@ export class Exchange implements ApiRequest, WriteContext {
   private routeLabel = 'unmatched';
   private routeWebSocket: WebSocketRouteLimits | undefined;
   private surface: Surface = 'compat';
+  /** Set when shutdown cancelled this request (its grace period ran out): it is answered 503, never blamed on the client. */
+  private cancelledByShutdown = false;
 
   constructor(
     private readonly server: ServerState,
@@ -157,8 +159,9 @@ export class Exchange implements ApiRequest, WriteContext {
     return true;
   }
 
-  /** Cancels the handler's work (client gone, or the server's grace period is over). */
+  /** Cancels the handler's work: the server's grace period for shutdown is over. */
   cancel(reason: Error): void {
+    this.cancelledByShutdown = true;
     this.abort.abort(reason);
   }
 
@@ -181,7 +184,7 @@ export class Exchange implements ApiRequest, WriteContext {
     // Pausing and resuming go through the sink: after the response ended they must not touch `res`.
     return new BodyQueue(
       () => sink.pauseSocket(),
-      () => sink.resumeSocket(),
+      (bodyEnded) => sink.resumeSocket(bodyEnded),
     );
   }
 
@@ -211,7 +214,11 @@ export class Exchange implements ApiRequest, WriteContext {
         if (this.sink.isAborted) return;
         if (!(err instanceof ApiError)) this.logFailure(err, 'request failed');
         if (this.sink.hasStarted) this.sink.end(true);
-        else {
+        else if (this.cancelledByShutdown) {
+          // Whatever the cancelled work threw (an abort from the decoder or the model), the cause is the
+          // shutdown: a retryable 503, at once (the sockets close shortly, so the rest of a body is not read).
+          this.sendError(shuttingDownError());
+        } else {
           if (!this.bodyComplete) await this.settleBody().catch(ignore);
           this.sendError(toApiError(err));
         }
@@ -243,9 +250,7 @@ export class Exchange implements ApiRequest, WriteContext {
       this.sink.sendWhole(204, { ...this.responseHeaders, ...preflight }, '', this.closeConnection());
       return;
     }
-    if (server.draining) {
-      throw new ApiError('service_unavailable', 'The server is shutting down; retry shortly.', { headers: { 'retry-after': '1' } });
-    }
+    if (server.draining) throw shuttingDownError();
     const match = server.router.match(method, path);
     if (match.kind === 'not_found') {
       const asset = server.options.site?.get(path);
@@ -359,6 +364,11 @@ export class Exchange implements ApiRequest, WriteContext {
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const ignore = () => {};
+
+/** The answer to a request the server cannot take or finish because it is stopping (README: 503 + Retry-After). */
+function shuttingDownError(): ApiError {
+  return new ApiError('service_unavailable', 'The server is shutting down; retry shortly.', { headers: { 'retry-after': '1' } });
+}
 
 /** The request body as a handler reads it: raw chunks, JSON or multipart, all from the exchange's queue. */
 class ExchangeBody implements RequestBody {

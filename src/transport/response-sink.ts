@@ -17,6 +17,12 @@
  * uWS throws (and the throw ends the process) when a response is touched after it ended or was aborted,
  * so every call on `res` goes through this class, which checks `live` first — including pausing and
  * resuming the request body's socket.
+ *
+ * uWS's resume() also arms its HTTP idle timer (10 s, checked every 4 s: it fires 8–12 s later), meant
+ * for a client that stops sending and reset only as body bytes arrive. A socket resumed after the whole
+ * body is in gets no more bytes, so a request still being worked on 8–12 s later was closed with no
+ * answer (a 499 "client left" in our log, a reset for the client). After such a resume the timer is
+ * re-armed every few seconds until the response is over: Kuma, not the client, is the one taking time.
  */
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse, us_socket_context_t } from 'uWebSockets.js';
@@ -25,6 +31,11 @@ import type { HttpResponse, us_socket_context_t } from 'uWebSockets.js';
 const UWS_CORK_BUFFER_BYTES = 16 * 1024;
 /** Bytes at the end of each chunk of a confirmed stream that are written one by one as probes (see above). */
 const PROBE_BYTES = 16;
+/**
+ * How often a request's uWS idle timer is re-armed while Kuma works on it after its body's end: well
+ * inside the 8 s the earliest firing leaves, even with the event loop a few seconds late.
+ */
+const IDLE_TIMER_REFRESH_MS = 2_000;
 
 export class ResponseSink {
   private aborted = false;
@@ -40,6 +51,7 @@ export class ResponseSink {
   /** Streams whose delivery is confirmed: chunks end with probes (write), and `confirmed` says how the last went. */
   private confirming = false;
   private confirmed = false;
+  private idleRefresh: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly res: HttpResponse,
@@ -77,14 +89,39 @@ export class ResponseSink {
     if (this.live) this.res.pause();
   }
 
-  resumeSocket(): void {
-    if (this.live) this.res.resume();
+  /** Resumes reading the request body; `bodyEnded` when it is all in (see the class comment). */
+  resumeSocket(bodyEnded = false): void {
+    if (!this.live) return;
+    this.res.resume();
+    if (bodyEnded) this.keepIdleTimerOff();
+  }
+
+  /**
+   * Re-arms uWS's idle timer every IDLE_TIMER_REFRESH_MS until the response is over. pause() then
+   * resume() is the one way uWS.js offers to set it: pause() saves the socket's poll events and resume()
+   * restores them, so the pair changes nothing else (a lone resume() would set events saved from another
+   * socket).
+   */
+  private keepIdleTimerOff(): void {
+    if (this.idleRefresh) return;
+    this.idleRefresh = setInterval(() => {
+      if (!this.live) return this.stopIdleRefresh();
+      this.res.pause();
+      this.res.resume();
+    }, IDLE_TIMER_REFRESH_MS);
+    this.idleRefresh.unref();
+  }
+
+  private stopIdleRefresh(): void {
+    if (this.idleRefresh) clearInterval(this.idleRefresh);
+    this.idleRefresh = null;
   }
 
   /** Called from uWS onAborted: the socket is gone and `res` must not be touched again. */
   markAborted(): void {
     if (this.closedAfterAnswer) return;
     this.aborted = true;
+    this.stopIdleRefresh();
     for (const wake of this.abortWaiters) wake();
     this.abortWaiters.clear();
   }
@@ -95,6 +132,7 @@ export class ResponseSink {
     this.status = status;
     this.headSent = true;
     this.finished = true;
+    this.stopIdleRefresh(); // from here uWS times the connection itself (keep-alive or close)
     this.res.cork(() => {
       this.writeHead(status, headers);
       if (headOnly) this.endHead(Buffer.byteLength(body as string), closeConnection);
@@ -212,6 +250,7 @@ export class ResponseSink {
   end(closeConnection = false): void {
     if (this.aborted || this.finished) return;
     this.finished = true;
+    this.stopIdleRefresh();
     this.res.cork(() => this.res.end(undefined, closeConnection));
   }
 
@@ -231,6 +270,7 @@ export class ResponseSink {
     this.status = 101;
     this.headSent = true;
     this.finished = true;
+    this.stopIdleRefresh();
     // uWS sends custom headers on an upgrade only after an explicit 101 status line; they go out corked.
     this.res.cork(() => this.writeHead(101, headers));
     // The upgrade itself must not run inside res.cork(): after the callback, uWS's cork() reads the HTTP
@@ -271,6 +311,7 @@ export class ResponseSink {
   close(): void {
     if (this.aborted || this.finished) return;
     this.finished = true;
+    this.stopIdleRefresh();
     this.res.close();
     this.markAborted();
   }

@@ -46,6 +46,12 @@ const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'
  */
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 const MIN_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+/**
+ * After the grace period, how long requests cancelled by shutdown get to write their 503 before the
+ * sockets close: the cancellation reaches the decoder and the model at their next step (milliseconds),
+ * then holds are released and the answer is written.
+ */
+const CANCELLED_ANSWER_MS = 2_000;
 
 export class ServerState {
   readonly router: Router;
@@ -77,19 +83,29 @@ export class ServerState {
     if (this.draining && this.inFlight.size === 0) this.idleWaiter?.();
   }
 
-  /** Stops taking new requests and waits up to `graceMs` for those in flight, then cancels what is left. */
+  /**
+   * Stops taking new requests and waits up to `graceMs` for those in flight, then cancels what is left
+   * (each answers 503 with Retry-After, exchange.ts) and waits a little for those answers to go out.
+   */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    if (this.inFlight.size > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, graceMs);
-        this.idleWaiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    // Past the grace period, remaining work is cancelled before the sockets go.
+    await this.untilIdle(graceMs);
+    if (this.inFlight.size === 0) return;
     for (const request of this.inFlight) request.cancel(new Error('server shutting down'));
+    await this.untilIdle(CANCELLED_ANSWER_MS);
+  }
+
+  /** Resolves once no request is in flight, or after `ms`. */
+  private untilIdle(ms: number): Promise<void> {
+    if (this.inFlight.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.idleWaiter = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.idleWaiter = done;
+    });
   }
 }

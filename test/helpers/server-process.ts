@@ -16,11 +16,17 @@ export interface ServerProcess {
   baseUrl: string;
 }
 
-export async function startServerProcess(env: Record<string, string>, script = 'test/fixtures/serve-with-models.ts'): Promise<ServerProcess> {
+/**
+ * `ownProcessGroup`: the server leads a process group of its own (with the children it starts), so a test
+ * can signal the whole group, as a terminal's Ctrl-C or a supervisor's group kill does, without reaching
+ * the test runner.
+ */
+export async function startServerProcess(env: Record<string, string>, script = 'test/fixtures/serve-with-models.ts', options: { ownProcessGroup?: boolean } = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     // Limits off unless the test turns them on: several tests send hundreds of requests from one key.
     env: { ...process.env, KUMA_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
+    detached: options.ownProcessGroup ?? false,
   });
   const line = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).once('line', resolve);

@@ -26,10 +26,11 @@ export interface AudioInputDeps {
 
 /**
  * Starts decoding the form's `file` and resolves once its header is read (format, declared duration):
- * the windows then come as the consumer reads them. The upload's bytes are handed to the decoder, so the
- * form can be disposed of at once. `signal` cancels the decode. `accountId` is whose turn the upload
- * takes when it has to wait for a decoder: accounts are served in turn, so one account's backlog does
- * not hold up another's upload.
+ * the windows then come as the consumer reads them. The decoder has the upload by then (a small one's
+ * bytes; a big one, spooled to disk, it reads from its file itself, so that its bytes never cross the
+ * server's event loop), so the form can be disposed of at once. `signal` cancels the decode. `accountId` is
+ * whose turn the upload takes when it has to wait for a decoder: accounts are served in turn, so one
+ * account's backlog does not hold up another's upload.
  */
 export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDeps, signal: AbortSignal, accountId: string): Promise<DecodedStream> {
   const file = form.files.file;
@@ -38,8 +39,10 @@ export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDep
     throw new ApiError('missing_required_parameter', sentAsText ? 'file: expected an uploaded file, got a text field' : 'file: Field required', { param: 'file' });
   }
   if (file.size === 0) throw new ApiError('invalid_value', 'file: the uploaded file is empty.', { param: 'file' });
+  const options = { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds };
+  if (file.path !== null) return deps.decoder.open({ path: file.path, size: file.size }, options, signal, accountId);
   const bytes = await file.read();
-  return deps.decoder.open(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds }, signal, accountId);
+  return deps.decoder.open(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), options, signal, accountId);
 }
 
 /**

@@ -19,10 +19,13 @@
  * survive structured cloning; the pool rebuilds them.
  */
 import { AudioDecodeError } from '../types.js';
+import { readFile } from 'node:fs/promises';
 import { decodeAudioStream, type DecodeOptions, type DecodeSummary, type StreamHeader } from './decode-stream.js';
+import { ignoreGroupStopSignals } from '../../threads/group-signals.js';
 
 export type PoolToChild =
-  | { type: 'start'; id: number; bytes: Uint8Array; options: DecodeOptions; credit: number; budgetMs: number }
+  /** The upload comes as `bytes`, or as the `path` of the file it was spooled to (read here, not sent). */
+  | { type: 'start'; id: number; bytes?: Uint8Array; path?: string; options: DecodeOptions; credit: number; budgetMs: number }
   | { type: 'credit'; id: number; amount: number }
   | { type: 'cancel'; id: number };
 
@@ -45,6 +48,8 @@ const send = process.send?.bind(process);
 if (!send) throw new Error('decoder-child.ts must run in a child process with an IPC channel (see DecoderPool)');
 // The pool is gone (the server exited or killed the channel): nothing can use what this process decodes.
 process.on('disconnect', () => process.exit(0));
+// Stopped by the pool, not by a signal to the server's process group (see group-signals.ts).
+ignoreGroupStopSignals();
 
 // The WASM decoders print to the console on bad input (libFLAC prints a line per lost sync, with a stack
 // trace). Hostile uploads would flood the server's logs through this process; what went wrong reaches the
@@ -67,12 +72,15 @@ function errorData(error: unknown): ErrorData {
   return { kind: error instanceof AudioDecodeError ? error.kind : undefined, name: e.name, message: e.message };
 }
 
+const asBytes = (buffer: Buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
 async function run(job: Extract<PoolToChild, { type: 'start' }>): Promise<void> {
   const state: JobState = { credit: job.credit, cancelled: false, wake: null };
   jobs.set(job.id, state);
-  const stream = decodeAudioStream(job.bytes, job.options);
   let workMs = 0;
   try {
+    const bytes = job.path === undefined ? job.bytes! : asBytes(await readFile(job.path));
+    const stream = decodeAudioStream(bytes, job.options);
     for (;;) {
       while (state.credit <= 0 && !state.cancelled) await new Promise<void>((resolve) => (state.wake = resolve));
       await turn();

@@ -48,10 +48,17 @@ export interface DecoderPoolOptions {
   memoryMb?: number;
 }
 
+/**
+ * What a job decodes: the upload's bytes, or the file an upload was spooled to. A file is read by the
+ * child itself: sending an upload's bytes over the IPC channel serializes them on the server's event
+ * loop (≈ 100 ms for 11 MB here: a stall every other request felt, issue P12 point 13).
+ */
+export type DecoderInput = Uint8Array | { path: string; size: number };
+
 interface Job {
   id: number;
   account: string;
-  bytes: Uint8Array;
+  input: DecoderInput;
   /** The upload's size, for the memory allowance of the child decoding it. */
   size: number;
   options: DecodeOptions;
@@ -87,6 +94,8 @@ function revive(e: ErrorData): Error {
   return error;
 }
 
+const EMPTY = new Uint8Array(0);
+
 const abortError = () => Object.assign(new Error('The decode was aborted'), { name: 'AbortError' });
 
 export class DecoderPool {
@@ -117,23 +126,34 @@ export class DecoderPool {
     this.memoryWatch.unref();
   }
 
+  /**
+   * Starts the first child now. Forking copies the server's page tables, so a spawn blocks its event loop
+   * for a time that grows with its resident memory (≈ 45–65 ms with the demo models loaded): the first
+   * upload's path, and every request waiting on the loop then, should not pay it. Further children (up to
+   * `size`) still start when every one has work.
+   */
+  warm(): void {
+    if (!this.closed && this.slots.size === 0) this.spawn();
+  }
+
   /** Streams running and waiting, for metrics and tests. */
   stats(): { workers: number; running: number; queued: number } {
     return { workers: this.slots.size, running: [...this.slots].reduce((n, s) => n + s.jobs.size, 0), queued: this.queue.size };
   }
 
   /**
-   * Starts decoding `bytes` and resolves once the child has read the file's header (format, declared
+   * Starts decoding `input` and resolves once the child has read the file's header (format, declared
    * duration), with the stream of windows to read. Rejects with AudioDecodeError for a file refused up
-   * front, with DecoderBusyError when the wait queue is full. Takes ownership of `bytes` (the pool drops
-   * its reference once they are sent). `account` is whose turn the job takes in the wait queue.
+   * front, with DecoderBusyError when the wait queue is full. Takes ownership of bytes (the pool drops
+   * its reference once they are sent); a file must stay until the returned promise settles (the child has
+   * read it by then). `account` is whose turn the job takes in the wait queue.
    */
-  open(bytes: Uint8Array, options: DecodeOptions, signal?: AbortSignal, account = ''): Promise<DecodedStream> {
+  open(input: DecoderInput, options: DecodeOptions, signal?: AbortSignal, account = ''): Promise<DecodedStream> {
     if (this.closed) return Promise.reject(new Error('DecoderPool is closed'));
     if (signal?.aborted) return Promise.reject(abortError());
     return new Promise<DecodedStream>((resolve, reject) => {
       const job: Job = {
-        id: this.nextId++, account, bytes, size: bytes.byteLength, options, opened: { resolve, reject }, signal, onAbort: undefined, unread: 0, cancelled: false, startedAt: 0,
+        id: this.nextId++, account, input, size: input instanceof Uint8Array ? input.byteLength : input.size, options, opened: { resolve, reject }, signal, onAbort: undefined, unread: 0, cancelled: false, startedAt: 0,
       };
       const busy = this.refusal();
       if (busy) return reject(busy);
@@ -202,8 +222,9 @@ export class DecoderPool {
     slot.jobs.set(job.id, job);
     slot.lastHeard = performance.now();
     slot.child.setBusy(true);
-    slot.child.send({ type: 'start', id: job.id, bytes: job.bytes, options: job.options, credit: this.credit, budgetMs: this.timeoutMs } satisfies PoolToChild);
-    job.bytes = new Uint8Array(0); // the child has its copy; ours can be collected
+    const source = job.input instanceof Uint8Array ? { bytes: job.input } : { path: job.input.path };
+    slot.child.send({ type: 'start', id: job.id, ...source, options: job.options, credit: this.credit, budgetMs: this.timeoutMs } satisfies PoolToChild);
+    job.input = EMPTY; // the child has its copy; ours can be collected
   }
 
   private onReply(slot: Slot, reply: ChildReply): void {

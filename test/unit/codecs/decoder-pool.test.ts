@@ -1,12 +1,16 @@
 /**
  * DecoderPool: decoding happens in child processes (the event loop keeps ticking), results equal the
- * in-thread decoder's, AudioDecodeError crosses the process boundary intact, views are sent as themselves,
+ * in-thread decoder's (from bytes, or from a spooled upload's file the child reads itself), AudioDecodeError
+ * crosses the process boundary intact, views are sent as themselves, warm() starts one process ahead,
  * jobs beyond the pool size queue, an overrunning job fails with 'timeout' and its process is replaced,
  * and close() settles everything. Streams: a decode runs at most `credit` windows ahead of its reader,
  * a reader that is slow does not trip the timeout, leaving mid-stream cancels the decode, failures arrive
  * after the windows before them, a paused stream does not hold up another on the same worker, and a full
  * wait queue is refused at once.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeAudio } from '../../../src/codecs/decode/decode-audio.js';
 import { DecoderPool } from '../../../src/codecs/decode/decoder-pool.js';
@@ -49,6 +53,40 @@ describe('DecoderPool', () => {
       expect(error).toMatchObject({ kind, name: 'AudioDecodeError', message: expect.any(String) });
     }
     await expect(pool.decode(opus.slice(), { targetRate: 16000, maxDurationSeconds: 0.5 })).rejects.toMatchObject({ kind: 'too_long' });
+  });
+
+  it('decodes an upload from the file it was spooled to exactly as from its bytes, reading it in the child', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-pool-file-'));
+    try {
+      const file = path.join(dir, 'upload');
+      writeFileSync(file, opus);
+      const fromFile = await pool.open({ path: file, size: opus.length }, { targetRate: 16000 });
+      const windows: Float32Array[] = [];
+      for await (const window of fromFile) windows.push(window);
+      const fromBytes = await pool.decode(opus.slice(), { targetRate: 16000 });
+      expect(Float32Array.from(windows.flatMap((w) => Array.from(w)))).toEqual(fromBytes.samples);
+      // A file gone before the child read it fails that job only (a server fault, not the client's audio).
+      const gone = await pool.open({ path: path.join(dir, 'missing'), size: 10 }, { targetRate: 16000 }).catch((e: unknown) => e);
+      expect(gone).toBeInstanceOf(Error);
+      expect(gone).not.toBeInstanceOf(AudioDecodeError);
+      expect((await pool.decode(opus.slice(), { targetRate: 16000 })).durationSeconds).toBeCloseTo(1, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('warm() starts a decoder process before any upload, and only one', async () => {
+    const fresh = new DecoderPool({ size: 2 });
+    try {
+      expect(fresh.stats().workers).toBe(0);
+      fresh.warm();
+      fresh.warm();
+      expect(fresh.stats().workers).toBe(1);
+      // The warm process takes the first upload (more start as every one has work, as before).
+      expect((await fresh.decode(opus.slice(), { targetRate: 16000 })).durationSeconds).toBeCloseTo(1, 1);
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('passes programming errors (a bad target rate) through as themselves, not as audio errors', async () => {

@@ -28,6 +28,31 @@ describe('BodyQueue', () => {
     expect(events).toEqual(['pause', 'resume']);
   });
 
+  it('never pauses for the last chunk: nothing more is coming to hold back', () => {
+    const events: string[] = [];
+    const q = new BodyQueue(() => events.push('pause'), () => events.push('resume'), 10);
+    q.push(ab([1, 2, 3, 4, 5, 6]), false);
+    q.push(ab([7, 8, 9, 10, 11, 12]), true);
+    expect(events).toEqual([]);
+    expect(q.complete).toBe(true);
+  });
+
+  it('says whether the body had ended when it resumes the socket', async () => {
+    const resumes: boolean[] = [];
+    const q = new BodyQueue(() => {}, (bodyEnded) => resumes.push(bodyEnded), 4);
+    q.push(ab([1, 2, 3, 4, 5]), false); // paused mid-body
+    q.push(ab([6]), true); // the end arrives in the same read, while paused
+    const it = q[Symbol.asyncIterator]();
+    await it.next();
+    expect(resumes).toEqual([true]);
+
+    const midBody: boolean[] = [];
+    const r = new BodyQueue(() => {}, (bodyEnded) => midBody.push(bodyEnded), 4);
+    r.push(ab([1, 2, 3, 4, 5]), false);
+    await r[Symbol.asyncIterator]().next();
+    expect(midBody).toEqual([false]);
+  });
+
   it('rejects a pending read when the client disconnects', async () => {
     const q = new BodyQueue(() => {}, () => {});
     const reading = (async () => {

@@ -277,6 +277,27 @@ describe('limits and temp files', () => {
     await form.dispose();
   });
 
+  it('yields to the event loop at least every 256 KiB of a body that is all there at once', async () => {
+    // 1 MiB kept in memory (no temp-file waits), in 64 KiB chunks all queued already: a parser that only
+    // awaited the body parsed it in one run of microtasks, and every other request on the event loop
+    // waited for it (issue P12 point 13). Counted in turns of the loop, not in time.
+    const file = Buffer.alloc(1 << 20, 0x62);
+    const body = buildBody([{ name: 'file', value: file, filename: 'a.wav' }]);
+    let turns = 0;
+    let counting = true;
+    const tick = () => {
+      if (!counting) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const form = await parse(chunksAt(body, Array.from({ length: 17 }, (_, i) => i * 64 * 1024)), { maxFileBytes: 2 << 20, spillThresholdBytes: 4 << 20 });
+    counting = false;
+    expect(form.files.file!.size).toBe(file.length);
+    expect(turns).toBeGreaterThanOrEqual(4);
+    await form.dispose();
+  });
+
   it('removes an already written temp file when the body then turns out truncated', async () => {
     const truncated = bigFile([{ name: 'model', value: 'm' }], false);
     await expectApiError(parse(randomChunks(truncated, 6), { spillThresholdBytes: 1000 }), 'invalid_multipart');
