@@ -6,7 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { defaultReplicas, type EngineType } from '../../src/engines/manifest.js';
+import { defaultIntraOpThreads, defaultReplicas, type EngineType } from '../../src/engines/manifest.js';
 import { spawnWorker } from '../../src/threads/spawn-worker.js';
 import type { OrtWorkerData } from './ort-worker.js';
 
@@ -26,13 +26,14 @@ export interface ModelOnlyOptions {
   threads?: number;
 }
 
-export function serverThreads(): number {
-  return Number(process.env.KUMA_ENGINE_INTRA_OP_THREADS ?? 1);
+/** The intra-op threads the server gives each replica of a model of `engine` (its default unless the environment sets them). */
+export function serverThreads(engine: string, replicas = defaultReplicas(engine as EngineType, os.availableParallelism())): number {
+  return Number(process.env.KUMA_ENGINE_INTRA_OP_THREADS) || defaultIntraOpThreads(engine as EngineType, replicas);
 }
 
 export async function modelOnlyThroughput(options: ModelOnlyOptions): Promise<ModelOnly> {
   const replicas = options.replicas ?? defaultReplicas(options.engine as EngineType, os.availableParallelism());
-  const threads = options.threads ?? serverThreads();
+  const threads = options.threads ?? serverThreads(options.engine, replicas);
   const data: OrtWorkerData = { file: path.join(options.dir, 'model.onnx'), intraOpThreads: threads, allowSpinning: false, layout: options.engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2' };
   const workers = await Promise.all(
     Array.from({ length: replicas }, async () => {

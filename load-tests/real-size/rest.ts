@@ -23,7 +23,7 @@ const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav
 const dir = path.join(defaultPackDir(), values.model);
 const engine = (JSON.parse(fs.readFileSync(path.join(dir, '.complete.json'), 'utf8')) as { engine: string }).engine;
 const REQUESTS = Number(values.requests);
-const threads = serverThreads();
+const threads = serverThreads(engine);
 
 /** CPU seconds of a process and all its descendants (utime + stime of each, from /proc). */
 function treeCpu(root: number): number {

@@ -48,6 +48,31 @@ def export_onnx(module, args, path, input_names, output_names, dynamic_axes, ops
         )
 
 
+def export_nemo_ctc(model, n_mels: int, frames: int, out_dir: str, tokens: list, preprocessor: dict, encoder: dict, extra: dict = None) -> None:
+    """A NeMo CTC model in the `ctc-nemo` layout: `audio_signal [B,n_mels,T]` + `length [B]` → `logprobs`, with
+    `tokens.txt` (the blank last) and `model_config.json` (NeMo's preprocessor settings and the vocabulary)."""
+    export_onnx(
+        model,
+        (torch.randn(1, n_mels, frames), torch.tensor([frames], dtype=torch.int64)),
+        os.path.join(out_dir, "model.onnx"),
+        ["audio_signal", "length"],
+        ["logprobs"],
+        {"audio_signal": {0: "B", 2: "T"}, "length": {0: "B"}, "logprobs": {0: "B", 1: "T"}},
+    )
+    with open(os.path.join(out_dir, "tokens.txt"), "w", encoding="utf-8") as f:
+        for i, t in enumerate(tokens + ["<blk>"]):
+            f.write(f"{t} {i}\n" if t != " " else f" {i}\n")
+    common = {
+        "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
+        "sample_rate": 16000, "window_stride": 0.01, "window": "hann", "features": n_mels, "n_fft": 512,
+        "preemph": 0.97, "log": True, "log_zero_guard_value": 2 ** -24, "frame_splicing": 1, "dither": 0, "pad_value": 0,
+    }
+    write_json(
+        os.path.join(out_dir, "model_config.json"),
+        {"sample_rate": 16000, "preprocessor": {**common, **preprocessor}, "encoder": encoder, "decoder": {"num_classes": len(tokens), "vocabulary": tokens}, **(extra or {})},
+    )
+
+
 def write_json(path: str, value) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:

@@ -11,12 +11,11 @@ Swish, pointwise), half-step FFN, layer norm. The TDT decoder (embedding + 1-lay
 (640, 5 durations) are built for the parameter count only: the CTC export never runs them.
 """
 import math
-import os
 
 import torch
 from torch import nn
 
-from export_util import BAMBARA_LETTERS, count_parameters, export_onnx, write_json
+from export_util import BAMBARA_LETTERS, count_parameters, export_nemo_ctc
 
 D, LAYERS, HEADS, FFN, KERNEL, N_MELS, SUB_CHANNELS, POS_MAX = 512, 17, 8, 2048, 9, 80, 256, 5000
 PRED_HIDDEN, TDT_DURATIONS = 640, 5
@@ -167,37 +166,14 @@ def build(out_dir: str) -> dict:
     model = FastConformerCtc(len(tokens))
     params = count_parameters(model)
     model.eval()
-    export_onnx(
-        model,
-        (torch.randn(1, N_MELS, 801), torch.tensor([801], dtype=torch.int64)),
-        os.path.join(out_dir, "model.onnx"),
-        ["audio_signal", "length"],
-        ["logprobs"],
-        {"audio_signal": {0: "B", 2: "T"}, "length": {0: "B"}, "logprobs": {0: "B", 1: "T"}},
-    )
-    with open(os.path.join(out_dir, "tokens.txt"), "w", encoding="utf-8") as f:
-        for i, t in enumerate(tokens + ["<blk>"]):
-            f.write(f"{t} {i}\n")
-    write_json(
-        os.path.join(out_dir, "model_config.json"),
-        {
-            "sample_rate": 16000,
-            "preprocessor": {
-                "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-                "sample_rate": 16000, "normalize": "per_feature", "window_size": 0.025, "window_stride": 0.01,
-                "window": "hann", "features": N_MELS, "n_fft": 512, "preemph": 0.97, "log": True,
-                "log_zero_guard_value": 2 ** -24, "frame_splicing": 1, "dither": 0, "pad_to": 0, "pad_value": 0,
-            },
-            "encoder": {
-                "_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": N_MELS, "n_layers": LAYERS,
-                "d_model": D, "subsampling": "dw_striding", "subsampling_factor": 8, "subsampling_conv_channels": SUB_CHANNELS,
-                "ff_expansion_factor": FFN // D, "self_attention_model": "rel_pos", "n_heads": HEADS, "xscaling": True,
-                "pos_emb_max_len": POS_MAX, "conv_kernel_size": KERNEL, "conv_norm_type": "batch_norm",
-            },
-            "decoder": {"num_classes": len(tokens), "vocabulary": tokens},
-            "tokenizer": {"type": "bpe"},
-        },
-    )
+    preprocessor = {"normalize": "per_feature", "window_size": 0.025, "pad_to": 0}
+    encoder = {
+        "_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": N_MELS, "n_layers": LAYERS,
+        "d_model": D, "subsampling": "dw_striding", "subsampling_factor": 8, "subsampling_conv_channels": SUB_CHANNELS,
+        "ff_expansion_factor": FFN // D, "self_attention_model": "rel_pos", "n_heads": HEADS, "xscaling": True,
+        "pos_emb_max_len": POS_MAX, "conv_kernel_size": KERNEL, "conv_norm_type": "batch_norm",
+    }
+    export_nemo_ctc(model, N_MELS, 801, out_dir, tokens, preprocessor, encoder, {"tokenizer": {"type": "bpe"}})
     return {"params": params, "published_params": PUBLISHED_PARAMS, "engine": "ctc-nemo"}
 
 

@@ -15,12 +15,11 @@ before the end, so with NA Kuma streams this model statefully with exact frames 
 and with per_feature it falls back to windowed chunks. A real checkpoint trained with per_feature keeps the
 windowed path; one trained (or fine-tuned) on NA features streams exactly.
 """
-import os
 
 import torch
 from torch import nn
 
-from export_util import CTC_TOKENS, count_parameters, export_onnx, write_json
+from export_util import CTC_TOKENS, count_parameters, export_nemo_ctc
 
 BLOCKS = [(256, 33), (256, 39), (512, 51), (512, 63), (512, 75)]
 REPEAT = 5
@@ -100,29 +99,9 @@ def build(out_dir: str) -> dict:
     tokens = [" " if t == "|" else t for t in CTC_TOKENS if t not in ("[UNK]", "[PAD]")]
     model = QuartzNet(len(tokens))
     params = count_parameters(model)
-    export_onnx(
-        model,
-        (torch.randn(1, N_MELS, 400), torch.tensor([400], dtype=torch.int64)),
-        os.path.join(out_dir, "model.onnx"),
-        ["audio_signal", "length"],
-        ["logprobs"],
-        {"audio_signal": {0: "B", 2: "T"}, "length": {0: "B"}, "logprobs": {0: "B", 1: "T"}},
-    )
-    with open(os.path.join(out_dir, "tokens.txt"), "w", encoding="utf-8") as f:
-        for i, t in enumerate(tokens + ["<blk>"]):
-            f.write(f"{t} {i}\n" if t != " " else f" {i}\n")
-    write_json(
-        os.path.join(out_dir, "model_config.json"),
-        {
-            "sample_rate": 16000,
-            "preprocessor": {
-                "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-                "sample_rate": 16000, "normalize": "NA", "window_size": 0.02, "window_stride": 0.01,
-                "window": "hann", "features": N_MELS, "n_fft": 512, "preemph": 0.97, "log": True,
-                "log_zero_guard_value": 2 ** -24, "frame_splicing": 1, "dither": 0, "pad_to": 16, "pad_value": 0,
-            },
-            "encoder": {"_target_": "nemo.collections.asr.modules.ConvASREncoder", "feat_in": N_MELS, "subsampling_factor": 2},
-            "decoder": {"num_classes": len(tokens), "vocabulary": tokens},
-        },
-    )
+    # normalize NA: NeMo's streaming configs use it (per-utterance statistics cannot be known while a turn is
+    # spoken), and it lets Kuma stream the conv state exactly (src/engines/onnx/conv-streaming.ts).
+    preprocessor = {"normalize": "NA", "window_size": 0.02, "pad_to": 16}
+    encoder = {"_target_": "nemo.collections.asr.modules.ConvASREncoder", "feat_in": N_MELS, "subsampling_factor": 2}
+    export_nemo_ctc(model, N_MELS, 400, out_dir, tokens, preprocessor, encoder)
     return {"params": params, "published_params": PUBLISHED_PARAMS, "engine": "ctc-nemo"}

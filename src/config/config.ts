@@ -90,8 +90,8 @@ export const ConfigSchema = z.object({
   demoPack: z.union([z.boolean(), z.stringbool()]).default(true),
   /** Serve Kuma Studio (the web page at `/`, src/studio), built from its sources at start; off = the API only. */
   studio: z.union([z.boolean(), z.stringbool()]).default(true),
-  /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators). */
-  engineIntraOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators); intra-op 0 = by cores (manifest.ts defaultIntraOpThreads). */
+  engineIntraOpThreads: z.coerce.number().int().min(0).max(64).default(0),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
   /** Scheduling niceness of model replica threads (0 = like the I/O thread, 19 = lowest); see README "Scheduling". */
   engineNiceness: z.coerce.number().int().min(0).max(19).default(10),

@@ -16,7 +16,7 @@
  * long: a short request gets turns between the long one's chunks.
  */
 import type { Worker } from 'node:worker_threads';
-import { defaultNiceness, defaultReplicas, type ModelEntry } from '../manifest.js';
+import { defaultIntraOpThreads, defaultNiceness, defaultReplicas, type ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
@@ -62,6 +62,7 @@ export function jobsPerReplica(entry: ModelEntry): number {
 }
 
 export interface EngineThreads {
+  /** 0: by cores (manifest.ts defaultIntraOpThreads). */
   intraOpThreads: number;
   interOpThreads: number;
   /** Niceness of model threads (default 10): below the main thread, which must stay responsive. */
@@ -196,7 +197,7 @@ export class ReplicaPool {
   }
 
   private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? this.threads.intraOpThreads, interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness),
+    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? (this.threads.intraOpThreads || defaultIntraOpThreads(this.entry.engine, this.replicaCount)), interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness),
       // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
       ...(this.replicaCount > 1 && this.threads.sharedWeights ? { sharedWeights: this.threads.sharedWeights } : {}),
     };
