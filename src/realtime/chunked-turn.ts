@@ -23,7 +23,7 @@ import { tokensFromIds, tokensToWords } from '../engines/asr/ctc-decode.js';
 import type { SpeechModel } from './session-config.js';
 import { TranscriptDeltas } from './transcript-deltas.js';
 import type { FinalLimits, TurnRecognizer, TurnAudio } from './turn-transcriber.js';
-import type { SessionObserver } from './realtime-session.js';
+import type { SessionObserver } from './session-deps.js';
 
 const RATE = 16_000;
 

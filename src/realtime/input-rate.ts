@@ -13,6 +13,7 @@
  * stop reading one WebSocket (uWS has no per-socket pause), so pacing would mean holding the audio in server
  * memory without bound. An `error` event naming the refused append is something every client can act on.
  */
+import { RealtimeInputError } from './errors.js';
 
 export interface InputRateOptions {
   /** Seconds of audio taken per second of wall time, in the long run. */
@@ -48,5 +49,25 @@ export class InputRateBound {
     if (seconds > this.tokens + TOLERANCE_SECONDS) return false;
     this.tokens -= seconds;
     return true;
+  }
+}
+
+/**
+ * Refuses (throws RealtimeInputError `input_audio_rate_exceeded`) an append of `seconds` that is over the rate
+ * bound, larger than the burst, or that would leave more than `maxWaitingSeconds` of audio waiting for the VAD
+ * (`waitingSeconds` now, null without a VAD: a machine too busy to score at the bound's pace). The session goes
+ * on either way.
+ */
+export function admitAppend(bound: InputRateBound, seconds: number, waitingSeconds: number | null, maxWaitingSeconds: number): void {
+  const { maxRate, burstSeconds } = bound.options;
+  const pace = `Send audio at most ${maxRate}× real time (after a burst of ${burstSeconds} s), and send this append again.`;
+  if (seconds > burstSeconds) {
+    throw new RealtimeInputError('input_audio_rate_exceeded', `This append holds ${seconds.toFixed(1)} s of audio; one append may hold at most ${burstSeconds} s. It was not taken: split it.`);
+  }
+  if (waitingSeconds !== null && waitingSeconds + seconds > maxWaitingSeconds) {
+    throw new RealtimeInputError('input_audio_rate_exceeded', `${waitingSeconds.toFixed(1)} s of this session's audio are still waiting for voice-activity detection (at most ${maxWaitingSeconds} s may wait): this append was not taken. ${pace}`);
+  }
+  if (!bound.take(seconds)) {
+    throw new RealtimeInputError('input_audio_rate_exceeded', `Audio is arriving faster than ${maxRate}× real time: this append (${Math.round(seconds * 1000)} ms of audio) was not taken. ${pace}`);
   }
 }

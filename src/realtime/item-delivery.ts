@@ -10,7 +10,7 @@
 import { InsufficientQuotaError } from '../billing/errors.js';
 import { EngineOverloadedError } from '../engines/errors.js';
 import { ItemBilling } from './item-billing.js';
-import type { RealtimeSessionDeps } from './realtime-session.js';
+import type { RealtimeSessionDeps } from './session-deps.js';
 import type { SessionConfig, SpeechModel } from './session-config.js';
 import type { FatalCode, SessionOutput } from './session-events.js';
 import { KeyRevokedError } from '../store/store-errors.js';

@@ -22,69 +22,25 @@
  *   VAD found no speech in it, and silence is never billed.
  */
 import { randomBytes } from 'node:crypto';
-import type { ChargeContext, Ledger } from '../billing/ledger.js';
-import type { Logger } from '../observability/logger.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
-import { DEFAULT_INPUT_RATE, InputRateBound, type InputRateOptions } from './input-rate.js';
+import { admitAppend, DEFAULT_INPUT_RATE, InputRateBound } from './input-rate.js';
 import { deliverItem, KEY_REVOKED_MESSAGE, type CommittedItem, type DeliveryContext } from './item-delivery.js';
 import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
 import { ServerVad, VAD_WINDOW } from './server-vad.js';
-import { applyUpdate, type SessionConfig, type SessionUpdate, type SpeechModel } from './session-config.js';
+import { applyUpdate, type SessionConfig, type SessionUpdate } from './session-config.js';
 import type { FatalCode, SessionInput, SessionOutput } from './session-events.js';
-import { TurnTranscriber, type TurnRecognizer } from './turn-transcriber.js';
-import { ChunkedTurn, ctcGeometry } from './chunked-turn.js';
-import type { TurnEvent, VadService } from './vad/contract.js';
+import type { TurnRecognizer } from './turn-transcriber.js';
+import { turnRecognizer } from './turn-recognizers.js';
+import type { TurnEvent } from './vad/contract.js';
+import type { RealtimeSessionDeps } from './session-deps.js';
+
+export type { RealtimeSessionDeps, SessionObserver } from './session-deps.js';
 
 /** OpenAI refuses to commit less than 100 ms of audio. */
 const MIN_COMMIT_SAMPLES = msToSamples(100);
 /** How far back before the scored audio a turn's onset (less its padding) may reach: the detector's confirmation delay. */
 const VAD_LAG_MS = 3000;
-
-export interface SessionObserver {
-  turnDetected(): void;
-  /** A VAD turn's transcript went out this long after its speech_stopped. */
-  turnCompleted(seconds: number): void;
-  /** A chunk of a turn was encoded: small while the model had a free place, full-size, or the final's. */
-  chunk?(kind: 'eager' | 'full' | 'final'): void;
-  /** An item got `failed` with this code. */
-  itemFailed?(code: string): void;
-}
-
-export interface RealtimeSessionDeps {
-  ledger: Ledger;
-  charge: ChargeContext;
-  /** null: this server has no VAD model, server_vad is refused. */
-  vad: VadService | null;
-  /** The translation model (used when the session has a target language). */
-  translator: SpeechModel | null;
-  maxBufferSeconds: number;
-  /** The input rate bound (default DEFAULT_INPUT_RATE: 4× real time after a 60 s burst). */
-  inputRate?: InputRateOptions;
-  /** Wall clock in ms for the input rate bound (default performance.now). */
-  now?: () => number;
-  /**
-   * Resolves true once the outputs emitted so far have left the process toward the client (written to the
-   * network), false when the client is gone first. An item is charged only after its `completed` event got
-   * that far, so a crash never charges a transcript the client did not get. Absent: at once.
-   */
-  delivered?: () => Promise<boolean>;
-  /** Where a charge that could not be recorded is reported (the transcript was delivered; it is not charged). */
-  logger?: Logger;
-  observer?: SessionObserver;
-  /**
-   * An item whose transcript is not out this long after it was committed gets `failed` with the code
-   * `transcription_timeout` instead, uncharged (default FINAL_TIMEOUT_MS): on an overloaded server a caller
-   * hears that the turn was lost rather than waiting for it without end.
-   */
-  finalTimeoutMs?: number;
-  /**
-   * Asked before each interim re-decode of a turn (absent: always allowed). The server answers no while the
-   * machine is busy: interim deltas are a courtesy, and on a saturated machine their CPU is what voice-activity
-   * detection and final transcripts — what callers wait for — would miss.
-   */
-  interimAllowed?: () => boolean;
-}
 
 interface OpenTurn {
   itemId: string;
@@ -232,7 +188,8 @@ export class RealtimeSession {
     if (!this.config.model) {
       throw new RealtimeInputError('session_not_configured', 'No transcription model is configured: send session.update with audio.input.transcription.model (or transcription_session.update) before audio.', 'audio');
     }
-    this.admit(this.decoder!.secondsIn(audio.length));
+    // Refused whole (an error naming the append) when over the rate bound, or when too much waits for the VAD.
+    admitAppend(this.inputRate, this.decoder!.secondsIn(audio.length), this.vad ? (this.buffer.end - this.scoredEnd) / 16_000 : null, this.deps.maxBufferSeconds);
     const samples = this.decoder!.decode(audio);
     if (!samples.length) return;
     this.buffer.append(samples);
@@ -240,27 +197,6 @@ export class RealtimeSession {
     const turn = this.turn;
     if (turn) turn.transcriber.offer(this.buffer.end - turn.start, (from, to) => this.buffer.copy(turn.start + from, turn.start + to));
     this.enforceBufferLimit();
-  }
-
-  /**
-   * Refuses (throws) an append of `seconds` that is over the input rate bound, or that would leave more than
-   * `maxBufferSeconds` of audio waiting for the VAD (a machine too busy to score at the bound's pace).
-   */
-  private admit(seconds: number): void {
-    const { maxRate, burstSeconds } = this.inputRate.options;
-    const pace = `Send audio at most ${maxRate}× real time (after a burst of ${burstSeconds} s), and send this append again.`;
-    if (seconds > burstSeconds) {
-      throw new RealtimeInputError('input_audio_rate_exceeded', `This append holds ${seconds.toFixed(1)} s of audio; one append may hold at most ${burstSeconds} s. It was not taken: split it.`);
-    }
-    if (this.vad) {
-      const waiting = (this.buffer.end - this.scoredEnd) / 16_000;
-      if (waiting + seconds > this.deps.maxBufferSeconds) {
-        throw new RealtimeInputError('input_audio_rate_exceeded', `${waiting.toFixed(1)} s of this session's audio are still waiting for voice-activity detection (at most ${this.deps.maxBufferSeconds} s may wait): this append was not taken. ${pace}`);
-      }
-    }
-    if (!this.inputRate.take(seconds)) {
-      throw new RealtimeInputError('input_audio_rate_exceeded', `Audio is arriving faster than ${maxRate}× real time: this append (${Math.round(seconds * 1000)} ms of audio) was not taken. ${pace}`);
-    }
   }
 
   private enforceBufferLimit(): void {
@@ -378,12 +314,7 @@ export class RealtimeSession {
   }
 
   private transcriberFor(itemId: string): TurnRecognizer {
-    const model = this.config.model!;
-    const onDelta = (delta: string) => this.emit({ type: 'delta', itemId, delta });
-    const geometry = ctcGeometry(model);
-    // CTC models encode the turn while it is spoken; others (Whisper) decode it whole.
-    if (geometry) return new ChunkedTurn(model, geometry, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed, this.deps.observer);
-    return new TurnTranscriber(model, this.deps.charge.accountId, this.cancel.signal, onDelta, this.deps.interimAllowed);
+    return turnRecognizer(this.config.model!, this.deps, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */
