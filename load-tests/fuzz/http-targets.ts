@@ -329,8 +329,10 @@ function rawExchange(bytes: Buffer, ctx: HttpContext): Promise<Outcome> {
       const head = split >= 0 ? text.slice(0, split) : text;
       let body = split >= 0 ? text.slice(split + 4) : '';
       // An answer to HEAD has no body (RFC 9110 §9.3.2), whatever its Content-Length says: what follows its head
-      // is the next pipelined request's answer.
-      if (bytes.subarray(0, 5).toString('latin1') === 'HEAD ') body = '';
+      // is the next pipelined request's answer. (uWS's own refusal of a request it cannot parse is framed by the
+      // close, with neither header, and its body is the page that names uWS.)
+      const framed = /^(content-length|transfer-encoding):/im.test(head);
+      if (bytes.subarray(0, 5).toString('latin1') === 'HEAD ' && framed) body = '';
       else if (/transfer-encoding:\s*chunked/i.test(head)) body = body.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n[\s\S]*$/, '');
       else {
         const length = /content-length:\s*(\d+)/i.exec(head);
