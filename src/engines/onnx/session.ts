@@ -53,6 +53,11 @@ export async function createSession(file: string, options: SessionOptions, bytes
         ...(source.shared ? { disable_prepacking: '1' } : {}),
       },
     },
+    // A replica's memory arena keeps the largest activations it ever held (a 30 s window of wav2vec2-base:
+    // ≈ 450 MB, most of it attention scores), so with shared weights the arena was most of what a second
+    // replica cost (bench:replica-memory). Without it a run allocates and frees its activations: about the
+    // same time for realtime chunks, up to ≈ 10 % more for a 10 s window (shared-weights.ts).
+    ...(source.shared ? { enableCpuMemArena: false } : {}),
   };
   const session = bytes ? await ort.InferenceSession.create(bytes, sessionOptions) : await ort.InferenceSession.create(source.file, sessionOptions);
   const inputTypes: Record<string, string> = {};

@@ -4,8 +4,12 @@
  * its matrices into more: a second replica of wav2vec2-base cost +680 MB (the weights plus packed copies).
  * onnxruntime maps weights kept in an external data file (mmap), so sessions of the same file in one process
  * share those pages — as long as they do not pre-pack them into private copies. Measured on the real-size
- * wav2vec2-base (bench:threads notes, README "Models"): a second replica then adds ≈ 115 MB (its
- * activations), and a run costs ≈ 5 % more without pre-packed matrices.
+ * wav2vec2-base: two sessions of the shared file in one process hold the weights once. The rest of a
+ * replica's cost is its memory arena, which keeps the largest activations it ever held (≈ 450 MB after a 30 s
+ * window): a second replica sharing the weights but keeping an arena still cost as much as the first (+884 MB
+ * PSS, bench:replica-memory). So shared replicas run without the arena (session.ts): a second replica then
+ * adds its thread and a few MB. The price, measured on one core: a 3.5 s chunk the same (≈ 560 ms), a 10 s
+ * window ≈ 5–10 % slower (allocating its activations each run), and ≈ 6 % from the matrices not pre-packed.
  *
  * So, for models of at least `minBytes` served by more than one replica, the first replica to load writes the
  * model once with its weights external (onnxruntime's own optimized-model writer, basic optimizations only,
