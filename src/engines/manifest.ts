@@ -62,10 +62,11 @@ export function defaultReplicas(engine: EngineType, cores = os.availableParallel
  * onnxruntime intra-op threads of each replica of a model whose entry does not set them, when
  * KUMA_ENGINE_INTRA_OP_THREADS does not either: the big shared models (speech recognition, translation) split
  * the cores among their replicas — one replica on 2 cores gets both, so a lone caller's final runs on every
- * core, and when jobs queue each still runs on all of them, one after the other (bench:threads: on 2 cores
- * 1 × 2 threads serves about as many audio-seconds per second as 2 × 1, and a lone chunk ≈ 1.7× sooner); the
- * pools do not spin (session.ts), so the threads give the cores back between operators. Others: 1 (TTS has
- * one replica per core already; the VAD's jobs are tiny).
+ * core, and when jobs queue each still runs on all of them, one after the other. bench:threads (wav2vec2-base,
+ * 2 cores): 1 × 2 threads runs a lone 3.5 s chunk in 324 ms and serves 11.0 audio-s/s saturated; 2 × 1, 526 ms
+ * and 13.0 — so this default buys a lone caller's final 1.6× sooner with 15 % less capacity (README "Real-size
+ * models"). The pools do not spin (session.ts), so the threads give the cores back between operators. Others:
+ * 1 (TTS has one replica per core already; the VAD's jobs are tiny).
  */
 export function defaultIntraOpThreads(engine: EngineType, replicas: number, cores = os.availableParallelism()): number {
   return SHARED_ENGINES.has(engine) ? Math.max(1, Math.floor(cores / Math.max(1, replicas))) : 1;
