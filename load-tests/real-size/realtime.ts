@@ -4,7 +4,9 @@
  * up to saturation, beside the model-only limit measured in the same run.
  *
  *   npm run bench:realtime:real-size -- [--model wav2vec2-base|xls-r-300m|quartznet15x5] [--levels 1,5,10,20,30]
- *     [--activity 0.4] [--seconds 40] [--long-turn 40] [--no-write]
+ *     [--activity 0.4] [--seconds 40] [--long-turn 40] [--streaming JSON] [--no-write]
+ *
+ * `--streaming` sets the model entry's options.streaming (default: the pack's own, PACK_STREAMING).
  *
  * Each session streams a cycle of silence, a demo-voice phrase and silence (the phrase `activity` of the
  * time) in 20 ms frames at real-time pace. Random weights give random text, so only latency and completion
@@ -22,6 +24,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 import { defaultPackDir } from '../../models/real-size/generate.js';
+import { PACK_STREAMING } from '../../models/real-size/pack-manifest.js';
 import { spawnWorker } from '../../src/threads/spawn-worker.js';
 import { startModelServer } from '../model-server.js';
 import { percentile, recordSection } from '../results.js';
@@ -35,6 +38,8 @@ const { values } = parseArgs({
     activity: { type: 'string', default: '0.4' },
     seconds: { type: 'string', default: '40' },
     'long-turn': { type: 'string' },
+    /** The model entry's `options.streaming` (JSON), to measure other chunking settings. */
+    streaming: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -42,6 +47,8 @@ const dir = path.join(defaultPackDir(), values.model);
 const stamp = path.join(dir, '.complete.json');
 if (!fs.existsSync(stamp)) throw new Error(`${dir} is not in the pack: npm run models:real-size -- --only ${values.model}`);
 const engine = (JSON.parse(fs.readFileSync(stamp, 'utf8')) as { engine: string }).engine;
+// The pack's own chunking for this model (what its manifest serves), unless --streaming says otherwise.
+const streaming = values.streaming ? (JSON.parse(values.streaming) as Record<string, number>) : PACK_STREAMING[values.model];
 const LEVELS = values.levels.split(',').map(Number);
 const ACTIVITY = Number(values.activity);
 const SECONDS = Number(values.seconds);
@@ -65,7 +72,7 @@ function cycleFrames(speech: Float32Array, activity: number, lead = 1): { frames
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
-  { id: 'sunjata-1', engine, dir, maxQueue: 4096 },
+  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}) },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
 ]);
 const base = `127.0.0.1:${server.port}/openai/v1`;
@@ -125,7 +132,7 @@ for (const sessions of LEVELS) {
 }
 
 const notes = [
-  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with the server's default replicas and threads${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
+  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with the server's default replicas and threads${streaming ? `, options.streaming ${JSON.stringify(streaming)}` : ''}${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
   `Sessions: each streams a ${cycle.seconds.toFixed(1)} s cycle (1 s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, silence; activity ${Math.round(ACTIVITY * 100)} %) in 20 ms frames at real-time pace for ${SECONDS} s per level. Random weights: transcripts are random; latency and completion are what count.`,
   `Model-only limit (same run): raw onnxruntime-node, ${limit.replicas} replica(s) × ${limit.threads} thread(s), ${turnSeconds.toFixed(1)} s turns back to back: ${limit.audioPerSecond.toFixed(2)} audio-s/s = ${sessionsLimit.toFixed(1)} sessions at this activity.`,
   `Capacity (largest level with p99 ≤ 1 s, nothing failed): ${capacity} sessions = ${((100 * capacity) / sessionsLimit).toFixed(0)} % of the model-only limit.`,

@@ -32,8 +32,21 @@ const DEFAULT_ASR = 'wav2vec2-base';
 
 type Entry = Pick<ModelEntry, 'id' | 'engine' | 'dir'> & { options?: Record<string, unknown> };
 
+/**
+ * Realtime chunking per packed model where the defaults do not suit its cost (streaming-options.ts). XLS-R-300M
+ * costs ≈ 3× wav2vec2-base: with the default 0.5 s steps, 1 s of left context and 0.5 s of lookahead, an idle
+ * model's step took longer than the audio it added, so a lone turn fell behind and its final came ≈ 0.9 s after
+ * speech_stopped (p99 1.2 s). Steps of 1 s with 0.5 s / 0.25 s of context keep up (p99 ≈ 0.4 s), at the price
+ * of frames that see less context (bench:chunking). load-tests/RESULTS.md "realtime at real size (xls-r-300m)".
+ */
+export const PACK_STREAMING: Record<string, Record<string, number>> = {
+  'xls-r-300m': { leftSeconds: 0.5, rightSeconds: 0.25, minChunkSeconds: 1 },
+};
+
 function entry(model: PackedModel, id: string): Entry {
-  return { id, engine: model.engine, dir: model.dir, ...(model.options ? { options: model.options } : {}) };
+  const streaming = PACK_STREAMING[model.dir];
+  const options = streaming ? { ...model.options, streaming } : model.options;
+  return { id, engine: model.engine, dir: model.dir, ...(options ? { options } : {}) };
 }
 
 /** The default manifest: sunjata-1 (wav2vec2-base when packed), banjugu-1, jifili-1 and the VAD. */
