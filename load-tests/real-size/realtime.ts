@@ -4,7 +4,7 @@
  * up to saturation, beside the model-only limit measured in the same run.
  *
  *   npm run bench:realtime:real-size -- [--model wav2vec2-base|xls-r-300m|quartznet15x5] [--levels 1,5,10,20,30]
- *     [--activity 0.4] [--seconds 40] [--long-turn 40] [--streaming JSON] [--no-write]
+ *     [--activity 0.4] [--seconds 40] [--long-turn 40] [--streaming JSON] [--replicas N] [--threads N] [--no-write]
  *
  * `--streaming` sets the model entry's options.streaming (default: the pack's own, PACK_STREAMING).
  *
@@ -40,6 +40,9 @@ const { values } = parseArgs({
     'long-turn': { type: 'string' },
     /** The model entry's `options.streaming` (JSON), to measure other chunking settings. */
     streaming: { type: 'string' },
+    /** The model entry's `replicas` and `intraOpThreads` (default: the server's by cores). */
+    replicas: { type: 'string' },
+    threads: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -72,7 +75,7 @@ function cycleFrames(speech: Float32Array, activity: number, lead = 1): { frames
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
-  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}) },
+  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}), ...(values.replicas ? { replicas: Number(values.replicas) } : {}), ...(values.threads ? { intraOpThreads: Number(values.threads) } : {}) },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
 ]);
 const base = `127.0.0.1:${server.port}/openai/v1`;
@@ -110,7 +113,7 @@ const summarize = (r: WorkerReport) => {
 const cycle = cycleFrames(phrase, ACTIVITY);
 // What a turn commits: the phrase plus the VAD's prefix padding and the silence before speech_stopped.
 const turnSeconds = phrase.length / RATE + 0.3 + 0.5;
-const limit = await modelOnlyThroughput({ dir, engine, seconds: turnSeconds, durationS: 15 });
+const limit = await modelOnlyThroughput({ dir, engine, seconds: turnSeconds, durationS: 15, ...(values.replicas ? { replicas: Number(values.replicas) } : {}), ...(values.threads ? { threads: Number(values.threads) } : {}) });
 const sessionsLimit = limit.audioPerSecond / (turnSeconds / cycle.seconds);
 
 const rows = [
@@ -132,7 +135,7 @@ for (const sessions of LEVELS) {
 }
 
 const notes = [
-  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with the server's default replicas and threads${streaming ? `, options.streaming ${JSON.stringify(streaming)}` : ''}${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
+  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with ${values.replicas || values.threads ? `replicas ${values.replicas ?? 'by cores'}, intra-op threads ${values.threads ?? 'by cores'}` : "the server's default replicas and threads"}${streaming ? `, options.streaming ${JSON.stringify(streaming)}` : ''}${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
   `Sessions: each streams a ${cycle.seconds.toFixed(1)} s cycle (1 s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, silence; activity ${Math.round(ACTIVITY * 100)} %) in 20 ms frames at real-time pace for ${SECONDS} s per level. Random weights: transcripts are random; latency and completion are what count.`,
   `Model-only limit (same run): raw onnxruntime-node, ${limit.replicas} replica(s) × ${limit.threads} thread(s), ${turnSeconds.toFixed(1)} s turns back to back: ${limit.audioPerSecond.toFixed(2)} audio-s/s = ${sessionsLimit.toFixed(1)} sessions at this activity.`,
   `Capacity (largest level with p99 ≤ 1 s, nothing failed): ${capacity} sessions = ${((100 * capacity) / sessionsLimit).toFixed(0)} % of the model-only limit.`,
