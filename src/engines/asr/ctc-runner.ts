@@ -17,7 +17,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { RunnerContext, RunnerFactory } from '../runner.js';
 import { UnknownMethodError } from '../runner.js';
-import { dbfsToRms, DEFAULT_GATE_FLOOR_DBFS } from '../vad/silero-batch.js';
+import { dbfsToRms, DEFAULT_GATE_FLOOR_DBFS, rms } from '../vad/silero-batch.js';
+import { VAD_WINDOW } from '../vad/silero-vad.js';
 import { Segmenter, argmaxFrames, type Segment } from './ctc-decode.js';
 import { CTC_SAMPLE_RATE, OptionsSchema, loadNemo, loadWav2vec2 } from './ctc-models.js';
 import { oneWindow } from './streamed-audio.js';
@@ -36,12 +37,8 @@ const InputWindow = z.instanceof(Float32Array);
 
 /** Every 512-sample window below the energy floor: digital silence, a muted line — nothing to transcribe. */
 function isSilent(samples: Float32Array, floorRms: number): boolean {
-  const limit = floorRms * floorRms * 512;
-  for (let start = 0; start < samples.length; start += 512) {
-    const end = Math.min(samples.length, start + 512);
-    let energy = 0;
-    for (let i = start; i < end; i++) energy += samples[i]! * samples[i]!;
-    if (energy > (limit * (end - start)) / 512) return false;
+  for (let start = 0; start < samples.length; start += VAD_WINDOW) {
+    if (rms(samples, start, Math.min(samples.length, start + VAD_WINDOW)) > floorRms) return false;
   }
   return true;
 }

@@ -234,8 +234,9 @@ async function runRows(run: RowRun, k: number, rows: number[]): Promise<void> {
   }
 }
 
-function rms(samples: Float32Array, at: number): number {
+/** The RMS of samples [at, end) (default: one VAD window), for the energy gates here and in the CTC runner. */
+export function rms(samples: Float32Array, at: number, end = at + VAD_WINDOW): number {
   let sum = 0;
-  for (let i = at; i < at + VAD_WINDOW; i++) sum += samples[i]! * samples[i]!;
-  return Math.sqrt(sum / VAD_WINDOW);
+  for (let i = at; i < end; i++) sum += samples[i]! * samples[i]!;
+  return Math.sqrt(sum / (end - at));
 }
