@@ -42,34 +42,50 @@ export const ModelEntrySchema = z.object({
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
 
 const TTS_ENGINES: ReadonlySet<EngineType> = new Set(['vits-hf', 'vits-sherpa', 'vits-piper']);
-const SHARED_ENGINES: ReadonlySet<EngineType> = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper', 'nllb']);
+/** The big models (speech recognition, translation): their runs count toward each other's width (run-width.ts). */
+export const SHARED_ENGINES: ReadonlySet<EngineType> = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper', 'nllb']);
+
+/** Speech recognition: the engines whose replicas adapt their run width to the load (onnx/run-width.ts). */
+export const ADAPTIVE_ENGINES: ReadonlySet<EngineType> = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper']);
 
 /**
  * Replicas of a model whose entry does not set `replicas`, on a machine with `cores` cores:
  *   - TTS: one per core. A speech request runs one short job per phrase, so replicas are what lets many
  *     first phrases run at once, and VITS models are small (tens of MB per copy).
- *   - speech recognition and translation: a quarter of the cores, at least one. An ASR replica already runs
- *     4 jobs at once (jobsPerReplica), and these are the big models (hundreds of MB to GB per copy).
+ *   - speech recognition, when replicas share their weights (`sharesWeights`, KUMA_ENGINE_SHARE_WEIGHTS): one
+ *     per core. A replica then costs its threads and a few MB, and its runs adapt their width: a lone run
+ *     takes every core, runs under load one each (run-width.ts) — so a lone caller's final is as quick as
+ *     with one wide replica and a busy machine serves as much as one-thread replicas do.
+ *   - translation, and speech recognition without shared weights: a quarter of the cores, at least one (these
+ *     are the big models: hundreds of MB to GB per copy). An ASR replica runs 4 jobs at once (jobsPerReplica).
  *   - anything else (the VAD, custom runners, whose cost Kuma cannot know): one.
  * Never more than `max` (KUMA_ENGINE_REPLICAS_MAX; tests and small hosts lower it).
  */
-export function defaultReplicas(engine: EngineType, cores = os.availableParallelism(), max = 16): number {
-  const wanted = TTS_ENGINES.has(engine) ? cores : SHARED_ENGINES.has(engine) ? Math.ceil(cores / 4) : 1;
+export function defaultReplicas(engine: EngineType, cores = os.availableParallelism(), max = 16, sharesWeights = true): number {
+  const adaptive = ADAPTIVE_ENGINES.has(engine) && sharesWeights;
+  const wanted = TTS_ENGINES.has(engine) || adaptive ? cores : SHARED_ENGINES.has(engine) ? Math.ceil(cores / 4) : 1;
   return Math.max(1, Math.min(max, wanted));
 }
 
 /**
  * onnxruntime intra-op threads of each replica of a model whose entry does not set them, when
- * KUMA_ENGINE_INTRA_OP_THREADS does not either: the big shared models (speech recognition, translation) split
- * the cores among their replicas — one replica on 2 cores gets both, so a lone caller's final runs on every
- * core, and when jobs queue each still runs on all of them, one after the other. bench:threads (wav2vec2-base,
- * 2 cores): 1 × 2 threads runs a lone 3.5 s chunk in 324 ms and serves 11.0 audio-s/s saturated; 2 × 1, 526 ms
- * and 13.0 — so this default buys a lone caller's final 1.6× sooner with 15 % less capacity (README "Real-size
- * models"). The pools do not spin (session.ts), so the threads give the cores back between operators. Others:
- * 1 (TTS has one replica per core already; the VAD's jobs are tiny).
+ * KUMA_ENGINE_INTRA_OP_THREADS does not either:
+ *   - speech recognition whose replicas adapt their width (`adaptive`): every core — the widest a run may
+ *     take; runs take fewer when others are going on (run-width.ts).
+ *   - the other big shared models (translation, speech recognition with fixed widths): the cores split among
+ *     the replicas, so one replica on 2 cores gets both. bench:threads (wav2vec2-base, 2 cores): 1 × 2
+ *     threads runs a lone 3.5 s chunk in 324 ms and serves 11.0 audio-s/s saturated; 2 × 1, 526 ms and 13.0.
+ *   - others: 1 (TTS has one replica per core already; the VAD's jobs are tiny).
+ * The pools do not spin (session.ts), so idle threads give the cores back between operators.
  */
-export function defaultIntraOpThreads(engine: EngineType, replicas: number, cores = os.availableParallelism()): number {
+export function defaultIntraOpThreads(engine: EngineType, replicas: number, cores = os.availableParallelism(), adaptive = false): number {
+  if (adaptive) return cores;
   return SHARED_ENGINES.has(engine) ? Math.max(1, Math.floor(cores / Math.max(1, replicas))) : 1;
+}
+
+/** Whether a model's runs adapt their width: speech recognition, several replicas, sharing their weights. */
+export function adaptsRunWidth(engine: EngineType, replicas: number, sharesWeights: boolean): boolean {
+  return ADAPTIVE_ENGINES.has(engine) && replicas > 1 && sharesWeights;
 }
 
 /**

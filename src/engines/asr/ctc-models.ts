@@ -82,7 +82,7 @@ async function checked<T>(loaded: LoadedSession, checks: () => T): Promise<T> {
   try {
     return checks();
   } catch (err) {
-    await loaded.session.release();
+    await loaded.release();
     throw err;
   }
 }
@@ -153,7 +153,7 @@ export async function loadWav2vec2(dir: string, options: Options, session: Sessi
         input = new Float32Array(n);
         for (let i = 0; i < n; i++) input[i] = (samples[i]! - mean) * scale;
       }
-      const out = await loaded.session.run({ input_values: new ort.Tensor('float32', input, [1, input.length]) });
+      const out = await loaded.run({ input_values: new ort.Tensor('float32', input, [1, input.length]) });
       const logits = out.logits!;
       return { data: logits.data as Float32Array, frames: logits.dims[1]!, vocab: logits.dims[2]! };
     },
@@ -211,13 +211,13 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     highFreq: num(pre.highfreq, sampleRate / 2),
   };
   if (typeof declaredMels === 'number' && declaredMels !== features.nMels) {
-    await loaded.session.release();
+    await loaded.release();
     throw new Error(`${modelFile}: audio_signal has ${declaredMels} features but the config says ${features.nMels}`);
   }
 
   const run = async (samples: Float32Array) => {
     const mel = nemoLogMel(samples, features);
-    const out = await loaded.session.run({
+    const out = await loaded.run({
       audio_signal: new ort.Tensor('float32', mel.data, [1, features.nMels, mel.frames]),
       length: new ort.Tensor('int64', BigInt64Array.from([BigInt(mel.validFrames)]), [1]),
     });

@@ -122,7 +122,7 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
       return transcribe(ctx.input ? checkedWindows(ctx.input) : oneWindow(TranscribeInput.parse(input).samples), ctx);
     },
     async close() {
-      await model.loaded.session.release();
+      await model.loaded.release();
       await model.stream?.release();
     },
   };

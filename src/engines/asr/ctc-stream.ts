@@ -115,7 +115,7 @@ export class CtcStream {
       const perFrame = c.dims.reduce((a, d, axis) => (axis === c.axis ? a : a * d), 1);
       feeds[c.input] = new ort.Tensor('float32', data, c.dims.map((d, axis) => (axis === c.axis ? data.length / perFrame : d)));
     });
-    const out = await this.loaded.session.run(feeds);
+    const out = await this.loaded.run(feeds);
     const logprobs = out.logprobs!;
     const [, count, vocab] = logprobs.dims as [number, number, number];
     // The whole run keeps the output frames that cover the audio (not pad_to's), and nothing from too short audio.
@@ -126,6 +126,6 @@ export class CtcStream {
   }
 
   release(): Promise<void> {
-    return this.loaded.session.release();
+    return this.loaded.release();
   }
 }

@@ -143,7 +143,7 @@ export class Seq2SeqDecoder {
       check(cached, options);
       return new Seq2SeqDecoder('split', first, cached, options);
     } catch (err) {
-      await Promise.all(sessions.map((s) => s.session.release()));
+      await Promise.all(sessions.map((s) => s.release()));
       throw err;
     }
   }
@@ -178,7 +178,7 @@ export class Seq2SeqDecoder {
       cache_position: intTensor(loaded, 'cache_position', Array.from({ length: width }, (_, i) => cache.length + i), [width]),
     };
     for (const name of this.pastNames) feeds[name] = stepZero ? empty : cache.past[name]!;
-    const result = await loaded.session.run(Object.fromEntries(loaded.inputNames.map((n) => [n, feeds[n]!])));
+    const result = await loaded.run(Object.fromEntries(loaded.inputNames.map((n) => [n, feeds[n]!])));
     for (const name of this.pastNames) {
       // Cached steps return empty encoder presents (or none): the step-0 ones stay valid for the whole generation.
       if (name.includes('.decoder.') || stepZero) cache.past[name] = result[name.replace('past_key_values', 'present')]!;
@@ -188,7 +188,7 @@ export class Seq2SeqDecoder {
   }
 
   async release(): Promise<void> {
-    await Promise.all([...new Set([this.first, this.cached])].map((s) => s.session.release()));
+    await Promise.all([...new Set([this.first, this.cached])].map((s) => s.release()));
   }
 }
 

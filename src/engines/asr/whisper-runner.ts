@@ -141,7 +141,7 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
     if (typeof declared === 'number' && declared !== nMels) throw new Error(`${encoderFile}: input_features has ${declared} mel bins, preprocessor_config.json says ${nMels}`);
     decoder = await Seq2SeqDecoder.load({ dir, variant: options.variant, layers, heads, headDim, session: sessionOptions, family: 'Whisper' });
   } catch (err) {
-    await encoder.session.release();
+    await encoder.release();
     throw err;
   }
   const features = await WhisperFeatureExtractor.create({ nMels, intraOpThreads, interOpThreads });
@@ -150,7 +150,7 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
   /** Decodes one window (≤ 30 s, starting at its first sample). */
   async function decodeWindow(samples: Float32Array, prompt: number[], temperature: number, random: () => number, ctx: RunnerContext): Promise<number[]> {
     const mel = await features.compute(samples);
-    const encoded = await encoder.session.run({ input_features: floatTensor(mel, [1, nMels, mel.length / nMels], encoder.inputTypes.input_features) });
+    const encoded = await encoder.run({ input_features: floatTensor(mel, [1, nMels, mel.length / nMels], encoder.inputTypes.input_features) });
     await ctx.checkpoint();
     const cache = decoder.start(encoded.last_hidden_state!);
     const sampled: number[] = [];
@@ -248,7 +248,7 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
       throw new UnknownMethodError('whisper', method);
     },
     async close() {
-      await Promise.all([encoder.session.release(), decoder.release(), features.close(), vad ? (await vad).close() : undefined]);
+      await Promise.all([encoder.release(), decoder.release(), features.close(), vad ? (await vad).close() : undefined]);
     },
   };
 };

@@ -186,7 +186,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       cache_position: intTensor(session, 'cache_position', Array.from({ length: width }, (_, i) => rows.length + i), [width]),
     };
     for (const name of pastAll) feeds[name] = stepZero ? emptyPast(count) : rows.past[name]!;
-    const result = await session.session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]!])));
+    const result = await session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]!])));
     for (const name of pastAll) {
       const presentName = name.replace('past_key_values', 'present');
       // Cached steps return empty encoder presents: the step-0 ones stay valid for the whole generation.
@@ -203,7 +203,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     const ids = sources.flatMap((s) => [...s, ...new Array<number>(width - s.length).fill(pad)]);
     const maskValues = sources.flatMap((s) => Array.from({ length: width }, (_, i) => (i < s.length ? 1 : 0)));
     const mask = intTensor(encoder, 'attention_mask', maskValues, [batch, width]);
-    const encoded = await encoder.session.run({ input_ids: intTensor(encoder, 'input_ids', ids, [batch, width]), attention_mask: mask });
+    const encoded = await encoder.run({ input_ids: intTensor(encoder, 'input_ids', ids, [batch, width]), attention_mask: mask });
     await ctx.checkpoint();
     // Every beam of a sentence is a row; rows are dropped when their sentence finishes.
     const expand = Array.from({ length: batch * beams }, (_, r) => Math.floor(r / beams));
@@ -279,7 +279,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       throw new UnknownMethodError('nllb', method);
     },
     async close() {
-      await Promise.all([...new Set([encoder, first, cached])].map((s) => s.session.release()));
+      await Promise.all([...new Set([encoder, first, cached])].map((s) => s.release()));
     },
   };
   return runner;

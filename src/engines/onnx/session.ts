@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import ort from 'onnxruntime-node';
-import { sharedWeightsFile, type SharedWeightsOptions } from './shared-weights.js';
+import { sharedWeightsFile, sharedBytesFile, type SharedWeightsOptions } from './shared-weights.js';
+import { runWidths, withRunWidth, type RunGate } from './run-width.js';
 
 export { ort };
 
@@ -15,7 +16,13 @@ export interface SessionOptions {
 }
 
 export interface LoadedSession {
+  /** The session at the widest width: for metadata. Run through `run`, which picks the width. */
   session: ort.InferenceSession;
+  /** Runs the model at the width the process's load allows (run-width.ts). */
+  run(feeds: Record<string, ort.Tensor>, fetches?: readonly string[]): Promise<ort.InferenceSession.ReturnType>;
+  release(): Promise<void>;
+  /** Intra-op thread counts this model holds sessions for (one unless its runs adapt their width). */
+  widths: readonly number[];
   file: string;
   inputNames: readonly string[];
   outputNames: readonly string[];
@@ -30,17 +37,74 @@ export function shareWeightsAcrossReplicas(options: SharedWeightsOptions | null)
   sharing = options;
 }
 
+/** Set once per worker thread whose runs adapt their width to the process's load (run-width.ts). */
+let gate: RunGate | null = null;
+
+export function gateRunWidth(runGate: RunGate | null): void {
+  gate = runGate;
+}
+
 /**
  * A session for a model file, or for a model built in memory (`bytes`, e.g. a streaming step graph made from
  * the file at load), named after `file` in messages. A file whose replicas share weights is loaded from its
- * external-weights copy (shared-weights.ts); a model built in memory holds its own.
+ * external-weights copy (shared-weights.ts), and so is a large model built in memory, once written to the
+ * cache. In a worker with a run gate, a model that shares (or is small) gets one session per run width.
  */
 export async function createSession(file: string, options: SessionOptions, bytes?: Uint8Array): Promise<LoadedSession> {
   if (!bytes && !fs.existsSync(file)) throw new Error(`Model file not found: ${file}`);
-  const source = sharing && !bytes ? await sharedWeightsFile(file, sharing) : { file, shared: false };
-  const sessionOptions: ort.InferenceSession.SessionOptions = {
-    intraOpNumThreads: options.intraOpThreads,
-    interOpNumThreads: options.interOpThreads,
+  // A graph built in memory is written to the cache first when replicas share, so its weights are shared too.
+  const persist = sharing !== null && bytes !== undefined && bytes.byteLength >= sharing.minBytes;
+  const input = persist ? { file: await sharedBytesFile(file, bytes, sharing!), bytes: undefined } : { file, bytes };
+  const source = sharing && !input.bytes ? await sharedWeightsFile(input.file, sharing) : { file: input.file, shared: false };
+  // Widths only where they are cheap: the sessions share the mapped weights, or the model is small.
+  const small = sharing !== null && (input.bytes ? input.bytes.byteLength : fs.statSync(input.file).size) < sharing.minBytes;
+  const widths = gate && (source.shared || small) ? runWidths(options.intraOpThreads) : [options.intraOpThreads];
+  const create = (threads: number) => {
+    const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared);
+    return input.bytes ? ort.InferenceSession.create(input.bytes, sessionOptions) : ort.InferenceSession.create(source.file, sessionOptions);
+  };
+  const sessions: ort.InferenceSession[] = [];
+  try {
+    for (const w of widths) sessions.push(await create(w));
+  } catch (err) {
+    await Promise.all(sessions.map((s) => s.release()));
+    throw err;
+  }
+  const session = sessions[sessions.length - 1]!;
+  const inputTypes: Record<string, string> = {};
+  for (const meta of session.inputMetadata) {
+    if (meta.isTensor) inputTypes[meta.name] = meta.type;
+  }
+  const runGate = gate;
+  return {
+    session,
+    file,
+    widths,
+    inputNames: session.inputNames,
+    outputNames: session.outputNames,
+    inputTypes,
+    run: (feeds, fetches) =>
+      withRunWidth(runGate, widths, inputSize(feeds), (width) => {
+        const chosen = sessions[widths.indexOf(width)]!;
+        return fetches ? chosen.run(feeds, fetches as string[]) : chosen.run(feeds);
+      }),
+    release: async () => {
+      await Promise.all(sessions.map((s) => s.release()));
+    },
+  };
+}
+
+/** Elements in a run's inputs: what its cost grows with (run-width.ts estimates a wide run's end by it). */
+function inputSize(feeds: Record<string, ort.Tensor>): number {
+  let n = 0;
+  for (const tensor of Object.values(feeds)) n += tensor.size;
+  return n;
+}
+
+function ortOptions(intraOpThreads: number, interOpThreads: number, shared: boolean): ort.InferenceSession.SessionOptions {
+  return {
+    intraOpNumThreads: intraOpThreads,
+    interOpNumThreads: interOpThreads,
     graphOptimizationLevel: 'all',
     // onnxruntime's pool threads spin-wait for work between operators by default: on a server whose cores
     // are shared with the I/O thread, the VAD and the encoders, that spinning takes the CPU they need
@@ -50,21 +114,15 @@ export async function createSession(file: string, options: SessionOptions, bytes
         intra_op: { allow_spinning: '0' },
         inter_op: { allow_spinning: '0' },
         // Pre-packed matrices are private copies: replicas sharing mapped weights must read them in place.
-        ...(source.shared ? { disable_prepacking: '1' } : {}),
+        ...(shared ? { disable_prepacking: '1' } : {}),
       },
     },
     // A replica's memory arena keeps the largest activations it ever held (a 30 s window of wav2vec2-base:
     // ≈ 450 MB, most of it attention scores), so with shared weights the arena was most of what a second
     // replica cost (bench:replica-memory). Without it a run allocates and frees its activations: about the
     // same time for realtime chunks, up to ≈ 10 % more for a 10 s window (shared-weights.ts).
-    ...(source.shared ? { enableCpuMemArena: false } : {}),
+    ...(shared ? { enableCpuMemArena: false } : {}),
   };
-  const session = bytes ? await ort.InferenceSession.create(bytes, sessionOptions) : await ort.InferenceSession.create(source.file, sessionOptions);
-  const inputTypes: Record<string, string> = {};
-  for (const meta of session.inputMetadata) {
-    if (meta.isTensor) inputTypes[meta.name] = meta.type;
-  }
-  return { session, file, inputNames: session.inputNames, outputNames: session.outputNames, inputTypes };
 }
 
 /** Checks that a model declares the inputs and outputs a layout needs; names what is missing. */

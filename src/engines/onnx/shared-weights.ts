@@ -59,6 +59,23 @@ export async function sharedWeightsFile(file: string, options: SharedWeightsOpti
   }
 }
 
+/**
+ * A model built in memory (a streaming step graph made from a file at load) as a file in the cache, so that
+ * replicas can share its weights like a file's: keyed by its content, written once (rename: no replica
+ * reads a half-written file). session.ts calls it only for models of at least `minBytes`.
+ */
+export async function sharedBytesFile(file: string, bytes: Uint8Array, options: SharedWeightsOptions): Promise<string> {
+  const key = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const target = path.join(options.cacheDir, `${path.basename(file, '.onnx')}-built-${key}.onnx`);
+  if (!fs.existsSync(target)) {
+    fs.mkdirSync(options.cacheDir, { recursive: true });
+    const partial = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}.partial`;
+    fs.writeFileSync(partial, bytes);
+    fs.renameSync(partial, target);
+  }
+  return target;
+}
+
 async function writeExternal(file: string, target: string): Promise<void> {
   const data = `${path.basename(target)}.data`;
   const session = await ort.InferenceSession.create(file, {

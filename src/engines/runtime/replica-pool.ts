@@ -16,7 +16,8 @@
  * long: a short request gets turns between the long one's chunks.
  */
 import type { Worker } from 'node:worker_threads';
-import { defaultIntraOpThreads, defaultNiceness, defaultReplicas, type ModelEntry } from '../manifest.js';
+import { adaptsRunWidth, defaultIntraOpThreads, defaultNiceness, defaultReplicas, SHARED_ENGINES, type ModelEntry } from '../manifest.js';
+import { createRunSlots, RUN_GATE_SLOTS } from '../onnx/run-width.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
@@ -26,6 +27,9 @@ const WORKER_URL = new URL(`./model-worker${import.meta.url.endsWith('.ts') ? '.
 /** Delay before retrying a replacement replica that failed to load, doubling up to the maximum. */
 const RESPAWN_DELAY_MS = 500;
 const RESPAWN_DELAY_MAX_MS = 30_000;
+/** One count of the big models' runs for the whole process, a slot per worker: replicas choose their widths by it. */
+const RUN_SLOTS = createRunSlots();
+const freeRunSlots = Array.from({ length: RUN_GATE_SLOTS }, (_, i) => RUN_GATE_SLOTS - 1 - i);
 
 export interface JobHandlers {
   onMessage(message: WorkerToMain): void;
@@ -92,6 +96,8 @@ export class ReplicaPool {
   private readonly perReplica: number;
   /** Replicas this pool runs: the manifest's, else a default by cores. */
   readonly replicaCount: number;
+  /** Whether this model's runs adapt their width to the load (manifest.ts adaptsRunWidth, run-width.ts). */
+  readonly adaptive: boolean;
   info: Record<string, unknown> = {};
 
   constructor(
@@ -99,7 +105,9 @@ export class ReplicaPool {
     private readonly threads: EngineThreads,
   ) {
     this.perReplica = jobsPerReplica(entry);
-    this.replicaCount = entry.replicas ?? defaultReplicas(entry.engine, undefined, threads.maxAutoReplicas);
+    const shares = Boolean(threads.sharedWeights);
+    this.replicaCount = entry.replicas ?? defaultReplicas(entry.engine, undefined, threads.maxAutoReplicas, shares);
+    this.adaptive = adaptsRunWidth(entry.engine, this.replicaCount, shares);
   }
 
   get ready(): boolean {
@@ -197,9 +205,14 @@ export class ReplicaPool {
   }
 
   private spawnReplica(): Promise<void> {
-    const init: WorkerInit = { entry: this.entry, dir: this.entry.absoluteDir, intraOpThreads: this.entry.intraOpThreads ?? (this.threads.intraOpThreads || defaultIntraOpThreads(this.entry.engine, this.replicaCount)), interOpThreads: this.threads.interOpThreads, niceness: this.entry.niceness ?? defaultNiceness(this.entry.engine, this.threads.niceness),
+    const { entry, threads } = this;
+    // Every big model's runs are counted (those of adaptive models choose their width by the count).
+    const slot = SHARED_ENGINES.has(entry.engine) ? freeRunSlots.pop() : undefined;
+    const intraOpThreads = entry.intraOpThreads ?? (threads.intraOpThreads || defaultIntraOpThreads(entry.engine, this.replicaCount, undefined, this.adaptive));
+    const init: WorkerInit = { entry, dir: entry.absoluteDir, intraOpThreads, interOpThreads: threads.interOpThreads, niceness: entry.niceness ?? defaultNiceness(entry.engine, threads.niceness),
       // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
-      ...(this.replicaCount > 1 && this.threads.sharedWeights ? { sharedWeights: this.threads.sharedWeights } : {}),
+      ...(this.replicaCount > 1 && threads.sharedWeights ? { sharedWeights: threads.sharedWeights } : {}),
+      ...(slot !== undefined ? { runGate: { ...RUN_SLOTS, slot } } : {}),
     };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
     const replica: Replica = { worker, active: 0, jobs: new Map() };
@@ -229,6 +242,11 @@ export class ReplicaPool {
         if (!loaded) reject(err);
       });
       worker.on('exit', (code) => {
+        // A worker killed mid-run never counted its run out: its slot is cleared for the next worker.
+        if (slot !== undefined) {
+          Atomics.store(RUN_SLOTS.slots, slot, 0);
+          freeRunSlots.push(slot);
+        }
         const index = this.replicas.indexOf(replica);
         if (index >= 0) this.replicas.splice(index, 1);
         const err = new EngineFailedError(this.entry.id, `worker exited with code ${code}`);

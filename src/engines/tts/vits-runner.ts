@@ -145,7 +145,7 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       feeds[binding.scales.name] = float([params.noiseScale, params.lengthScale, params.noiseScaleW]);
     }
     if (binding.speaker) feeds[binding.speaker] = int(binding.speaker, [params.speaker], [1]);
-    const result = await loaded.session.run(feeds, [binding.output]);
+    const result = await loaded.run(feeds, [binding.output]);
     const tensor = result[binding.output]!;
     if (tensor.dims.slice(0, -1).some((d) => d !== 1)) throw new Error(`${layout.modelFile}: output ${binding.output} has shape [${tensor.dims}]; expected one waveform`);
     // Copy: the chunk's buffer is transferred to the main thread whole.
@@ -206,7 +206,7 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       return synthesize(input, ctx);
     },
     async close() {
-      await loaded.session.release();
+      await loaded.release();
     },
   };
   return runner;

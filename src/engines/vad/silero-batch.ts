@@ -214,7 +214,7 @@ async function runRows(run: RowRun, k: number, rows: number[]): Promise<void> {
       state.set(states.subarray(c * VAD_STATE + layer * HIDDEN, c * VAD_STATE + (layer + 1) * HIDDEN), (layer * b + r) * HIDDEN);
     }
   }
-  const out = await run.loaded.session.run({
+  const out = await run.loaded.run({
     input: new ort.Tensor('float32', input, [b, width]),
     state: new ort.Tensor('float32', state, [2, b, HIDDEN]),
     sr: run.sr,

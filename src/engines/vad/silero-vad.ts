@@ -81,7 +81,7 @@ export class SileroVad {
   }
 
   async close(): Promise<void> {
-    await this.loaded.session.release();
+    await this.loaded.release();
   }
 }
 
@@ -118,7 +118,7 @@ export class VadStream {
       this.filled += n;
       at += n;
       if (this.filled < window) break;
-      const out = await this.loaded.session.run({ input: new ort.Tensor('float32', this.input.slice(), [1, context + window]), state: this.state, sr: this.sr });
+      const out = await this.loaded.run({ input: new ort.Tensor('float32', this.input.slice(), [1, context + window]), state: this.state, sr: this.sr });
       probs[k++] = (out.output!.data as Float32Array)[0]!;
       this.state = out.stateN as typeof this.state;
       this.input.copyWithin(0, window, window + context); // this window's tail is the next one's context

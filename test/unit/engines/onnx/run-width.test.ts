@@ -1,0 +1,117 @@
+/** Adaptive run width (src/engines/onnx/run-width.ts): which width a run takes, and when it waits for a wide run. */
+import { Worker } from 'node:worker_threads';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createRunSlots, runsGoingOn, runWidths, widthFor, withRunWidth, WIDE_WAIT_MS, type RunGate } from '../../../../src/engines/onnx/run-width.js';
+
+function gate(slot = 0): RunGate {
+  return { ...createRunSlots(), slot };
+}
+
+describe('run widths', () => {
+  it('holds powers of two up to the threads, and the threads themselves', () => {
+    expect(runWidths(1)).toEqual([1]);
+    expect(runWidths(2)).toEqual([1, 2]);
+    expect(runWidths(6)).toEqual([1, 2, 4, 6]);
+    expect(runWidths(16)).toEqual([1, 2, 4, 8, 16]);
+  });
+
+  it('never gives runs together more threads than the replica has, and a lone run all of them', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 64 }), (threads, running) => {
+        const widths = runWidths(threads);
+        const width = widthFor(widths, threads, running);
+        expect(widths).toContain(width);
+        expect(width === 1 || width * running <= threads).toBe(true);
+        expect(widthFor(widths, threads, 1)).toBe(threads);
+      }),
+    );
+  });
+});
+
+describe('withRunWidth', () => {
+  it('takes the widest alone and a share beside another worker running, and marks its slot only while it runs', async () => {
+    const g = gate(3);
+    const seen: Array<[number, number]> = [];
+    await withRunWidth(g, [1, 2], 100, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
+    Atomics.store(g.slots, 7, 1); // another worker's run
+    await withRunWidth(g, [1, 2], 100, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
+    expect(seen).toEqual([
+      [2, 1],
+      [1, 2],
+    ]);
+    expect(Atomics.load(g.slots, 3)).toBe(0);
+  });
+
+  it('runs one at a time in a worker, in order, whatever the jobs that ask at once', async () => {
+    const g = gate();
+    let inside = 0;
+    const order: number[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        withRunWidth(g, [1, 2], 10, async () => {
+          inside++;
+          expect(inside).toBe(1);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          order.push(i);
+          inside--;
+        }),
+      ),
+    );
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('frees the slot and the wide mark when a run fails', async () => {
+    const g = gate();
+    await withRunWidth(g, [1, 2], 10, async () => undefined); // learns the wide cost, so the next wide run is marked
+    const generation = Atomics.load(g.wide, 0);
+    await expect(withRunWidth(g, [1, 2], 10, async () => Promise.reject(new Error('bad input')))).rejects.toThrow('bad input');
+    expect(runsGoingOn(g.slots)).toBe(0);
+    expect(Atomics.load(g.wide, 1)).toBe(0);
+    expect(Atomics.load(g.wide, 0)).toBe(generation + 1);
+  });
+
+  it('waits for a wide run of another worker that is due soon, rather than start beside it', async () => {
+    const g = gate(0);
+    // Another worker holds a wide run due in 400 ms (its slot and the due time set), and ends it after 50 ms.
+    const worker = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const { slots, wide } = workerData;
+       Atomics.store(slots, 1, 1);
+       Atomics.store(wide, 1, (Date.now() + 400) % 2 ** 31);
+       parentPort.postMessage('holding');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+       Atomics.store(slots, 1, 0);
+       Atomics.store(wide, 1, 0);
+       Atomics.add(wide, 0, 1);
+       Atomics.notify(wide, 0);`,
+      { eval: true, workerData: { slots: g.slots, wide: g.wide } },
+    );
+    await new Promise((resolve) => worker.once('message', resolve));
+    let running = -1;
+    let width = 0;
+    await withRunWidth(g, [1, 2], 10, async (w) => {
+      width = w;
+      running = runsGoingOn(g.slots);
+    });
+    // Had it not waited, the other run would still be marked and it would have run narrow beside it.
+    expect(running).toBe(1);
+    expect(width).toBe(2);
+    await worker.terminate();
+  });
+
+  it('does not wait for a wide run due later than it would wait, and runs beside it narrow', async () => {
+    const g = gate(0);
+    Atomics.store(g.slots, 1, 1);
+    Atomics.store(g.wide, 1, (Date.now() + WIDE_WAIT_MS * 20) % 2 ** 31);
+    let width = 0;
+    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    expect(width).toBe(1);
+  });
+
+  it('runs at the widest with no gate', async () => {
+    let width = 0;
+    await withRunWidth(null, [1, 2, 4], 10, async (w) => void (width = w));
+    expect(width).toBe(4);
+  });
+});
