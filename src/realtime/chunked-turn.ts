@@ -22,7 +22,7 @@ import type { StreamingOptions } from '../engines/asr/streaming-options.js';
 import { tokensFromIds, tokensToWords } from '../engines/asr/ctc-decode.js';
 import type { SpeechModel } from './session-config.js';
 import { TranscriptDeltas } from './transcript-deltas.js';
-import type { FinalLimits, TurnRecognizer, TurnAudio } from './turn-transcriber.js';
+import { speechPart, type FinalLimits, type TurnRecognizer, type TurnAudio } from './turn-transcriber.js';
 import type { SessionObserver } from './session-deps.js';
 
 const RATE = 16_000;
@@ -134,8 +134,8 @@ export class ChunkedTurn implements TurnRecognizer {
   offer(heldSamples: number, audio: TurnAudio): void {
     if (this.finished || this.inFlight || this.stateLost) return;
     const pending = this.geometry.stateful ? heldSamples - this.fed - this.holdback : heldSamples - this.cursor - this.right;
-    const { replicas, busy, queued } = this.model.engine.stats();
-    const eager = queued === 0 && busy < replicas && this.eagerAllowed();
+    const { lanes, busy, queued } = this.model.engine.stats();
+    const eager = queued === 0 && busy < lanes && this.eagerAllowed();
     if (pending < (eager ? this.minStep : this.maxStep)) return;
     // A turn that fell behind catches up in chunks as large as one model run allows.
     const step = Math.min(Math.floor(pending / this.geometry.hop) * this.geometry.hop, this.maxStep);
@@ -173,8 +173,12 @@ export class ChunkedTurn implements TurnRecognizer {
    * Encodes what is left of the committed audio, sends the last delta and returns the transcript. `limits`
    * (default: the session's signal) cancel the final's jobs and refuse them when they cannot run in time.
    */
-  async final(samples: Float32Array, limits?: FinalLimits): Promise<string> {
+  async final(committed: Float32Array, limits?: FinalLimits): Promise<string> {
     const signal = limits?.signal ?? this.signal;
+    // The turn's ending silence is left unheard, except what a stateful stream was already fed (feeding less
+    // than that would mean encoding the turn again from its start).
+    const speech = speechPart(committed, limits);
+    const samples = this.geometry.stateful && speech.length < this.fed ? committed.subarray(0, Math.min(committed.length, this.fed)) : speech;
     this.deadlineAt = limits?.deadlineAt;
     // A mid-turn chunk waiting in a queue (behind other callers' finals) is not waited for: the final encodes
     // its audio at its own priority. One running is awaited: its frames are part of the final. (Stateful
@@ -186,8 +190,8 @@ export class ChunkedTurn implements TurnRecognizer {
     const { hop, streaming } = this.geometry;
     const end = samples.length;
     if (this.geometry.stateful) return this.finalStateful(samples, signal);
-    const { replicas, busy, queued } = this.model.engine.stats();
-    if (streaming.finalRedecodeSeconds > 0 && end <= streaming.finalRedecodeSeconds * RATE && queued === 0 && busy < replicas) {
+    const { lanes, busy, queued } = this.model.engine.stats();
+    if (streaming.finalRedecodeSeconds > 0 && end <= streaming.finalRedecodeSeconds * RATE && queued === 0 && busy < lanes) {
       this.ids = new Int32Array(0);
       this.cursor = 0;
     }

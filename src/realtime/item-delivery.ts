@@ -29,6 +29,8 @@ export interface CommittedItem {
   idle?: boolean;
   /** When it was committed (performance.now()): its deadline counts from here. */
   committedAt: number;
+  /** A VAD turn's samples up to a little past where its ending silence began (FinalLimits); absent: all. */
+  speechSamples?: number;
 }
 
 /** Default of RealtimeSessionDeps.finalTimeoutMs. */
@@ -80,7 +82,7 @@ async function deliverWithin(ctx: DeliveryContext, job: CommittedItem, limits: F
     return failItem(ctx, job.itemId, err);
   }
   try {
-    const transcript = await job.transcriber.final(job.samples, limits);
+    const transcript = await job.transcriber.final(job.samples, job.speechSamples === undefined ? limits : { ...limits, speechSamples: job.speechSamples });
     let translation: { language: string; text: string; characters: number } | undefined;
     let quotaLeft = true;
     if (translator && job.target) {

@@ -34,7 +34,11 @@ export class ServerVad {
         for (const event of this.detector.feed(firstWindow, probabilities)) {
           if (this.closed) return;
           // server_vad may be turned on mid-session: the detector's times are shifted into the session clock.
-          handlers.onTurn(event.type === 'speech_started' ? { type: event.type, audioStartMs: event.audioStartMs + this.offsetMs } : { type: event.type, audioEndMs: event.audioEndMs + this.offsetMs });
+          handlers.onTurn(
+            event.type === 'speech_started'
+              ? { type: event.type, audioStartMs: event.audioStartMs + this.offsetMs }
+              : { type: event.type, audioEndMs: event.audioEndMs + this.offsetMs, ...(event.silenceStartMs !== undefined ? { silenceStartMs: event.silenceStartMs + this.offsetMs } : {}) },
+          );
         }
         if (!this.closed) handlers.onScored(this.startSample + (firstWindow + probabilities.length) * VAD_WINDOW);
       },

@@ -21,6 +21,17 @@ export type TurnAudio = (from: number, to: number) => Float32Array;
 export interface FinalLimits {
   signal: AbortSignal;
   deadlineAt: number;
+  /**
+   * The committed audio past this many samples is the silence that ended a VAD turn: a recogniser may leave
+   * it unheard (the transcript and the bill still cover the whole item). Absent: hear it all.
+   */
+  speechSamples?: number;
+}
+
+/** The part of a turn's committed audio a recogniser needs to hear (FinalLimits.speechSamples). */
+export function speechPart(samples: Float32Array, limits?: FinalLimits): Float32Array {
+  const n = limits?.speechSamples;
+  return n === undefined || n >= samples.length ? samples : samples.subarray(0, Math.max(0, n));
 }
 
 /** What a realtime session asks of a turn's recogniser: interims as audio comes, then the final. */
@@ -55,8 +66,8 @@ export class TurnTranscriber implements TurnRecognizer {
    */
   offer(heldSamples: number, audio: TurnAudio): void {
     if (this.finished || this.interimJob || heldSamples - this.interimAt < INTERIM_STEP_SAMPLES) return;
-    const { replicas, busy, queued } = this.model.engine.stats();
-    if (queued > 0 || busy >= replicas || !this.interimAllowed()) return;
+    const { lanes, busy, queued } = this.model.engine.stats();
+    if (queued > 0 || busy >= lanes || !this.interimAllowed()) return;
     this.interimAt = heldSamples;
     const job = new AbortController();
     this.interimJob = job;
@@ -84,7 +95,7 @@ export class TurnTranscriber implements TurnRecognizer {
   /** The final decode of the committed audio; sends what is left as a last delta and returns the transcript. */
   async final(samples: Float32Array, limits?: FinalLimits): Promise<string> {
     this.cancel();
-    const transcript = normalizeTranscript(await this.decode(samples, 'opening', limits?.signal ?? this.signal, limits?.deadlineAt));
+    const transcript = normalizeTranscript(await this.decode(speechPart(samples, limits), 'opening', limits?.signal ?? this.signal, limits?.deadlineAt));
     this.emit(this.deltas.final(transcript));
     return transcript;
   }

@@ -14,9 +14,15 @@
  * cores: both slow down, and the narrow one takes longer than waiting would have (wav2vec2-base, 20
  * sessions: finals p99 1.2–1.6 s). So a run that finds a wide run going, due to end within WIDE_WAIT_MS
  * (its worker's estimate from the input's size), waits for it; then, alone, it goes wide in turn, and if
- * others waited too, they all go narrow together — a backlog is served at the narrow layout's greater
- * throughput, a lone caller at the wide layout's speed. A wide run due to end later (a long upload's
- * window) is not waited for.
+ * others waited too, they all go narrow together. A wide run due to end later (a long upload's window)
+ * is not waited for.
+ *
+ * And a run found alone only goes wide while the models' recent load (core-time of runs over the last
+ * LOAD_WINDOW_MS, as a share of the cores) is under WIDE_MAX_LOAD. On a busy machine the next run comes
+ * before a wide one ends; going wide whenever one found itself alone for a moment made runs alternate
+ * between waiting for each other and oversubscribing (wav2vec2-base, 20 sessions on 2 cores: finals p99
+ * 1.2–1.4 s), where runs side by side, one thread each, kept a steady p99 of 0.7 s. A lone caller's load
+ * stays far below it (≈ 0.3 with interims).
  *
  * The state lives in SharedArrayBuffers that the main thread gives every gated worker (replica-pool.ts),
  * so replicas of different models (speech recognition and translation) see each other's runs. Each worker
@@ -28,6 +34,10 @@
 export const RUN_GATE_SLOTS = 256;
 /** The longest a run waits for a wide run to end rather than start beside it. */
 export const WIDE_WAIT_MS = 500;
+/** Runs go wide only while the recent load is under this share of the cores. */
+export const WIDE_MAX_LOAD = 0.6;
+/** The time constant of the recent load (an exponentially decayed sum of runs' core-time). */
+export const LOAD_WINDOW_MS = 2000;
 
 /** Shared state: [0] runs' wide-run generation (bumped when one ends, for Atomics.wait); [1] when the wide run going on is due to end (ms since the epoch, 0: none). */
 const WIDE_GENERATION = 0;
@@ -38,12 +48,33 @@ export interface RunGate {
   /** Int32Array over a SharedArrayBuffer: 1 while the worker of that slot runs a model. */
   readonly slots: Int32Array;
   readonly slot: number;
-  /** Int32Array over a SharedArrayBuffer: the wide run's generation and due time (seconds wrap: ms mod 2^31). */
+  /** Int32Array over a SharedArrayBuffer: the wide run's generation and due time (ms mod 2^31). */
   readonly wide: Int32Array;
+  /** Int32Array over a SharedArrayBuffer: per slot, [when its load was stamped (ms mod 2^31), its decayed core-ms × 10]. */
+  readonly load: Int32Array;
 }
 
-export function createRunSlots(): { slots: Int32Array; wide: Int32Array } {
-  return { slots: new Int32Array(new SharedArrayBuffer(4 * RUN_GATE_SLOTS)), wide: new Int32Array(new SharedArrayBuffer(8)) };
+export function createRunSlots(): { slots: Int32Array; wide: Int32Array; load: Int32Array } {
+  const ints = (n: number) => new Int32Array(new SharedArrayBuffer(4 * n));
+  return { slots: ints(RUN_GATE_SLOTS), wide: ints(2), load: ints(2 * RUN_GATE_SLOTS) };
+}
+
+/** Clears a slot whose worker is gone (replica-pool.ts): its runs no longer count, nor its load. */
+export function clearSlot(state: { slots: Int32Array; load: Int32Array }, slot: number): void {
+  Atomics.store(state.slots, slot, 0);
+  Atomics.store(state.load, 2 * slot, 0);
+  Atomics.store(state.load, 2 * slot + 1, 0);
+}
+
+/** The models' recent load: core-ms of runs, decayed over LOAD_WINDOW_MS, as a share of `cores` cores. */
+export function recentLoad(load: Int32Array, cores: number, now = clock()): number {
+  let coreMs = 0;
+  for (let i = 0; i < load.length; i += 2) {
+    const value = Atomics.load(load, i + 1);
+    if (value === 0) continue;
+    coreMs += (value / 10) * Math.exp(-Math.max(0, until(now, Atomics.load(load, i))) / LOAD_WINDOW_MS);
+  }
+  return coreMs / (LOAD_WINDOW_MS * Math.max(1, cores));
 }
 
 /** Workers running a model now. */
@@ -86,6 +117,17 @@ function awaitWideRun(wide: Int32Array): void {
 
 /** Per worker: the expected ms per input element of a run, by width (a moving average of its runs). */
 const costs = new Map<number, number>();
+/** Per worker: its own decayed core-ms, as last published in its load slot. */
+let ownLoad = { at: 0, coreMs: 0 };
+
+/** Adds a run's core-time to this worker's load slot. */
+function publishLoad(gate: RunGate, coreMs: number): void {
+  const now = clock();
+  const decayed = ownLoad.coreMs * Math.exp(-Math.max(0, until(now, ownLoad.at)) / LOAD_WINDOW_MS);
+  ownLoad = { at: now, coreMs: decayed + coreMs };
+  Atomics.store(gate.load, 2 * gate.slot, now);
+  Atomics.store(gate.load, 2 * gate.slot + 1, Math.min(2 ** 31 - 1, Math.round(ownLoad.coreMs * 10)));
+}
 
 /** One model run at a time per worker, so that a worker's slot says whether it is running. */
 let runLock: Promise<void> = Promise.resolve();
@@ -105,7 +147,10 @@ export async function withRunWidth<T>(gate: RunGate | null, widths: readonly num
   try {
     if (widths.length > 1) awaitWideRun(gate.wide);
     Atomics.store(gate.slots, gate.slot, 1);
-    const width = widths.length > 1 ? widthFor(widths, widest, runsGoingOn(gate.slots)) : widest;
+    const running = runsGoingOn(gate.slots);
+    // Alone on a busy machine: the next run is due before a wide one would end, so take the share of two.
+    const sharers = running === 1 && recentLoad(gate.load, widest) >= WIDE_MAX_LOAD ? 2 : running;
+    const width = widths.length > 1 ? widthFor(widths, widest, sharers) : widest;
     if (width > 1 && width === widest && widths.length > 1) {
       const perElement = costs.get(width);
       Atomics.store(gate.wide, WIDE_DUE, perElement === undefined ? 0 : (clock() + Math.ceil(perElement * size)) % 2 ** 31 || 1);
@@ -113,7 +158,9 @@ export async function withRunWidth<T>(gate: RunGate | null, widths: readonly num
     }
     const started = performance.now();
     const result = await fn(width);
-    const perElement = (performance.now() - started) / Math.max(1, size);
+    const took = performance.now() - started;
+    publishLoad(gate, took * width);
+    const perElement = took / Math.max(1, size);
     const known = costs.get(width);
     costs.set(width, known === undefined ? perElement : known * 0.8 + perElement * 0.2);
     return result;

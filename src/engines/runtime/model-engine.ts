@@ -50,7 +50,7 @@ export class ModelEngine {
     return this.pool.replicaCount;
   }
 
-  stats(): { replicas: number; busy: number; queued: number } {
+  stats(): { replicas: number; lanes: number; busy: number; queued: number } {
     return this.pool.stats();
   }
 

@@ -22,7 +22,7 @@ export interface WorkerInit {
   /** Set when the model's replicas share one mapped copy of the weights (onnx/shared-weights.ts). */
   sharedWeights?: { cacheDir: string; minBytes: number };
   /** The process's count of big-model runs and this worker's slot in it, when its runs are counted (onnx/run-width.ts). */
-  runGate?: { slots: Int32Array; slot: number; wide: Int32Array };
+  runGate?: { slots: Int32Array; slot: number; wide: Int32Array; load: Int32Array };
 }
 
 /** Inputs the main thread may send to a streamed-input job before the runner has taken them. */

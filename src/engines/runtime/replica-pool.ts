@@ -17,7 +17,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { adaptsRunWidth, defaultIntraOpThreads, defaultNiceness, defaultReplicas, SHARED_ENGINES, type ModelEntry } from '../manifest.js';
-import { createRunSlots, RUN_GATE_SLOTS } from '../onnx/run-width.js';
+import { clearSlot, createRunSlots, RUN_GATE_SLOTS } from '../onnx/run-width.js';
 import { EngineCancelledError, EngineFailedError, EngineNotReadyError, EngineOverloadedError } from '../errors.js';
 import { spawnWorker } from '../../threads/spawn-worker.js';
 import type { MainToWorker, WorkerInit, WorkerToMain } from './protocol.js';
@@ -114,8 +114,14 @@ export class ReplicaPool {
     return this.isReady;
   }
 
-  stats(): { replicas: number; busy: number; queued: number } {
-    return { replicas: this.replicas.length, busy: this.replicas.reduce((n, r) => n + r.active, 0), queued: this.waiters.length };
+  /**
+   * `lanes`: jobs the model runs side by side, each at full speed — its replicas, or 1 when their runs adapt
+   * their width (a lone run takes every core; a second one takes cores from it). Below it, the model is idle
+   * enough for work that can wait (realtime interims).
+   */
+  stats(): { replicas: number; lanes: number; busy: number; queued: number } {
+    const replicas = this.replicas.length;
+    return { replicas, lanes: this.adaptive ? Math.min(1, replicas) : replicas, busy: this.replicas.reduce((n, r) => n + r.active, 0), queued: this.waiters.length };
   }
 
   async start(): Promise<void> {
@@ -244,7 +250,7 @@ export class ReplicaPool {
       worker.on('exit', (code) => {
         // A worker killed mid-run never counted its run out: its slot is cleared for the next worker.
         if (slot !== undefined) {
-          Atomics.store(RUN_SLOTS.slots, slot, 0);
+          clearSlot(RUN_SLOTS, slot);
           freeRunSlots.push(slot);
         }
         const index = this.replicas.indexOf(replica);

@@ -36,5 +36,9 @@ export interface ServerVadOptions {
 export type TurnEvent =
   /** `audioStartMs` = onset − prefix padding, clamped to the start of the audio still in the buffer. */
   | { type: 'speech_started'; audioStartMs: number }
-  /** `audioEndMs` = the end of the silence that ended the turn; the turn's audio is [audioStartMs, audioEndMs). */
-  | { type: 'speech_stopped'; audioEndMs: number };
+  /**
+   * `audioEndMs` = the end of the silence that ended the turn; the turn's audio is [audioStartMs, audioEndMs).
+   * `silenceStartMs` = where that silence began (the first window below the negative threshold): no speech
+   * after it, as the VAD heard it.
+   */
+  | { type: 'speech_stopped'; audioEndMs: number; silenceStartMs?: number };

@@ -125,10 +125,11 @@ export class TurnDetector {
     }
     if (p < this.negativeThreshold && this.silenceStart < 0) this.silenceStart = window;
     if (this.silenceStart >= 0 && endMs - this.silenceStart * WINDOW_MS >= this.silenceDurationMs) {
+      const silenceStartMs = this.silenceStart * WINDOW_MS;
       this.inSpeech = false;
       this.silenceStart = -1;
       this.floorMs = Math.max(this.floorMs, endMs);
-      return { type: 'speech_stopped', audioEndMs: endMs };
+      return { type: 'speech_stopped', audioEndMs: endMs, silenceStartMs };
     }
     return null;
   }

@@ -49,7 +49,7 @@ describe('ModelEngine settles on every interleaving', () => {
       }
     };
     await within(leave(), 5_000, 'leaving a stream whose end was already queued');
-    expect(engine.stats()).toEqual({ replicas: 1, busy: 0, queued: 0 });
+    expect(engine.stats()).toEqual({ replicas: 1, lanes: 1, busy: 0, queued: 0 });
     expect(await within(engine.run('spin', { steps: 1, stepMs: 1 }), 5_000, 'the next job')).toMatchObject({ steps: 1 });
   });
 
@@ -82,7 +82,7 @@ describe('ModelEngine settles on every interleaving', () => {
       }
     }
     expect(cases).toBeGreaterThan(100);
-    expect(engine.stats()).toEqual({ replicas: 1, busy: 0, queued: 0 });
+    expect(engine.stats()).toEqual({ replicas: 1, lanes: 1, busy: 0, queued: 0 });
     expect(await within(engine.run('spin', { steps: 1, stepMs: 1 }), 5_000, 'the next job')).toMatchObject({ steps: 1 });
   }, 60_000);
 
@@ -105,7 +105,7 @@ describe('ModelEngine settles on every interleaving', () => {
     expect(await crashing).toBeInstanceOf(EngineFailedError);
     const results = await within(Promise.all(queued), 15_000, 'queued jobs after a crash');
     expect(results.map((r) => r.steps)).toEqual([1, 2, 3]);
-    expect(engine.stats()).toEqual({ replicas: 1, busy: 0, queued: 0 });
+    expect(engine.stats()).toEqual({ replicas: 1, lanes: 1, busy: 0, queued: 0 });
   });
 
   it('a streaming job whose worker crashes fails, and the queue behind it is served', async () => {

@@ -42,7 +42,7 @@ describe('ModelEngine', () => {
   it('a consumer that stops early cancels the job and frees the replica', async () => {
     const engine = await busyEngine();
     for await (const chunk of engine.stream<{ i: number }>('count', { n: 1_000_000 })) if (chunk.i === 2) break;
-    expect(engine.stats()).toEqual({ replicas: 1, busy: 0, queued: 0 });
+    expect(engine.stats()).toEqual({ replicas: 1, lanes: 1, busy: 0, queued: 0 });
     expect(await engine.run('spin', { steps: 1, stepMs: 1 })).toMatchObject({ steps: 1 });
   });
 

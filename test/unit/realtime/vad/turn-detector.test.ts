@@ -93,7 +93,7 @@ describe('TurnDetector', () => {
           } else if (open) {
             if (silenceStart < 0) silenceStart = window;
             if ((window + 1 - silenceStart) * WINDOW_MS >= options.silenceDurationMs) {
-              expected.push({ type: 'speech_stopped', audioEndMs: (window + 1) * WINDOW_MS });
+              expected.push({ type: 'speech_stopped', audioEndMs: (window + 1) * WINDOW_MS, silenceStartMs: silenceStart * WINDOW_MS });
               previousEnd = (window + 1) * WINDOW_MS;
               open = false;
             }
@@ -111,7 +111,8 @@ describe('TurnDetector', () => {
     expect(detector.feed(0, [0, 0.9, 0.1, 0.9, 0.1])).toEqual([]); // lone windows: a click, not speech
     expect(detector.feed(5, [0.9, 0.9])).toEqual([{ type: 'speech_started', audioStartMs: 5 * WINDOW_MS }]);
     // 0.4 is between threshold − 0.15 and threshold: it neither starts the silence nor ends it.
-    expect(detector.feed(7, [0.4, 0.4, 0.4, 0.4, 0.3, 0.4, 0.4])).toEqual([{ type: 'speech_stopped', audioEndMs: 14 * WINDOW_MS }]);
+    // The silence starts at the 0.3 (window 11): that is where the VAD heard the speech end.
+    expect(detector.feed(7, [0.4, 0.4, 0.4, 0.4, 0.3, 0.4, 0.4])).toEqual([{ type: 'speech_stopped', audioEndMs: 14 * WINDOW_MS, silenceStartMs: 11 * WINDOW_MS }]);
     expect(detector.speaking).toBe(false);
   });
 
