@@ -2,7 +2,7 @@
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRunSlots, runsGoingOn, runWidths, widthFor, withRunWidth, WIDE_WAIT_MS, type RunGate } from '../../../../src/engines/onnx/run-width.js';
+import { clearSlot, createRunSlots, LOAD_WINDOW_MS, recentLoad, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, WIDE_WAIT_MS, type RunGate } from '../../../../src/engines/onnx/run-width.js';
 
 function gate(slot = 0): RunGate {
   return { ...createRunSlots(), slot };
@@ -113,5 +113,34 @@ describe('withRunWidth', () => {
     let width = 0;
     await withRunWidth(null, [1, 2, 4], 10, async (w) => void (width = w));
     expect(width).toBe(4);
+  });
+
+  it('goes narrow alone while the recent load is high, wide again once it has decayed, and a cleared slot leaves no load', async () => {
+    const g = gate(0);
+    const now = Date.now() % 2 ** 31;
+    // Another worker ran 2 cores flat out for the last window: a load of ≈ 0.63 of 2 cores (1 − 1/e).
+    Atomics.store(g.load, 2, now);
+    Atomics.store(g.load, 3, Math.round(LOAD_WINDOW_MS * 2 * (1 - Math.exp(-1)) * 10));
+    expect(recentLoad(g.load, 2, now)).toBeGreaterThanOrEqual(WIDE_MAX_LOAD);
+    let width = 0;
+    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    expect(width).toBe(1);
+    // The same load stamped three windows ago has decayed below the bar.
+    Atomics.store(g.load, 2, (now - 3 * LOAD_WINDOW_MS + 2 ** 31) % 2 ** 31);
+    expect(recentLoad(g.load, 2)).toBeLessThan(WIDE_MAX_LOAD);
+    clearSlot(g, 0); // this worker's own run counted too: start from nothing
+    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    expect(width).toBe(2);
+    clearSlot(g, 1);
+    clearSlot(g, 0);
+    expect(recentLoad(g.load, 2)).toBe(0);
+  });
+
+  it('counts the core-time of a run as load: width × duration', async () => {
+    const g = gate(5);
+    await withRunWidth(g, [1, 2], 10, async () => new Promise((resolve) => setTimeout(resolve, 30)));
+    const load = recentLoad(g.load, 2);
+    expect(load).toBeGreaterThan(0);
+    expect(load).toBeLessThan(1);
   });
 });
