@@ -24,7 +24,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 import { defaultPackDir } from '../../models/real-size/generate.js';
-import { PACK_STREAMING } from '../../models/real-size/pack-manifest.js';
+import { PACK_REPLICAS, PACK_STREAMING } from '../../models/real-size/pack-manifest.js';
 import { spawnWorker } from '../../src/threads/spawn-worker.js';
 import { startModelServer } from '../model-server.js';
 import { percentile, recordSection } from '../results.js';
@@ -52,6 +52,8 @@ if (!fs.existsSync(stamp)) throw new Error(`${dir} is not in the pack: npm run m
 const engine = (JSON.parse(fs.readFileSync(stamp, 'utf8')) as { engine: string }).engine;
 // The pack's own chunking for this model (what its manifest serves), unless --streaming says otherwise.
 const streaming = values.streaming ? (JSON.parse(values.streaming) as Record<string, number>) : PACK_STREAMING[values.model];
+// The pack's replicas for the model (PACK_REPLICAS) unless --replicas sets them.
+const replicas = values.replicas ? Number(values.replicas) : PACK_REPLICAS[values.model!];
 const LEVELS = values.levels.split(',').map(Number);
 const ACTIVITY = Number(values.activity);
 const SECONDS = Number(values.seconds);
@@ -75,7 +77,7 @@ function cycleFrames(speech: Float32Array, activity: number, lead = 1): { frames
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
-  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}), ...(values.replicas ? { replicas: Number(values.replicas) } : {}), ...(values.threads ? { intraOpThreads: Number(values.threads) } : {}) },
+  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}), ...(replicas ? { replicas } : {}), ...(values.threads ? { intraOpThreads: Number(values.threads) } : {}) },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
 ]);
 const base = `127.0.0.1:${server.port}/openai/v1`;
@@ -124,7 +126,7 @@ const summarize = (r: WorkerReport) => {
 const cycle = cycleFrames(phrase, ACTIVITY);
 // What a turn commits: the phrase plus the VAD's prefix padding and the silence before speech_stopped.
 const turnSeconds = phrase.length / RATE + 0.3 + 0.5;
-const limit = await bestModelOnly({ dir, engine, seconds: turnSeconds, durationS: 15, ...(values.replicas ? { replicas: Number(values.replicas) } : {}), ...(values.threads ? { threads: Number(values.threads) } : {}) });
+const limit = await bestModelOnly({ dir, engine, seconds: turnSeconds, durationS: 15, ...(replicas ? { replicas } : {}), ...(values.threads ? { threads: Number(values.threads) } : {}) });
 const sessionsLimit = limit.audioPerSecond / (turnSeconds / cycle.seconds);
 
 const rows = [
@@ -146,7 +148,7 @@ for (const sessions of LEVELS) {
 }
 
 const notes = [
-  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with ${values.replicas || values.threads ? `replicas ${values.replicas ?? 'by cores'}, intra-op threads ${values.threads ?? 'by cores'}` : "the server's default replicas and threads"}${streaming ? `, options.streaming ${JSON.stringify(streaming)}` : ''}${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
+  `Model: ${values.model} (\`${engine}\`) from the real-size pack, served as sunjata-1 with ${replicas || values.threads ? `replicas ${replicas ?? 'by cores'}${values.replicas ? '' : replicas ? " (the pack's)" : ''}, intra-op threads ${values.threads ?? 'by cores'}` : "the server's default replicas and threads"}${streaming ? `, options.streaming ${JSON.stringify(streaming)}` : ''}${process.env.KUMA_ENGINE_INTRA_OP_THREADS ? ` (KUMA_ENGINE_INTRA_OP_THREADS=${process.env.KUMA_ENGINE_INTRA_OP_THREADS})` : ''}; Silero VAD; server_vad threshold 0.5, prefix 300 ms, silence 500 ms.`,
   `Sessions: each streams a ${cycle.seconds.toFixed(1)} s cycle (1 s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, silence; activity ${Math.round(ACTIVITY * 100)} %) in 20 ms frames at real-time pace for ${SECONDS} s per level. Random weights: transcripts are random; latency and completion are what count.`,
   `Model-only limit (same run): raw onnxruntime-node, ${turnSeconds.toFixed(1)} s turns back to back, the better of the server's saturated layout and 1 replica × every core: ${limit.replicas} replica(s) × ${limit.threads} thread(s), ${limit.audioPerSecond.toFixed(2)} audio-s/s = ${sessionsLimit.toFixed(1)} sessions at this activity.`,
   `Capacity (largest level with p99 ≤ 1 s, nothing failed): ${capacity} sessions = ${((100 * capacity) / sessionsLimit).toFixed(0)} % of the model-only limit.`,

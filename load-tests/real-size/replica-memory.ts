@@ -1,5 +1,5 @@
 /**
- * `npm run bench:replica-memory -- [--model wav2vec2-base] [--no-write]`: what a second replica of a real-size
+ * `npm run bench:replica-memory -- [--model wav2vec2-base] [--threads 0] [--no-write]`: what a second replica of a real-size
  * model costs in memory. Each configuration runs in a fresh process (Kuma's engine registry, the model from the
  * pack, replicas 1 or 2, shared weights on or off — KUMA_ENGINE_SHARE_WEIGHTS), which loads, warms and runs
  * one 10 s job on every replica, then reports its resident memory (RSS) and proportional set size (PSS: pages
@@ -15,7 +15,7 @@ import { defaultPackDir } from '../../models/real-size/generate.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { recordSection } from '../results.js';
 
-const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, child: { type: 'string' }, share: { type: 'string', default: 'true' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, child: { type: 'string' }, share: { type: 'string', default: 'true' }, threads: { type: 'string', default: '0' }, 'no-write': { type: 'boolean', default: false } } });
 const dir = path.join(defaultPackDir(), values.model);
 const engine = (JSON.parse(fs.readFileSync(path.join(dir, '.complete.json'), 'utf8')) as { engine: string }).engine;
 
@@ -32,7 +32,7 @@ if (values.child) {
   const manifest = path.join(tmp, 'manifest.json');
   fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'm', engine, dir, replicas, jobsPerReplica: 1, options: { warmupSeconds: 10 } }] }));
   const cacheDir = path.join(os.tmpdir(), 'kuma-replica-memory-cache');
-  const registry = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: 1, interOpThreads: 1, sharedWeights: values.share === 'true' ? { cacheDir, minBytes: 64 * 2 ** 20 } : null });
+  const registry = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: Number(values.threads), interOpThreads: 1, sharedWeights: values.share === 'true' ? { cacheDir, minBytes: 64 * 2 ** 20 } : null });
   await registry.start();
   const samples = new Float32Array(160_000).map((_, i) => Math.sin(i / 9) * 0.2);
   await Promise.all(Array.from({ length: replicas }, () => registry.get('m')!.run('frames', { samples, skip: 0, take: null })));
@@ -45,7 +45,7 @@ if (values.child) {
 
 const self = fileURLToPath(import.meta.url);
 const run = (replicas: number, share: boolean) =>
-  JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', self, '--model', values.model, '--child', String(replicas), '--share', String(share)], { encoding: 'utf8', maxBuffer: 1 << 20 })) as { rss: number; pss: number };
+  JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', self, '--model', values.model, '--child', String(replicas), '--share', String(share), '--threads', values.threads], { encoding: 'utf8', maxBuffer: 1 << 20 })) as { rss: number; pss: number };
 
 const rows = ['| shared weights | 1 replica RSS / PSS MB | 2 replicas RSS / PSS MB | second replica adds (PSS) | of the first |', '|---|---:|---:|---:|---:|'];
 for (const share of [false, true]) {
@@ -59,7 +59,7 @@ for (const share of [false, true]) {
 recordSection(
   `second replica's memory (${values.model})`,
   [
-    `Model: ${values.model} (\`${engine}\`) from the real-size pack, Kuma's engine registry in a fresh process per configuration, 1 intra-op thread, warm-up on 10 s, one 10 s job per replica; memory of the whole process (Node's own ≈ 50 MB included).`,
+    `Model: ${values.model} (\`${engine}\`) from the real-size pack, Kuma's engine registry in a fresh process per configuration, ${values.threads === '0' ? "the server's default intra-op threads (by cores; shared replicas of speech recognition hold a session per run width, onnx/run-width.ts)" : `${values.threads} intra-op thread(s)`}, warm-up on 10 s, one 10 s job per replica; memory of the whole process (Node's own ≈ 50 MB included).`,
     'Shared weights on: the replicas map one copy of the weights written with external data (src/engines/onnx/shared-weights.ts), pre-packing off. PSS counts a page shared by two mappings once; RSS counts it per mapping.',
   ],
   rows,

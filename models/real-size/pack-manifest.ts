@@ -30,7 +30,7 @@ const SERVED_AS: Partial<Record<ModelEntry['engine'], string>> = {
 const VAD = { id: 'vad', engine: 'silero-vad', dir: '.' } as const;
 const DEFAULT_ASR = 'wav2vec2-base';
 
-type Entry = Pick<ModelEntry, 'id' | 'engine' | 'dir'> & { options?: Record<string, unknown> };
+type Entry = Pick<ModelEntry, 'id' | 'engine' | 'dir'> & { options?: Record<string, unknown>; replicas?: number };
 
 /**
  * Realtime chunking per packed model where the defaults do not suit its cost (streaming-options.ts). XLS-R-300M
@@ -43,10 +43,23 @@ export const PACK_STREAMING: Record<string, Record<string, number>> = {
   'xls-r-300m': { leftSeconds: 0.5, rightSeconds: 0.25, minChunkSeconds: 1 },
 };
 
+/**
+ * Replicas per packed model where adaptive widths (src/engines/onnx/run-width.ts) do not pay. They pay when
+ * one-thread runs side by side do more work than one run on every core: true of wav2vec2-base on this 2-core
+ * machine (2 × 1: 13.1 audio-s/s, 1 × 2: 11.0), not of XLS-R-300M (1 × 2: 4.73 audio-s/s, more than 2 × 1;
+ * its larger matrices split well across threads). Served adaptively, XLS-R's turns ran narrow beside each
+ * other at ≈ 1.9 s per 4 s turn and 4 sessions missed p99 ≤ 1 s; one replica with every core runs them one
+ * after the other, each in ≈ 0.85 s. load-tests/RESULTS.md "realtime at real size (xls-r-300m)".
+ */
+export const PACK_REPLICAS: Record<string, number> = {
+  'xls-r-300m': 1,
+};
+
 function entry(model: PackedModel, id: string): Entry {
   const streaming = PACK_STREAMING[model.dir];
   const options = streaming ? { ...model.options, streaming } : model.options;
-  return { id, engine: model.engine, dir: model.dir, ...(options ? { options } : {}) };
+  const replicas = PACK_REPLICAS[model.dir];
+  return { id, engine: model.engine, dir: model.dir, ...(options ? { options } : {}), ...(replicas ? { replicas } : {}) };
 }
 
 /** The default manifest: sunjata-1 (wav2vec2-base when packed), banjugu-1, jifili-1 and the VAD. */

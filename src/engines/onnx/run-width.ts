@@ -10,19 +10,22 @@
  * shared-weights.ts, so a width costs its threads and a few MB) and a run takes the widest that fits
  * `threads / runs going on`: alone, every core; beside others, a share.
  *
- * A wide run keeps its threads when others start, so a run started beside it would oversubscribe the
- * cores: both slow down, and the narrow one takes longer than waiting would have (wav2vec2-base, 20
- * sessions: finals p99 1.2–1.6 s). So a run that finds a wide run going, due to end within WIDE_WAIT_MS
- * (its worker's estimate from the input's size), waits for it; then, alone, it goes wide in turn, and if
- * others waited too, they all go narrow together. A wide run due to end later (a long upload's window)
- * is not waited for.
+ * A wide run keeps its threads when others start, so a run started beside it oversubscribes the cores:
+ * both slow down (wav2vec2-base, 20 sessions: finals p99 1.2–1.6 s). So a run that finds a wide run going
+ * waits for it when, by its worker's estimates (the learned ms per input element of each width), the wide
+ * run's rest plus this run wide is sooner than this run narrow; then, alone, it goes wide in turn, and if
+ * others waited too, they go narrow together. A wide run due much later (a long upload's window) is not
+ * waited for.
  *
- * And a run found alone only goes wide while the models' recent load (core-time of runs over the last
- * LOAD_WINDOW_MS, as a share of the cores) is under WIDE_MAX_LOAD. On a busy machine the next run comes
- * before a wide one ends; going wide whenever one found itself alone for a moment made runs alternate
- * between waiting for each other and oversubscribing (wav2vec2-base, 20 sessions on 2 cores: finals p99
- * 1.2–1.4 s), where runs side by side, one thread each, kept a steady p99 of 0.7 s. A lone caller's load
- * stays far below it (≈ 0.3 with interims).
+ * And a run found alone goes narrow all the same while the models' recent load (core-time of runs over
+ * the last LOAD_WINDOW_MS, as a share of the cores) is at least WIDE_MAX_LOAD — on a busy machine the next
+ * run comes before a wide one would end — provided the narrow width does more work per core than the wide
+ * one (measured, per model: true of wav2vec2-base on this machine, 0.65 against 0.72 core-s per 4 s; not of
+ * XLS-R-300M, whose wide runs are the thriftier) and keeps the run under NARROW_MAX_MS (a narrow final that
+ * long would miss a realtime caller's second on its own). Going wide whenever one found itself alone for a
+ * moment made a busy machine's runs alternate between waiting and oversubscribing (wav2vec2-base, 20
+ * sessions on 2 cores: finals p99 1.2–1.4 s), where runs side by side, one thread each, kept a steady p99
+ * of 0.7 s. A lone caller's load stays far below the bar (≈ 0.3 with interims).
  *
  * The state lives in SharedArrayBuffers that the main thread gives every gated worker (replica-pool.ts),
  * so replicas of different models (speech recognition and translation) see each other's runs. Each worker
@@ -32,10 +35,10 @@
 
 /** Slots of the process's run count, one per gated worker; workers beyond them run uncounted at full width. */
 export const RUN_GATE_SLOTS = 256;
-/** The longest a run waits for a wide run to end rather than start beside it. */
-export const WIDE_WAIT_MS = 500;
-/** Runs go wide only while the recent load is under this share of the cores. */
+/** Runs go wide only while the recent load is under this share of the cores… */
 export const WIDE_MAX_LOAD = 0.6;
+/** …unless a narrow run would take longer than this (the load rule's exception). */
+export const NARROW_MAX_MS = 800;
 /** The time constant of the recent load (an exponentially decayed sum of runs' core-time). */
 export const LOAD_WINDOW_MS = 2000;
 
@@ -104,19 +107,40 @@ export function widthFor(widths: readonly number[], threads: number, running: nu
 const clock = () => Date.now() % 2 ** 31;
 const until = (due: number, now: number) => ((due - now + 2 ** 31 + 2 ** 30) % 2 ** 31) - 2 ** 30;
 
-/** Blocks this worker until the wide run going on ends, if it is due within WIDE_WAIT_MS. */
-function awaitWideRun(wide: Int32Array): void {
+/** How long the wide run going on has left by its worker's estimate (ms), or null when none is going. */
+function wideRunLeft(wide: Int32Array): number | null {
   const due = Atomics.load(wide, WIDE_DUE);
-  if (due === 0) return;
-  const left = until(due, clock());
-  if (left > WIDE_WAIT_MS) return;
-  const generation = Atomics.load(wide, WIDE_GENERATION);
-  // A little past its due time: estimates are estimates; then this run starts regardless.
-  Atomics.wait(wide, WIDE_GENERATION, generation, Math.max(0, left) + 50);
+  return due === 0 ? null : Math.max(0, until(due, clock()));
 }
 
-/** Per worker: the expected ms per input element of a run, by width (a moving average of its runs). */
+/** Blocks this worker until the wide run going on ends (a little past its due time at most: estimates are estimates). */
+function awaitWideRun(wide: Int32Array, left: number): void {
+  const generation = Atomics.load(wide, WIDE_GENERATION);
+  if (Atomics.load(wide, WIDE_DUE) !== 0) Atomics.wait(wide, WIDE_GENERATION, generation, left + 50);
+}
+
+/** Per worker: the ms per input element of a run, by width (a moving average of its runs). */
 const costs = new Map<number, number>();
+
+/** The learned costs (ms per input element, by width) of this thread's runs: for tests and benchmarks. */
+export function runCosts(): Map<number, number> {
+  return costs;
+}
+
+/** A run of `size` elements at `width`, by the learned costs (an unlearned width: scaled from a learned one). */
+function estimateMs(width: number, size: number, widest: number): number {
+  const known = costs.get(width);
+  if (known !== undefined) return known * size;
+  const wide = costs.get(widest);
+  return wide === undefined ? 0 : wide * (widest / width) * size;
+}
+
+/** Whether `narrow` does more work per core than `widest` (what the load rule needs); unknown: assumed. */
+function narrowIsThrifty(narrow: number, widest: number): boolean {
+  const [n, w] = [costs.get(narrow), costs.get(widest)];
+  return n === undefined || w === undefined || n * narrow < w * widest;
+}
+
 /** Per worker: its own decayed core-ms, as last published in its load slot. */
 let ownLoad = { at: 0, coreMs: 0 };
 
@@ -132,9 +156,21 @@ function publishLoad(gate: RunGate, coreMs: number): void {
 /** One model run at a time per worker, so that a worker's slot says whether it is running. */
 let runLock: Promise<void> = Promise.resolve();
 
+/** The width for a run of `size` elements about to start (this worker's slot already marked). */
+function chooseWidth(gate: RunGate, widths: readonly number[], size: number): number {
+  const widest = widths[widths.length - 1]!;
+  const running = runsGoingOn(gate.slots);
+  if (running > 1) return widthFor(widths, widest, running);
+  // Alone on a busy machine, with a narrow width that does more per core and keeps this run short: the
+  // next run is due before a wide one would end, so take the share of two.
+  const narrow = widthFor(widths, widest, 2);
+  const busy = recentLoad(gate.load, widest) >= WIDE_MAX_LOAD;
+  return busy && narrowIsThrifty(narrow, widest) && estimateMs(narrow, size, widest) <= NARROW_MAX_MS ? narrow : widest;
+}
+
 /**
- * Runs `fn` with the width chosen for it, `size` being its input's element count (for the estimate of
- * when a wide run ends). With no gate (an ungated worker) the widest is used.
+ * Runs `fn` with the width chosen for it, `size` being its input's element count (what its cost grows
+ * with). With no gate (an ungated worker) the widest is used.
  */
 export async function withRunWidth<T>(gate: RunGate | null, widths: readonly number[], size: number, fn: (width: number) => Promise<T>): Promise<T> {
   const widest = widths[widths.length - 1]!;
@@ -145,23 +181,22 @@ export async function withRunWidth<T>(gate: RunGate | null, widths: readonly num
   await previous;
   let markedWide = false;
   try {
-    if (widths.length > 1) awaitWideRun(gate.wide);
+    // A wide run going on: wait for it when it would end and this run then run wide sooner than this run
+    // would run narrow beside it.
+    const left = widths.length > 1 ? wideRunLeft(gate.wide) : null;
+    if (left !== null && left + estimateMs(widest, size, widest) <= estimateMs(widthFor(widths, widest, 2), size, widest)) awaitWideRun(gate.wide, left);
     Atomics.store(gate.slots, gate.slot, 1);
-    const running = runsGoingOn(gate.slots);
-    // Alone on a busy machine: the next run is due before a wide one would end, so take the share of two.
-    const sharers = running === 1 && recentLoad(gate.load, widest) >= WIDE_MAX_LOAD ? 2 : running;
-    const width = widths.length > 1 ? widthFor(widths, widest, sharers) : widest;
-    if (width > 1 && width === widest && widths.length > 1) {
-      const perElement = costs.get(width);
-      Atomics.store(gate.wide, WIDE_DUE, perElement === undefined ? 0 : (clock() + Math.ceil(perElement * size)) % 2 ** 31 || 1);
+    const width = widths.length > 1 ? chooseWidth(gate, widths, size) : widest;
+    if (width > 1 && width === widest && widths.length > 1 && costs.has(width)) {
+      Atomics.store(gate.wide, WIDE_DUE, (clock() + Math.ceil(estimateMs(width, size, widest))) % 2 ** 31 || 1);
       markedWide = true;
     }
     const started = performance.now();
     const result = await fn(width);
     const took = performance.now() - started;
     publishLoad(gate, took * width);
-    const perElement = took / Math.max(1, size);
     const known = costs.get(width);
+    const perElement = took / Math.max(1, size);
     costs.set(width, known === undefined ? perElement : known * 0.8 + perElement * 0.2);
     return result;
   } finally {

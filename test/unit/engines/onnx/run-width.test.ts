@@ -1,8 +1,8 @@
 /** Adaptive run width (src/engines/onnx/run-width.ts): which width a run takes, and when it waits for a wide run. */
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { clearSlot, createRunSlots, LOAD_WINDOW_MS, recentLoad, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, WIDE_WAIT_MS, type RunGate } from '../../../../src/engines/onnx/run-width.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { clearSlot, createRunSlots, LOAD_WINDOW_MS, NARROW_MAX_MS, recentLoad, runCosts, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, type RunGate } from '../../../../src/engines/onnx/run-width.js';
 
 function gate(slot = 0): RunGate {
   return { ...createRunSlots(), slot };
@@ -29,7 +29,16 @@ describe('run widths', () => {
   });
 });
 
+/** Another worker ran 2 cores flat out over the last window (slot 1): a busy machine. */
+function busy(g: RunGate): void {
+  Atomics.store(g.load, 2, Date.now() % 2 ** 31);
+  Atomics.store(g.load, 3, Math.round(LOAD_WINDOW_MS * 2 * 0.9 * 10));
+}
+
 describe('withRunWidth', () => {
+  // The learned costs are this thread's (one worker's): each test starts from none.
+  beforeEach(() => runCosts().clear());
+
   it('takes the widest alone and a share beside another worker running, and marks its slot only while it runs', async () => {
     const g = gate(3);
     const seen: Array<[number, number]> = [];
@@ -88,9 +97,11 @@ describe('withRunWidth', () => {
       { eval: true, workerData: { slots: g.slots, wide: g.wide } },
     );
     await new Promise((resolve) => worker.once('message', resolve));
+    // 100 elements: 100 ms wide, 1 s narrow — waiting ≤ 400 ms and then running wide is sooner.
+    runCosts().set(2, 1).set(1, 10);
     let running = -1;
     let width = 0;
-    await withRunWidth(g, [1, 2], 10, async (w) => {
+    await withRunWidth(g, [1, 2], 100, async (w) => {
       width = w;
       running = runsGoingOn(g.slots);
     });
@@ -100,10 +111,11 @@ describe('withRunWidth', () => {
     await worker.terminate();
   });
 
-  it('does not wait for a wide run due later than it would wait, and runs beside it narrow', async () => {
+  it('does not wait for a wide run due later than this run would take narrow, and runs beside it narrow', async () => {
     const g = gate(0);
+    runCosts().set(2, 1).set(1, 2);
     Atomics.store(g.slots, 1, 1);
-    Atomics.store(g.wide, 1, (Date.now() + WIDE_WAIT_MS * 20) % 2 ** 31);
+    Atomics.store(g.wide, 1, (Date.now() + 10_000) % 2 ** 31);
     let width = 0;
     await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
     expect(width).toBe(1);
@@ -142,5 +154,30 @@ describe('withRunWidth', () => {
     const load = recentLoad(g.load, 2);
     expect(load).toBeGreaterThan(0);
     expect(load).toBeLessThan(1);
+  });
+
+  it('runs wide alone on a busy machine when a narrow run would take longer than NARROW_MAX_MS', async () => {
+    const g = gate(0);
+    runCosts().set(1, 1).set(2, 0.6); // narrow does more per core: 1 core-ms per element against 1.2
+    busy(g);
+    let width = 0;
+    await withRunWidth(g, [1, 2], NARROW_MAX_MS + 200, async (w) => void (width = w));
+    expect(width).toBe(2); // too long narrow: wide
+    runCosts().set(1, 1).set(2, 0.6); // (the run above, instant here, was averaged in)
+    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    expect(width).toBe(1); // short: the load rule holds
+    clearSlot(g, 1);
+    clearSlot(g, 0);
+  });
+
+  it('stays wide alone on a busy machine when the narrow width does less per core (as XLS-R-300M measured)', async () => {
+    const g = gate(0);
+    runCosts().set(1, 2.2).set(2, 1); // 2.2 core-ms per element narrow, 2 wide
+    busy(g);
+    let width = 0;
+    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    expect(width).toBe(2);
+    clearSlot(g, 1);
+    clearSlot(g, 0);
   });
 });
