@@ -119,16 +119,15 @@ function awaitWideRun(wide: Int32Array, left: number): void {
   if (Atomics.load(wide, WIDE_DUE) !== 0) Atomics.wait(wide, WIDE_GENERATION, generation, left + 50);
 }
 
-/** Per worker: the ms per input element of a run, by width (a moving average of its runs). */
-const costs = new Map<number, number>();
-
-/** The learned costs (ms per input element, by width) of this thread's runs: for tests and benchmarks. */
-export function runCosts(): Map<number, number> {
-  return costs;
-}
+/**
+ * What one model's runs cost, in ms per input element, by width (a moving average of its runs). One per
+ * model session (session.ts): a worker may hold several (a whisper encoder and its decoder, a NeMo model
+ * and its streaming step), whose costs differ by orders of magnitude.
+ */
+export type RunCosts = Map<number, number>;
 
 /** A run of `size` elements at `width`, by the learned costs (an unlearned width: scaled from a learned one). */
-function estimateMs(width: number, size: number, widest: number): number {
+function estimateMs(costs: RunCosts, width: number, size: number, widest: number): number {
   const known = costs.get(width);
   if (known !== undefined) return known * size;
   const wide = costs.get(widest);
@@ -136,7 +135,7 @@ function estimateMs(width: number, size: number, widest: number): number {
 }
 
 /** Whether `narrow` does more work per core than `widest` (what the load rule needs); unknown: assumed. */
-function narrowIsThrifty(narrow: number, widest: number): boolean {
+function narrowIsThrifty(costs: RunCosts, narrow: number, widest: number): boolean {
   const [n, w] = [costs.get(narrow), costs.get(widest)];
   return n === undefined || w === undefined || n * narrow < w * widest;
 }
@@ -157,7 +156,7 @@ function publishLoad(gate: RunGate, coreMs: number): void {
 let runLock: Promise<void> = Promise.resolve();
 
 /** The width for a run of `size` elements about to start (this worker's slot already marked). */
-function chooseWidth(gate: RunGate, widths: readonly number[], size: number): number {
+function chooseWidth(gate: RunGate, costs: RunCosts, widths: readonly number[], size: number): number {
   const widest = widths[widths.length - 1]!;
   const running = runsGoingOn(gate.slots);
   if (running > 1) return widthFor(widths, widest, running);
@@ -165,14 +164,16 @@ function chooseWidth(gate: RunGate, widths: readonly number[], size: number): nu
   // next run is due before a wide one would end, so take the share of two.
   const narrow = widthFor(widths, widest, 2);
   const busy = recentLoad(gate.load, widest) >= WIDE_MAX_LOAD;
-  return busy && narrowIsThrifty(narrow, widest) && estimateMs(narrow, size, widest) <= NARROW_MAX_MS ? narrow : widest;
+  return busy && narrowIsThrifty(costs, narrow, widest) && estimateMs(costs, narrow, size, widest) <= NARROW_MAX_MS ? narrow : widest;
 }
 
 /**
  * Runs `fn` with the width chosen for it, `size` being its input's element count (what its cost grows
- * with). With no gate (an ungated worker) the widest is used.
+ * with) and `costs` its model's learned costs, which the run updates. With no gate (an ungated worker) the
+ * widest is used. While this worker waits for another worker's wide run it is blocked (Atomics.wait): for
+ * at most that run's estimated rest, which is shorter than this run would have taken.
  */
-export async function withRunWidth<T>(gate: RunGate | null, widths: readonly number[], size: number, fn: (width: number) => Promise<T>): Promise<T> {
+export async function withRunWidth<T>(gate: RunGate | null, widths: readonly number[], size: number, costs: RunCosts, fn: (width: number) => Promise<T>): Promise<T> {
   const widest = widths[widths.length - 1]!;
   if (!gate) return fn(widest);
   const previous = runLock;
@@ -184,11 +185,11 @@ export async function withRunWidth<T>(gate: RunGate | null, widths: readonly num
     // A wide run going on: wait for it when it would end and this run then run wide sooner than this run
     // would run narrow beside it.
     const left = widths.length > 1 ? wideRunLeft(gate.wide) : null;
-    if (left !== null && left + estimateMs(widest, size, widest) <= estimateMs(widthFor(widths, widest, 2), size, widest)) awaitWideRun(gate.wide, left);
+    if (left !== null && left + estimateMs(costs, widest, size, widest) <= estimateMs(costs, widthFor(widths, widest, 2), size, widest)) awaitWideRun(gate.wide, left);
     Atomics.store(gate.slots, gate.slot, 1);
-    const width = widths.length > 1 ? chooseWidth(gate, widths, size) : widest;
+    const width = widths.length > 1 ? chooseWidth(gate, costs, widths, size) : widest;
     if (width > 1 && width === widest && widths.length > 1 && costs.has(width)) {
-      Atomics.store(gate.wide, WIDE_DUE, (clock() + Math.ceil(estimateMs(width, size, widest))) % 2 ** 31 || 1);
+      Atomics.store(gate.wide, WIDE_DUE, (clock() + Math.ceil(estimateMs(costs, width, size, widest))) % 2 ** 31 || 1);
       markedWide = true;
     }
     const started = performance.now();

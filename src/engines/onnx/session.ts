@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import ort from 'onnxruntime-node';
 import { sharedWeightsFile, sharedBytesFile, type SharedWeightsOptions } from './shared-weights.js';
-import { runWidths, withRunWidth, type RunGate } from './run-width.js';
+import { runWidths, withRunWidth, type RunCosts, type RunGate } from './run-width.js';
 
 export { ort };
 
@@ -76,6 +76,7 @@ export async function createSession(file: string, options: SessionOptions, bytes
     if (meta.isTensor) inputTypes[meta.name] = meta.type;
   }
   const runGate = gate;
+  const costs: RunCosts = new Map();
   return {
     session,
     file,
@@ -84,7 +85,7 @@ export async function createSession(file: string, options: SessionOptions, bytes
     outputNames: session.outputNames,
     inputTypes,
     run: (feeds, fetches) =>
-      withRunWidth(runGate, widths, inputSize(feeds), (width) => {
+      withRunWidth(runGate, widths, inputSize(feeds), costs, (width) => {
         const chosen = sessions[widths.indexOf(width)]!;
         return fetches ? chosen.run(feeds, fetches as string[]) : chosen.run(feeds);
       }),

@@ -2,7 +2,7 @@
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { clearSlot, createRunSlots, LOAD_WINDOW_MS, NARROW_MAX_MS, recentLoad, runCosts, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, type RunGate } from '../../../../src/engines/onnx/run-width.js';
+import { clearSlot, createRunSlots, LOAD_WINDOW_MS, NARROW_MAX_MS, recentLoad, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, type RunCosts, type RunGate } from '../../../../src/engines/onnx/run-width.js';
 
 function gate(slot = 0): RunGate {
   return { ...createRunSlots(), slot };
@@ -36,15 +36,18 @@ function busy(g: RunGate): void {
 }
 
 describe('withRunWidth', () => {
-  // The learned costs are this thread's (one worker's): each test starts from none.
-  beforeEach(() => runCosts().clear());
+  // One model's learned costs: each test starts from none.
+  let costs: RunCosts;
+  beforeEach(() => {
+    costs = new Map();
+  });
 
   it('takes the widest alone and a share beside another worker running, and marks its slot only while it runs', async () => {
     const g = gate(3);
     const seen: Array<[number, number]> = [];
-    await withRunWidth(g, [1, 2], 100, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
+    await withRunWidth(g, [1, 2], 100, costs, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
     Atomics.store(g.slots, 7, 1); // another worker's run
-    await withRunWidth(g, [1, 2], 100, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
+    await withRunWidth(g, [1, 2], 100, costs, async (width) => void seen.push([width, runsGoingOn(g.slots)]));
     expect(seen).toEqual([
       [2, 1],
       [1, 2],
@@ -58,7 +61,7 @@ describe('withRunWidth', () => {
     const order: number[] = [];
     await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        withRunWidth(g, [1, 2], 10, async () => {
+        withRunWidth(g, [1, 2], 10, costs, async () => {
           inside++;
           expect(inside).toBe(1);
           await new Promise((resolve) => setTimeout(resolve, 1));
@@ -72,9 +75,9 @@ describe('withRunWidth', () => {
 
   it('frees the slot and the wide mark when a run fails', async () => {
     const g = gate();
-    await withRunWidth(g, [1, 2], 10, async () => undefined); // learns the wide cost, so the next wide run is marked
+    await withRunWidth(g, [1, 2], 10, costs, async () => undefined); // learns the wide cost, so the next wide run is marked
     const generation = Atomics.load(g.wide, 0);
-    await expect(withRunWidth(g, [1, 2], 10, async () => Promise.reject(new Error('bad input')))).rejects.toThrow('bad input');
+    await expect(withRunWidth(g, [1, 2], 10, costs, async () => Promise.reject(new Error('bad input')))).rejects.toThrow('bad input');
     expect(runsGoingOn(g.slots)).toBe(0);
     expect(Atomics.load(g.wide, 1)).toBe(0);
     expect(Atomics.load(g.wide, 0)).toBe(generation + 1);
@@ -98,10 +101,10 @@ describe('withRunWidth', () => {
     );
     await new Promise((resolve) => worker.once('message', resolve));
     // 100 elements: 100 ms wide, 1 s narrow — waiting ≤ 400 ms and then running wide is sooner.
-    runCosts().set(2, 1).set(1, 10);
+    costs.set(2, 1).set(1, 10);
     let running = -1;
     let width = 0;
-    await withRunWidth(g, [1, 2], 100, async (w) => {
+    await withRunWidth(g, [1, 2], 100, costs, async (w) => {
       width = w;
       running = runsGoingOn(g.slots);
     });
@@ -113,17 +116,17 @@ describe('withRunWidth', () => {
 
   it('does not wait for a wide run due later than this run would take narrow, and runs beside it narrow', async () => {
     const g = gate(0);
-    runCosts().set(2, 1).set(1, 2);
+    costs.set(2, 1).set(1, 2);
     Atomics.store(g.slots, 1, 1);
     Atomics.store(g.wide, 1, (Date.now() + 10_000) % 2 ** 31);
     let width = 0;
-    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    await withRunWidth(g, [1, 2], 10, costs, async (w) => void (width = w));
     expect(width).toBe(1);
   });
 
   it('runs at the widest with no gate', async () => {
     let width = 0;
-    await withRunWidth(null, [1, 2, 4], 10, async (w) => void (width = w));
+    await withRunWidth(null, [1, 2, 4], 10, costs, async (w) => void (width = w));
     expect(width).toBe(4);
   });
 
@@ -135,13 +138,13 @@ describe('withRunWidth', () => {
     Atomics.store(g.load, 3, Math.round(LOAD_WINDOW_MS * 2 * (1 - Math.exp(-1)) * 10));
     expect(recentLoad(g.load, 2, now)).toBeGreaterThanOrEqual(WIDE_MAX_LOAD);
     let width = 0;
-    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    await withRunWidth(g, [1, 2], 10, costs, async (w) => void (width = w));
     expect(width).toBe(1);
     // The same load stamped three windows ago has decayed below the bar.
     Atomics.store(g.load, 2, (now - 3 * LOAD_WINDOW_MS + 2 ** 31) % 2 ** 31);
     expect(recentLoad(g.load, 2)).toBeLessThan(WIDE_MAX_LOAD);
     clearSlot(g, 0); // this worker's own run counted too: start from nothing
-    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    await withRunWidth(g, [1, 2], 10, costs, async (w) => void (width = w));
     expect(width).toBe(2);
     clearSlot(g, 1);
     clearSlot(g, 0);
@@ -150,7 +153,7 @@ describe('withRunWidth', () => {
 
   it('counts the core-time of a run as load: width × duration', async () => {
     const g = gate(5);
-    await withRunWidth(g, [1, 2], 10, async () => new Promise((resolve) => setTimeout(resolve, 30)));
+    await withRunWidth(g, [1, 2], 10, costs, async () => new Promise((resolve) => setTimeout(resolve, 30)));
     const load = recentLoad(g.load, 2);
     expect(load).toBeGreaterThan(0);
     expect(load).toBeLessThan(1);
@@ -158,13 +161,13 @@ describe('withRunWidth', () => {
 
   it('runs wide alone on a busy machine when a narrow run would take longer than NARROW_MAX_MS', async () => {
     const g = gate(0);
-    runCosts().set(1, 1).set(2, 0.6); // narrow does more per core: 1 core-ms per element against 1.2
+    costs.set(1, 1).set(2, 0.6); // narrow does more per core: 1 core-ms per element against 1.2
     busy(g);
     let width = 0;
-    await withRunWidth(g, [1, 2], NARROW_MAX_MS + 200, async (w) => void (width = w));
+    await withRunWidth(g, [1, 2], NARROW_MAX_MS + 200, costs, async (w) => void (width = w));
     expect(width).toBe(2); // too long narrow: wide
-    runCosts().set(1, 1).set(2, 0.6); // (the run above, instant here, was averaged in)
-    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    costs.set(1, 1).set(2, 0.6); // (the run above, instant here, was averaged in)
+    await withRunWidth(g, [1, 2], 10, costs, async (w) => void (width = w));
     expect(width).toBe(1); // short: the load rule holds
     clearSlot(g, 1);
     clearSlot(g, 0);
@@ -172,12 +175,21 @@ describe('withRunWidth', () => {
 
   it('stays wide alone on a busy machine when the narrow width does less per core (as XLS-R-300M measured)', async () => {
     const g = gate(0);
-    runCosts().set(1, 2.2).set(2, 1); // 2.2 core-ms per element narrow, 2 wide
+    costs.set(1, 2.2).set(2, 1); // 2.2 core-ms per element narrow, 2 wide
     busy(g);
     let width = 0;
-    await withRunWidth(g, [1, 2], 10, async (w) => void (width = w));
+    await withRunWidth(g, [1, 2], 10, costs, async (w) => void (width = w));
     expect(width).toBe(2);
     clearSlot(g, 1);
     clearSlot(g, 0);
   });
+
+  it("learns each model's costs apart: a decoder step's runs do not teach its encoder's estimates", async () => {
+    const g = gate(0);
+    const encoder: RunCosts = new Map([[2, 1]]);
+    await withRunWidth(g, [1, 2], 1000, costs, async () => undefined); // another model of the same worker
+    expect(encoder).toEqual(new Map([[2, 1]]));
+    expect(costs.size).toBe(1);
+  });
 });
+
