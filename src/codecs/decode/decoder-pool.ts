@@ -332,11 +332,17 @@ export class DecoderPool {
     }
   }
 
-  /** Removes a child: the job it was working on fails with `culprit()`, the others with DecoderRestartedError. */
+  /**
+   * Removes a child: the job it was working on fails with `culprit()`, the others with DecoderRestartedError.
+   * A child holding one job was working on that one, even before its first step's announcement arrived (on a
+   * loaded machine a 30 ms budget ran out first, and the lone upload was told another upload had restarted
+   * the decoder).
+   */
   private retire(slot: Slot, culprit: () => Error): void {
     this.slots.delete(slot);
     void slot.child.retire();
-    for (const job of [...slot.jobs.values()]) this.settle(job, job.id === slot.current ? culprit() : new DecoderRestartedError());
+    const working = slot.jobs.size === 1 ? [...slot.jobs.keys()][0] : slot.current;
+    for (const job of [...slot.jobs.values()]) this.settle(job, job.id === working ? culprit() : new DecoderRestartedError());
     this.pump();
   }
 }
