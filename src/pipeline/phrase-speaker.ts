@@ -120,6 +120,11 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
     this.wake();
   }
 
+  /** Whether phrases are queued, being synthesized or waiting to be read: audio is owed. */
+  get owesAudio(): boolean {
+    return this.queue.length > 0 || this.inFlight !== null || this.ready.length > 0;
+  }
+
   /** Characters queued and not yet synthesized (the job in flight included). */
   get unsynthesizedCharacters(): number {
     return this.queue.reduce((n, q) => n + q.characters, this.inFlight?.characters ?? 0) + this.carried;

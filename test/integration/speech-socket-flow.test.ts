@@ -3,7 +3,8 @@
  * logging each phrase it finishes): a client that disconnects mid-stream stops synthesis and is charged
  * the phrases whose audio it was sent in full; a client that does not read stops synthesis a bounded
  * number of phrases ahead, and gets everything once it reads again; a balance that runs out ends the
- * socket after the phrases already paid for.
+ * socket after the phrases already paid for; audio still owed (a phrase slower than the inactivity timeout)
+ * is not inactivity.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +25,8 @@ beforeAll(async () => {
     [
       { id: 'jifili-1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: slowLog, phraseDelayMs: 300 } },
       { id: '{vendor}-tts-v2', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: fastLog } },
+      // A phrase slower than the 1 s inactivity timeout used below (a real-size voice behind a queue).
+      { id: '{vendor}-tts-v1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'slower.log'), phraseDelayMs: 1800 } },
     ],
     { clock: () => new Date('2026-09-01T00:00:00Z') },
   );
@@ -117,4 +120,22 @@ describe('speech socket flow', () => {
     expect(client.alignment('alignment').chars.join('')).toBe(`${phrases[0]!.text} `);
     expect(await usageRows(account.accountId, 1)).toEqual([phrases[0]!.characters]);
   });
+
+  it('a phrase slower than the inactivity timeout is waited for; once its audio is out, the timeout counts again', async () => {
+    const account = await t.newAccount(10_000_000);
+    const ended = await connect('output_format=pcm&model=djelia-tts-v1&inactivity_timeout=1', account.apiKey);
+    ended.send({ text: 'i ni ce. ' });
+    ended.send({ text: '' });
+    expect((await ended.closed).code).toBe(1000);
+    expect(ended.errors).toEqual([]);
+    expect(ended.received.at(-1)!.json).toEqual({ isFinal: true });
+
+    // Input not ended: the phrase's 1.8 s synthesis is no inactivity; the silence after its audio is.
+    const open = await connect('output_format=pcm&model=djelia-tts-v1&inactivity_timeout=1', account.apiKey);
+    open.send({ text: 'i ni ce. a ka kɛnɛ wa? ' });
+    await open.waitFor((m) => m.audio, 'the first phrase');
+    expect((await open.closed).code).toBe(1008);
+    expect(open.errors.map((e) => e.error)).toEqual(['input_timeout_exceeded']);
+    expect(open.alignment('alignment').chars.join('')).toBe('i ni ce. ');
+  }, 30_000);
 });

@@ -260,11 +260,16 @@ export class SpeechSocket implements DuplexHandler {
     this.peer.sendText(errorMessage(err, closeCode, code));
   }
 
-  /** Inactivity: nothing from the client and no audio to send for `inactivityMs`. */
+  /**
+   * Inactivity: nothing from the client and no audio to send for `inactivityMs`. Audio still owed (phrases
+   * waiting for a busy model, or the input ended and its last phrases not yet spoken) is not inactivity:
+   * at real model size a burst of sockets can queue a phrase for longer than the timeout.
+   */
   private armTimer(): void {
     clearTimeout(this.timer);
     if (this.finished) return;
     this.timer = setTimeout(() => {
+      if (this.inputEnded || this.speaker.owesAudio) return this.armTimer();
       const seconds = this.setup.inactivityMs / 1000;
       const err = new ApiError('invalid_request', `No message for ${seconds} s while nothing was being spoken: the socket is closed. Send {"text": ""} to end the input when you are done.`);
       this.peer.sendText(errorMessage(err, 1008, 'input_timeout_exceeded'));
