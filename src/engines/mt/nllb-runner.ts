@@ -22,6 +22,7 @@ import { TextTokenizer } from '../text/tokenizer.js';
 import { joinSentences, splitSentences, DEFAULT_MAX_SENTENCE_CHARS } from './sentence-splitter.js';
 
 import { beamStep, greedyStep, type Beam, type Hypothesis } from './nllb-search.js';
+import { TranslationBatcher, type BatchHooks } from './nllb-batcher.js';
 
 const OptionsSchema = z
   .object({
@@ -31,8 +32,10 @@ const OptionsSchema = z
     maxSentenceChars: z.number().int().min(20).default(DEFAULT_MAX_SENTENCE_CHARS),
     /** Longest source kept per sentence, in tokens (NLLB was trained on ≤ 512). */
     maxSourceTokens: z.number().int().min(4).default(512),
-    /** Sentences per batch: a call's sentences run as one batch up to this many (bounds memory). */
+    /** Sentences per batch, of one call or of concurrent calls (nllb-batcher.ts; bounds memory). */
     maxBatchSentences: z.number().int().min(1).default(64),
+    /** Batches generated at once, step by step in turn: a newcomer's wait for a long generation to end. */
+    batchLanes: z.number().int().min(1).max(8).default(2),
   })
   .passthrough();
 
@@ -102,7 +105,16 @@ function lastLogits(t: ort.Tensor): Float32Array[] {
   });
 }
 
-/** A live hypothesis: one row of the running batch. */
+/** Reports each sentence that had rows before a step and has none after it, with its best hypothesis. */
+function reportFinished(before: Beam[], after: Beam[], done: Hypothesis[][], hooks: BatchHooks): void {
+  const still = new Set(after.map((b) => b.sentence));
+  for (const sentence of new Set(before.map((b) => b.sentence))) {
+    if (still.has(sentence) || hooks.cancelled(sentence)) continue;
+    const best = done[sentence]!.reduce<Hypothesis | undefined>((top, h) => (!top || h.normalized > top.normalized ? h : top), undefined);
+    if (best) hooks.finished(sentence, best);
+  }
+}
+
 export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {
   const options = OptionsSchema.parse(entry.options);
   const config = readJson(path.join(dir, 'config.json'), true);
@@ -196,15 +208,18 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     return result.logits!;
   }
 
-  /** Generates for a batch of source id sequences; returns the generated ids (prompt excluded) per row. */
-  async function generate(sources: number[][], targetId: number, beams: number, maxLength: number, ctx: RunnerContext): Promise<Hypothesis[]> {
+  /**
+   * Generates for a batch of source id sequences (nllb-batcher.ts): each sentence's best hypothesis (prompt
+   * excluded) goes to `hooks.finished` as soon as its last row ends; cancelled sentences' rows are dropped.
+   */
+  async function generate(sources: number[][], targetId: number, beams: number, maxLength: number, hooks: BatchHooks): Promise<void> {
     const batch = sources.length;
     const width = Math.max(...sources.map((s) => s.length));
     const ids = sources.flatMap((s) => [...s, ...new Array<number>(width - s.length).fill(pad)]);
     const maskValues = sources.flatMap((s) => Array.from({ length: width }, (_, i) => (i < s.length ? 1 : 0)));
     const mask = intTensor(encoder, 'attention_mask', maskValues, [batch, width]);
     const encoded = await encoder.run({ input_ids: intTensor(encoder, 'input_ids', ids, [batch, width]), attention_mask: mask });
-    await ctx.checkpoint();
+    await hooks.checkpoint();
     // Every beam of a sentence is a row; rows are dropped when their sentence finishes.
     const expand = Array.from({ length: batch * beams }, (_, r) => Math.floor(r / beams));
     const decoderMask = intTensor(first, 'encoder_attention_mask', maskValues, [batch, width]);
@@ -216,20 +231,23 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     while (live.length > 0) {
       const logits = lastLogits(await decoderStep(rows, input));
       const step = beams === 1 ? greedyStep(live, logits, eos, maxNew, done) : beamStep(live, logits, beams, eos, maxNew, done);
+      const kept = step.beams.map((_, i) => i).filter((i) => !hooks.cancelled(step.beams[i]!.sentence));
+      const next = { beams: kept.map((i) => step.beams[i]!), sources: kept.map((i) => step.sources[i]!) };
+      reportFinished(live, next.beams, done, hooks);
       // Rows of one sentence share their encoder data: only a changed row → sentence layout needs a copy.
-      const layoutChanged = step.beams.length !== live.length || step.beams.some((b, i) => b.sentence !== live[i]!.sentence);
-      live = step.beams;
+      const layoutChanged = next.beams.length !== live.length || next.beams.some((b, i) => b.sentence !== live[i]!.sentence);
+      live = next.beams;
       if (live.length === 0) break;
-      for (const name of pastAll) if (name.includes('.decoder.') || layoutChanged) rows.past[name] = selectRows(rows.past[name]!, step.sources);
+      for (const name of pastAll) if (name.includes('.decoder.') || layoutChanged) rows.past[name] = selectRows(rows.past[name]!, next.sources);
       if (layoutChanged) {
-        rows.hidden = selectRows(rows.hidden, step.sources);
-        rows.mask = selectRows(rows.mask, step.sources);
+        rows.hidden = selectRows(rows.hidden, next.sources);
+        rows.mask = selectRows(rows.mask, next.sources);
       }
       input = live.map((beam) => [beam.tokens.at(-1)!]);
-      await ctx.checkpoint();
+      await hooks.checkpoint();
     }
-    return done.map((hyps) => hyps.reduce((best, h) => (h.normalized > best.normalized ? h : best)));
   }
+  const batcher = new TranslationBatcher(generate, options.maxBatchSentences, options.batchLanes);
 
   const languages = tokenizer.addedTokens().filter((t) => /^[a-z]{3}_[A-Z][a-z]{3}$/.test(t.content));
   const languageIds = new Map(languages.map((l) => [l.content, l.id]));
@@ -249,9 +267,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     const maxLength = input.maxLength ?? defaultMaxLength;
     const pieces = input.texts.map((text) => splitSentences(text, { maxChars: options.maxSentenceChars }));
     const sources = pieces.flat().map((p) => [sourceId, ...tokenizer.encode(p.text).slice(0, options.maxSourceTokens - 2), eos]);
-    const generated: Hypothesis[] = [];
-    for (let at = 0; at < sources.length; at += options.maxBatchSentences)
-      generated.push(...(await generate(sources.slice(at, at + options.maxBatchSentences), targetId, beams, maxLength, ctx)));
+    const generated = await batcher.translate(sources, targetId, beams, maxLength, ctx);
     let next = 0;
     const translations = pieces.map((textPieces) => joinSentences(textPieces, textPieces.map(() => clean(tokenizer.decode(generated[next++]!.tokens)))));
     return {
@@ -271,8 +287,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     async warmup() {
       const [a, b] = [languages[0], languages[1] ?? languages[0]];
       if (!a || !b) return;
-      const idle: RunnerContext = { signal: new AbortController().signal, checkpoint: async () => {} };
-      await generate([[a.id, eos]], b.id, 1, 4, idle);
+      await generate([[a.id, eos]], b.id, 1, 4, { cancelled: () => false, finished: () => {}, checkpoint: async () => {} });
     },
     call(method, input, ctx) {
       if (method === 'translate') return translate(input, ctx);

@@ -43,8 +43,12 @@ export interface Replica {
   jobs: Map<number, JobHandlers>;
 }
 
-/** Engines whose jobs interleave well (chunked work, checkpoints between chunks): speech recognition. */
-const INTERLEAVED_ENGINES = new Set(['ctc-wav2vec2', 'ctc-nemo', 'whisper']);
+/**
+ * Jobs a replica takes at once, by engine, where more than one: speech recognition's jobs interleave
+ * (chunked work, checkpoints between chunks); translation's concurrent jobs (up to 16) are batched into
+ * shared generations (mt/nllb-batcher.ts).
+ */
+const JOBS_PER_REPLICA: Record<string, number> = { 'ctc-wav2vec2': 4, 'ctc-nemo': 4, whisper: 4, nllb: 16 };
 
 /** Who a job is for and how urgent it is; the wait queue orders by these (fair-queue.ts). */
 export interface JobOptions {
@@ -62,7 +66,7 @@ export interface JobOptions {
 
 /** Jobs a replica of this model runs at once. */
 export function jobsPerReplica(entry: ModelEntry): number {
-  return entry.jobsPerReplica ?? (INTERLEAVED_ENGINES.has(entry.engine) ? 4 : 1);
+  return entry.jobsPerReplica ?? JOBS_PER_REPLICA[entry.engine] ?? 1;
 }
 
 export interface EngineThreads {

@@ -259,16 +259,49 @@ describe('the NLLB runner at load and call time', () => {
     }
   });
 
-  it('stops between decoder steps when the job is cancelled', async () => {
-    let steps = 0;
-    const cancelling: RunnerContext = {
-      signal: new AbortController().signal,
-      checkpoint: async () => {
-        if (++steps === 3) throw new Error('cancelled');
-      },
-    };
-    await expect(runners.get('nllb')!.call('translate', { texts: ['kelen fila saba naani'], source: 'bam', target: 'fra' }, cancelling)).rejects.toThrow('cancelled');
-    expect(steps).toBe(3);
+  it('drops a cancelled job from its batch at the next step; the job beside it completes as it would alone', async () => {
+    const runner = await load(path.join(root, 'nllb'), { batchLanes: 1 });
+    try {
+      const alone = await translate(runner, [SENTENCES.bam.bam], 'bam', 'fra');
+      const controller = new AbortController();
+      const original = SESSION.run;
+      let decoderRuns = 0;
+      // The cancel arrives during the shared batch's third decoder step (the first job's batch ran before).
+      const run = vi.spyOn(SESSION, 'run').mockImplementation(async function (this: unknown, feeds: ort.InferenceSession.FeedsType) {
+        const encoding = 'attention_mask' in feeds;
+        if (!encoding && (feeds as Record<string, ort.Tensor>).input_ids!.dims[0] === 2 && ++decoderRuns === 3) controller.abort();
+        return original.call(this, feeds);
+      });
+      const jobCtx = (signal: AbortSignal): RunnerContext => ({ signal, checkpoint: async () => {} });
+      // Lanes 1: a first job takes the lane; the two next wait and start together as one batch.
+      const first = runner.call('translate', { texts: ['ji'], source: 'bam', target: 'fra' }, jobCtx(new AbortController().signal));
+      const cancelled = runner.call('translate', { texts: ['kelen fila saba naani duuru wɔɔrɔ'], source: 'bam', target: 'fra' }, jobCtx(controller.signal));
+      const kept = runner.call('translate', { texts: [SENTENCES.bam.bam], source: 'bam', target: 'fra' }, jobCtx(new AbortController().signal));
+      await expect(cancelled).rejects.toThrow(/cancel/i);
+      expect(((await kept) as TranslateOutput).translations).toEqual(alone.translations);
+      await first;
+      const encoderBatches = run.mock.calls.map((c) => c[0] as Record<string, ort.Tensor>).filter((f) => 'attention_mask' in f).map((f) => f.input_ids!.dims[0]);
+      expect(encoderBatches).toEqual([1, 2]);
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it('a job cancelled while it waits for a batch never reaches the model', async () => {
+    const runner = await load(path.join(root, 'nllb'), { batchLanes: 1 });
+    try {
+      const run = vi.spyOn(SESSION, 'run');
+      const controller = new AbortController();
+      const busy = runner.call('translate', { texts: [SENTENCES.bam.bam], source: 'bam', target: 'fra' }, ctx);
+      const waiting = runner.call('translate', { texts: ['ji'], source: 'bam', target: 'fra' }, { signal: controller.signal, checkpoint: async () => {} });
+      controller.abort();
+      await expect(waiting).rejects.toThrow(/cancel/i);
+      await busy;
+      const encoderBatches = run.mock.calls.map((c) => c[0] as Record<string, ort.Tensor>).filter((f) => 'attention_mask' in f).map((f) => f.input_ids!.dims[0]);
+      expect(encoderBatches).toEqual([1]);
+    } finally {
+      await runner.close();
+    }
   });
 
   it('serves translate from a worker thread through the runner registry', async () => {
