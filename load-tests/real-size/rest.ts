@@ -19,7 +19,7 @@ import { percentile, recordSection } from '../results.js';
 import type { OrtWorkerData } from './ort-worker.js';
 import { serverThreads } from './model-only.js';
 
-const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, requests: { type: 'string', default: '4' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, requests: { type: 'string', default: '4' }, 'max-chunk-seconds': { type: 'string' }, 'no-write': { type: 'boolean', default: false } } });
 const dir = path.join(defaultPackDir(), values.model);
 const engine = (JSON.parse(fs.readFileSync(path.join(dir, '.complete.json'), 'utf8')) as { engine: string }).engine;
 const REQUESTS = Number(values.requests);
@@ -86,7 +86,9 @@ async function modelOnlyCpu(seconds: number): Promise<number> {
   return percentile(samples, 50);
 }
 
-const server = await startModelServer([{ id: 'sunjata-1', engine, dir, maxQueue: 64 }]);
+// `--max-chunk-seconds`: Kuma's window for long audio (the runner's maxChunkSeconds; default its own).
+const maxChunk = values['max-chunk-seconds'] ? Number(values['max-chunk-seconds']) : undefined;
+const server = await startModelServer([{ id: 'sunjata-1', engine, dir, maxQueue: 64, ...(maxChunk ? { options: { maxChunkSeconds: maxChunk } } : {}) }]);
 async function kumaCpu(seconds: number): Promise<{ cpu: number; wall: number }> {
   const body = new FormData();
   body.set('model', 'sunjata-1');
@@ -121,7 +123,7 @@ await server.stop();
 recordSection(
   `REST transcription at real size (${values.model})`,
   [
-    `Model: ${values.model} (\`${engine}\`) from the real-size pack; ${threads} intra-op thread(s) on both sides; median of ${REQUESTS} requests (or runs) after a warm-up.`,
+    `Model: ${values.model} (\`${engine}\`) from the real-size pack; ${threads} intra-op thread(s) on both sides; median of ${REQUESTS} requests (or runs) after a warm-up.${maxChunk ? ` Kuma's windows: maxChunkSeconds ${maxChunk}.` : ''}`,
     'CPU is counted per process tree from /proc (1/100 s ticks); the server also runs its idle timers meanwhile.',
   ],
   rows,

@@ -12,30 +12,39 @@
  * per second of the level. Recorded with the ratios socket / rest (first audio, throughput), which are what
  * compares across machines.
  *
- * Run: `npm run bench:tts-socket [-- --format pcm] [--word-ms 20] [--no-write]`.
+ * `--dir DIR --engine vits-hf|vits-sherpa|vits-piper` serves another voice (e.g. the real-size pack's
+ * mms-tts-vits: `--dir ~/.cache/kuma/real-size/mms-tts-vits`), `--levels 1,10,50`. Every run also measures
+ * the model-only time of the text's first phrase: raw onnxruntime-node on the same file with one intra-op
+ * thread (what a TTS replica has), fed the token ids Kuma's phrase plan gives that phrase (median of 9);
+ * first audio minus that time is what Kuma adds before a caller hears something.
+ *
+ * Run: `npm run bench:tts-socket [-- --format pcm] [--word-ms 20] [--dir DIR --engine vits-hf] [--no-write]`.
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { percentile, recordSection } from '../results.js';
 import { startModelServer } from '../model-server.js';
+import { firstPhraseModelOnlyMs } from './first-phrase.js';
 
 const { values } = parseArgs({
   options: {
     'no-write': { type: 'boolean', default: false },
     format: { type: 'string', default: 'pcm' },
     'word-ms': { type: 'string', default: '20' },
+    dir: { type: 'string' },
+    engine: { type: 'string', default: 'vits-hf' },
+    levels: { type: 'string', default: '1,10,50' },
   },
 });
 const FORMAT = values.format!;
 const WORD_MS = Number(values['word-ms']);
-const LEVELS = [
-  { clients: 1, perClient: 10 },
-  { clients: 10, perClient: 3 },
-  { clients: 50, perClient: 2 },
-];
+const PER_CLIENT: Record<number, number> = { 1: 10, 10: 3, 50: 2 };
+const LEVELS = values.levels.split(',').map((c) => ({ clients: Number(c), perClient: PER_CLIENT[Number(c)] ?? 2 }));
 const INPUT = 'i ni ce, a ka kɛnɛ wa? n bɛ taa sugu la sini, an bɛ malo ni ji san ka na n fa ni n ba ye.';
-const MODEL = { id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf'), maxQueue: 256 };
+const DIR = path.resolve(values.dir ?? 'models/demo/vits-hf');
+const MODEL = { id: 'jifili-1', engine: values.engine, dir: DIR, maxQueue: 256 };
+const voice = values.dir ? `${path.basename(DIR)} (${values.engine})` : 'the demo VITS model';
 type Mode = 'rest' | 'socket' | 'words';
 
 interface Sample {
@@ -44,6 +53,8 @@ interface Sample {
   bytes: number;
 }
 
+const modelOnlyMs = await firstPhraseModelOnlyMs(values.engine!, DIR, INPUT);
+process.stdout.write(`model only, first phrase: ${modelOnlyMs.toFixed(1)} ms\n`);
 const hello = await startModelServer([MODEL]);
 const base = `127.0.0.1:${hello.port}/openai/v1`;
 
@@ -119,22 +130,23 @@ try {
 const restLevel = (clients: number) => levels.find((l) => l.mode === 'rest' && l.clients === clients)!;
 const pcmBytesPerSecond: Record<string, number> = { pcm: 48000, l16_16000: 32000, l16_8000: 16000, ulaw: 8000, alaw: 8000 };
 const rows = [
-  '| mode | clients | runs | first audio p50 ms | first audio p99 ms | done p50 ms | first audio p50 / rest | throughput / rest |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|',
+  '| mode | clients | runs | first audio p50 ms | first audio p99 ms | done p50 ms | done p99 ms | first audio p50 − model-only first phrase ms | first audio p50 / rest | throughput / rest |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
 for (const level of levels) {
   const first = level.samples.map((s) => s.firstAudioMs);
   const baseline = restLevel(level.clients);
   const throughput = (l: Level) => l.samples.reduce((n, s) => n + s.bytes, 0) / l.seconds;
   rows.push(
-    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
+    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 99).toFixed(1)} | ${(percentile(first, 50) - modelOnlyMs).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
   );
 }
 const seconds = pcmBytesPerSecond[FORMAT] ? ` (${(levels[0]!.samples[0]!.bytes / pcmBytesPerSecond[FORMAT]!).toFixed(2)} s of audio)` : '';
 recordSection(
-  'tts-socket',
+  values.dir ? `tts-socket at real size (${path.basename(DIR)})` : 'tts-socket',
   [
-    `Text: ${[...INPUT].length} characters${seconds}, jifili-1 on the demo VITS model, format ${FORMAT}; server in its own process, clients (fetch, ws) in this one, on the same machine.`,
+    `Text: ${[...INPUT].length} characters${seconds}, jifili-1 on ${voice}, format ${FORMAT}, the server's default TTS replicas (by cores, one thread each); server in its own process, clients (fetch, ws) in this one, on the same machine.`,
+    `Model-only first phrase (same run): ${modelOnlyMs.toFixed(1)} ms — raw onnxruntime-node, one intra-op thread, the first phrase's token ids as Kuma plans them, median of 9.`,
     `rest: POST /audio/speech with the whole text. socket: the whole text in one message, then {"text":""}. words: one word per message every ${WORD_MS} ms, then {"text":""}; its first audio waits for the first phrase to be certain (a sentence end and the next word), by design.`,
     'first audio: from the request / the first text message to the first audio bytes; done: to the end of the body / isFinal. Ratios against rest at the same concurrency, in the same run.',
   ],

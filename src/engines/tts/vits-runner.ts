@@ -103,7 +103,7 @@ export { UnspeakableTextError };
  * The characters a voice speaks (spaces aside): the vocabulary's characters, and their capitals where the
  * layout's own lower-casing maps them to a spoken symbol. speech-text.ts checks requests against it.
  */
-function alphabetOf(layout: VitsLayout): string[] {
+export function alphabetOf(layout: VitsLayout): string[] {
   const candidates = new Set<string>();
   for (const c of layout.characters) {
     candidates.add(c);
