@@ -1,5 +1,5 @@
 /**
- * `npm run bench:translate:real-size -- [--levels 1,10] [--requests 8] [--variant ''] [--no-write]`: banjugu-1
+ * `npm run bench:translate:real-size -- [--levels 1,10] [--requests 4,1] [--variant ''] [--no-write]`: banjugu-1
  * at NLLB-600M size (the real-size pack's nllb-600m: random weights in the real architecture and optimum
  * layout), per-sentence latency through POST /openai/v1/chat/completions at each level of concurrent
  * clients, beside raw onnxruntime-node running the same encoder and merged-decoder greedy loop
@@ -24,7 +24,8 @@ import { serverThreads } from './model-only.js';
 const { values } = parseArgs({
   options: {
     levels: { type: 'string', default: '1,10' },
-    requests: { type: 'string', default: '8' },
+    /** Requests per client, per level (one number: every level). */
+    requests: { type: 'string', default: '4,1' },
     variant: { type: 'string', default: '' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -32,7 +33,8 @@ const { values } = parseArgs({
 const dir = path.join(defaultPackDir(), 'nllb-600m');
 if (!fs.existsSync(path.join(dir, '.complete.json'))) throw new Error(`${dir} is not in the pack: npm run models:real-size -- --only nllb-600m`);
 const LEVELS = values.levels.split(',').map(Number);
-const REQUESTS = Number(values.requests);
+const REQUESTS_BY_LEVEL = values.requests.split(',').map(Number);
+let REQUESTS = REQUESTS_BY_LEVEL[0]!;
 const threads = serverThreads('nllb');
 const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>;
 const tokenizer = TextTokenizer.fromDirectory(dir);
@@ -137,7 +139,8 @@ const rows = [
   '| concurrent | requests | model only p50 / p99 ms | Kuma p50 / p99 ms | p50 ratio | p99 ratio | source / generated tokens, mean (model only) | Kuma sentences/s |',
   '|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
-for (const clients of LEVELS) {
+for (const [l, clients] of LEVELS.entries()) {
+  REQUESTS = REQUESTS_BY_LEVEL[Math.min(l, REQUESTS_BY_LEVEL.length - 1)]!;
   const model = await modelOnly(clients);
   const t0 = performance.now();
   const served = await kuma(clients);
@@ -151,7 +154,7 @@ recordSection(
   'translation at real size (nllb-600m)',
   [
     `Model: nllb-600m (\`nllb\`, optimum layout, merged decoder${values.variant ? `, variant ${values.variant}` : ', fp32'}) from the real-size pack, served as banjugu-1 with the server's default replicas and ${threads} intra-op thread(s); the model-only side: raw onnxruntime-node, same files and threads, greedy loop over the KV cache.`,
-    `Sentences: FLORES-200 Bambara → French, 20–60 source tokens, one sentence each; ${REQUESTS} per client after a warm-up; latency per request (Kuma: HTTP request to answer).`,
+    `Sentences: FLORES-200 Bambara → French, 20–60 source tokens, one sentence each; ${values.requests} per client (by level) after a warm-up; latency per request (Kuma: HTTP request to answer).`,
     'Random weights: generated tokens run to max_length unless `</s>` is picked; both sides generate the same count (shown).',
   ],
   rows,
