@@ -51,6 +51,28 @@ interface Sample {
   firstAudioMs: number;
   doneMs: number;
   bytes: number;
+  /** How far the audio ran behind real-time playback from its first bytes, at worst (pcm-like formats). */
+  stallMs: number;
+}
+
+const pcmBytesPerSecond: Record<string, number> = { pcm: 48000, l16_16000: 32000, l16_8000: 16000, ulaw: 8000, alaw: 8000 };
+
+/** Tracks arrivals against real-time playback from the first audio: the most they ran behind it. */
+function playback(t0: number) {
+  let first = NaN;
+  let bytes = 0;
+  let stall = 0;
+  const rate = pcmBytesPerSecond[FORMAT];
+  return {
+    arrived(n: number) {
+      const now = performance.now();
+      if (Number.isNaN(first)) first = now;
+      // Playback from `first` needs these bytes once the `bytes` before them are played: later is behind.
+      else if (rate) stall = Math.max(stall, now - (first + (bytes / rate) * 1000));
+      bytes += n;
+    },
+    sample: (): Sample => ({ firstAudioMs: first - t0, doneMs: performance.now() - t0, bytes, stallMs: rate ? stall : NaN }),
+  };
 }
 
 const modelOnlyMs = await firstPhraseModelOnlyMs(values.engine!, DIR, INPUT);
@@ -63,32 +85,28 @@ async function rest(): Promise<Sample> {
   const res = await fetch(`http://${base}/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: INPUT, response_format: FORMAT }) });
   if (res.status !== 200) throw new Error(`rest: HTTP ${res.status} ${await res.text()}`);
   const reader = res.body!.getReader();
-  let bytes = (await reader.read()).value?.length ?? 0;
-  const firstAudioMs = performance.now() - t0;
-  for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.length;
-  return { firstAudioMs, doneMs: performance.now() - t0, bytes };
+  const play = playback(t0);
+  for (let r = await reader.read(); !r.done; r = await reader.read()) play.arrived(r.value.length);
+  return play.sample();
 }
 
 function socket(wordByWord: boolean): Promise<Sample> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://${base}/audio/speech/stream?output_format=${FORMAT}`, { headers: { authorization: `Bearer ${hello.apiKey}` } });
-    let t0 = 0;
-    let firstAudioMs = NaN;
-    let bytes = 0;
+    let play = playback(0);
     ws.on('message', (data) => {
       const message = JSON.parse(data.toString());
       if (message.audio) {
-        if (Number.isNaN(firstAudioMs)) firstAudioMs = performance.now() - t0;
-        bytes += Buffer.byteLength(message.audio, 'base64');
+        play.arrived(Buffer.byteLength(message.audio, 'base64'));
       } else if (message.isFinal) {
-        resolve({ firstAudioMs, doneMs: performance.now() - t0, bytes });
+        resolve(play.sample());
       } else if (message.error) {
         reject(new Error(`socket: ${JSON.stringify(message)}`));
       }
     });
     ws.on('error', reject);
     ws.on('open', async () => {
-      t0 = performance.now();
+      play = playback(performance.now());
       if (!wordByWord) ws.send(JSON.stringify({ text: INPUT }));
       else {
         for (const word of INPUT.split(/(?<= )/)) {
@@ -128,17 +146,16 @@ try {
 }
 
 const restLevel = (clients: number) => levels.find((l) => l.mode === 'rest' && l.clients === clients)!;
-const pcmBytesPerSecond: Record<string, number> = { pcm: 48000, l16_16000: 32000, l16_8000: 16000, ulaw: 8000, alaw: 8000 };
 const rows = [
-  '| mode | clients | runs | first audio p50 ms | first audio p99 ms | done p50 ms | done p99 ms | first audio p50 − model-only first phrase ms | first audio p50 / rest | throughput / rest |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| mode | clients | runs | first audio p50 ms | first audio p99 ms | done p50 ms | done p99 ms | playback stall p50 / p99 ms | first audio p50 − model-only first phrase ms | first audio p50 / rest | throughput / rest |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
 for (const level of levels) {
   const first = level.samples.map((s) => s.firstAudioMs);
   const baseline = restLevel(level.clients);
   const throughput = (l: Level) => l.samples.reduce((n, s) => n + s.bytes, 0) / l.seconds;
   rows.push(
-    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 99).toFixed(1)} | ${(percentile(first, 50) - modelOnlyMs).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
+    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.stallMs), 50).toFixed(0)} / ${percentile(level.samples.map((s) => s.stallMs), 99).toFixed(0)} | ${(percentile(first, 50) - modelOnlyMs).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
   );
 }
 const seconds = pcmBytesPerSecond[FORMAT] ? ` (${(levels[0]!.samples[0]!.bytes / pcmBytesPerSecond[FORMAT]!).toFixed(2)} s of audio)` : '';
@@ -149,6 +166,7 @@ recordSection(
     `Model-only first phrase (same run): ${modelOnlyMs.toFixed(1)} ms — raw onnxruntime-node, one intra-op thread, the first phrase's token ids as Kuma plans them, median of 9.`,
     `rest: POST /audio/speech with the whole text. socket: the whole text in one message, then {"text":""}. words: one word per message every ${WORD_MS} ms, then {"text":""}; its first audio waits for the first phrase to be certain (a sentence end and the next word), by design.`,
     'first audio: from the request / the first text message to the first audio bytes; done: to the end of the body / isFinal. Ratios against rest at the same concurrency, in the same run.',
+    'playback stall: how far the audio ran behind real-time playback from its first bytes, at worst in a request — the pre-buffer a player needs never to stall (0: every byte came before it was needed; pcm-like formats only).',
   ],
   rows,
   !values['no-write'],
