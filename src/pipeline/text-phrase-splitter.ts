@@ -13,17 +13,18 @@
  * text, whose first phrase is short again (the first-audio rule of text-chunker.ts).
  *
  * Cost: each push re-chunks only the text not yet released, which chunkText keeps under about one phrase
- * (≤ 200 characters) plus one unfinished word.
+ * (≤ 200 characters) plus one unfinished word; the released phrases' length is passed along, as the next
+ * phrases' limit grows with it.
  */
-import { CHUNK_MAX, chunkText, endsSentence, isClosersOnly, normalizeText, type TextChunk } from '../engines/tts/text-chunker.js';
+import { chunkText, endsSentence, isClosersOnly, normalizeText, type TextChunk } from '../engines/tts/text-chunker.js';
 
 export type { TextChunk };
 
 export class TextPhraseSplitter {
   /** Received and not yet released. Starts at a word (released phrases carry their trailing whitespace). */
   private pending = '';
-  /** A phrase of the current text was released: the rest continues it, with the longer phrase limit. */
-  private continuing = false;
+  /** Code points of the current text's released phrases: the limit of the next ones grows with them. */
+  private spokenBefore = 0;
 
   /** Adds a piece of text; returns the phrases it completed, in order (often none). */
   push(piece: string): TextChunk[] {
@@ -43,7 +44,7 @@ export class TextPhraseSplitter {
     const chunks = chunkText(this.pending, this.options());
     // Whitespace alone makes no phrase; it is dropped with the text it trailed (nothing is spoken or charged for it).
     this.pending = '';
-    this.continuing = false;
+    this.spokenBefore = 0;
     return chunks;
   }
 
@@ -53,14 +54,14 @@ export class TextPhraseSplitter {
   }
 
   private options() {
-    return this.continuing ? { firstMaxLength: CHUNK_MAX } : {};
+    return { spokenBefore: this.spokenBefore };
   }
 
   private release(chunks: TextChunk[]): TextChunk[] {
     if (!chunks.length) return chunks;
     const released = chunks.reduce((n, c) => n + c.characters, 0);
     this.pending = this.pending.slice(codeUnitIndex(this.pending, released));
-    this.continuing = true;
+    for (const chunk of chunks) this.spokenBefore += codePointCount(chunk.text);
     return chunks;
   }
 }

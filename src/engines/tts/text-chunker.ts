@@ -2,7 +2,8 @@
  * Text preparation for speech synthesis: normalisation (Unicode NFC, whitespace collapsed, trimmed; all
  * letters kept, Bambara's ɛ ɔ ɲ ŋ included) and chunking into sentences, then phrases, so a TTS engine can
  * synthesize and stream one chunk at a time. The first chunk is kept short (≤ 20 characters by default)
- * so the first audio comes quickly; later chunks may be longer (≤ 200). Chunks end at sentence punctuation,
+ * so the first audio comes quickly; later chunks may be longer, up to twice the text before them and ≤ 200
+ * (so each is synthesized before the audio before it has played). Chunks end at sentence punctuation,
  * else at phrase punctuation, else between words, never inside a word (a single word longer than the limit
  * becomes a chunk of its own).
  *
@@ -22,6 +23,11 @@ export interface ChunkOptions {
   firstMaxLength?: number;
   /** Longest later chunk. */
   maxLength?: number;
+  /**
+   * Code points of normalised text already chunked before `input` in the same text (a stream's released
+   * phrases): later chunks' limit grows with what comes before them (PHRASE_GROWTH).
+   */
+  spokenBefore?: number;
 }
 
 /**
@@ -33,6 +39,16 @@ export interface ChunkOptions {
  */
 export const FIRST_CHUNK_MAX = 20;
 export const CHUNK_MAX = 200;
+/**
+ * A later chunk is at most this many times as long as all the text before it. A VITS model cannot stream
+ * inside a phrase: a listener hears phrase n + 1 only once it is synthesized, so it must be ready before
+ * the audio of the phrases before it has played. At real size (MMS-TTS, 36 M parameters) one core
+ * synthesizes ≈ 2.3 s of audio per second; with one sentence of 67 characters after two short ones, the
+ * bench:tts-socket text's audio ran ≈ 1 s behind real-time playback at one client. Growing by at most 2×
+ * keeps each phrase's synthesis under the audio before it, and phrases still end at punctuation where
+ * there is some.
+ */
+export const PHRASE_GROWTH = 2;
 
 const SENTENCE_END = /[.!?…。！？]/u;
 const PHRASE_END = /[,;:،，；：]/u;
@@ -109,8 +125,13 @@ export function chunkText(input: string, options: ChunkOptions = {}): TextChunk[
   const words = splitWords(input);
   const chunks: TextChunk[] = [];
   let current: Word[] = [];
+  let before = options.spokenBefore ?? 0;
+  const limit = () => (before === 0 ? firstMax : Math.min(laterMax, Math.max(firstMax, PHRASE_GROWTH * before)));
   const emit = (taken: Word[]) => {
-    if (taken.length) chunks.push(toChunk(taken));
+    if (!taken.length) return;
+    const chunk = toChunk(taken);
+    chunks.push(chunk);
+    before += codePoints(chunk.text);
   };
 
   let sentenceEnded = false;
@@ -126,7 +147,7 @@ export function chunkText(input: string, options: ChunkOptions = {}): TextChunk[
       current = [];
     }
     // Make room for the word: cut at the last phrase boundary if there is one, else before the word.
-    while (current.length && lengthOf([...current, word]) > (chunks.length ? laterMax : firstMax)) {
+    while (current.length && lengthOf([...current, word]) > limit()) {
       let cut = current.length;
       for (let i = current.length - 2; i >= 0; i--) {
         if (current[i]!.boundary) {

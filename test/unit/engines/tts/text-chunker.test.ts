@@ -1,6 +1,7 @@
 /** Text normalisation and chunking for TTS: boundaries, the short first chunk, whole words, exact character accounting. */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CHUNK_MAX, FIRST_CHUNK_MAX, chunkText, normalizeText } from '../../../../src/engines/tts/text-chunker.js';
+import { CHUNK_MAX, FIRST_CHUNK_MAX, PHRASE_GROWTH, chunkText, normalizeText } from '../../../../src/engines/tts/text-chunker.js';
 
 const codePoints = (s: string) => [...s].length;
 const total = (input: string) => chunkText(input).reduce((n, c) => n + c.characters, 0);
@@ -38,21 +39,22 @@ describe('chunkText', () => {
 
   it('keeps a sentence that fits in one chunk whole, commas included', () => {
     expect(chunkText('I ni ce, i ka kɛnɛ?').map((c) => c.text)).toEqual(['I ni ce, i ka kɛnɛ?']);
-    expect(chunkText('Aw ni ce. I ka kɛnɛ wa, n teri, ne bɛ taa?').map((c) => c.text)).toEqual(['Aw ni ce.', 'I ka kɛnɛ wa, n teri, ne bɛ taa?']);
+    expect(chunkText('Aw ni ce. Ne bɛ taa sugu la.').map((c) => c.text)).toEqual(['Aw ni ce.', 'Ne bɛ taa sugu la.']);
+    // A later sentence longer than twice the text before it is cut at its phrase boundaries (PHRASE_GROWTH).
+    expect(chunkText('Aw ni ce. I ka kɛnɛ wa, n teri, ne bɛ taa?').map((c) => c.text)).toEqual(['Aw ni ce.', 'I ka kɛnɛ wa,', 'n teri, ne bɛ taa?']);
   });
 
   it('cuts an over-long first sentence at its last phrase boundary within 20 characters', () => {
     const text = 'Aw ni ce, i ka kɛnɛ wa, n teri, ne bɛ taa sugu la sisan ni i sɔnna.';
     const chunks = chunkText(text);
-    expect(chunks.map((c) => c.text)).toEqual(['Aw ni ce,', 'i ka kɛnɛ wa, n teri, ne bɛ taa sugu la sisan ni i sɔnna.']);
+    expect(chunks.map((c) => c.text)).toEqual(['Aw ni ce,', 'i ka kɛnɛ wa,', 'n teri, ne bɛ taa sugu la sisan ni i sɔnna.']);
     expect(chunkText('I ni ce, i ka wa, n teri.')[0]!.text).toBe('I ni ce, i ka wa,');
   });
 
   it('cuts between words when a phrase has no punctuation to cut at', () => {
     const text = 'Dugukolo ye fɛn ye min bɛ kɛ ka a ta ani ka a di mɔgɔw ma walasa u ka se ka baara kɛ';
     const chunks = chunkText(text);
-    expect(chunks[0]!.text).toBe('Dugukolo ye fɛn ye');
-    expect(chunks).toHaveLength(2);
+    expect(chunks.map((c) => c.text)).toEqual(['Dugukolo ye fɛn ye', 'min bɛ kɛ ka a ta ani ka a di mɔgɔw', 'ma walasa u ka se ka baara kɛ']);
   });
 
   it('keeps the first chunk within 20 characters and later ones within 200, never splitting a word', () => {
@@ -68,7 +70,28 @@ describe('chunkText', () => {
   it('gives a word longer than the limit a chunk of its own rather than cutting it', () => {
     const long = 'a'.repeat(60);
     expect(chunkText(`${long} ye`).map((c) => c.text)).toEqual([long, 'ye']);
-    expect(chunkText(`Ko ${long} ye`).map((c) => c.text)).toEqual(['Ko', `${long} ye`]);
+    expect(chunkText(`Ko ${long} ye`).map((c) => c.text)).toEqual(['Ko', long, 'ye']);
+  });
+
+  it('grows later chunks at most PHRASE_GROWTH times the text before them, for any text', () => {
+    const word = fc.stringMatching(/^[a-zɛɔɲŋ]{1,12}[,.?]?$/);
+    fc.assert(
+      fc.property(fc.array(word, { minLength: 1, maxLength: 120 }), fc.constantFrom(' ', '  ', '\n'), (words, space) => {
+        const text = words.join(space);
+        const chunks = chunkText(text);
+        let before = 0;
+        for (const [i, chunk] of chunks.entries()) {
+          const length = codePoints(chunk.text);
+          const limit = i === 0 ? FIRST_CHUNK_MAX : Math.min(CHUNK_MAX, Math.max(FIRST_CHUNK_MAX, PHRASE_GROWTH * before));
+          // Over the limit only as one word that is longer on its own.
+          if (length > limit) expect(chunk.text).not.toContain(' ');
+          before += length;
+        }
+        expect(chunks.map((c) => c.text).join(' ')).toBe(normalizeText(text));
+        expect(chunks.reduce((n, c) => n + c.characters, 0)).toBe(codePoints(text));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('honours custom limits', () => {
