@@ -22,7 +22,8 @@ export const OptionsSchema = z
     modelFile: z.string().optional(),
     /** MMS adapter repos ship one vocabulary per language: which one (e.g. `bam`). */
     language: z.string().optional(),
-    maxChunkSeconds: z.number().min(1).max(120).default(30),
+    /** Longest audio one model run takes (long audio is walked in windows); default by layout, below. */
+    maxChunkSeconds: z.number().min(1).max(120).optional(),
     /** Audio of the warm-up run at load (default: one whole window, maxChunkSeconds). */
     warmupSeconds: z.number().min(0.1).max(120).optional(),
     /** Long audio: context each model window re-reads on either side of the audio it keeps (frames-walk.ts). */
@@ -41,7 +42,22 @@ export const OptionsSchema = z
     streaming: StreamingSchema.default(StreamingSchema.parse({})),
   })
   .passthrough();
-export type Options = z.infer<typeof OptionsSchema>;
+export type Options = z.infer<typeof OptionsSchema> & { maxChunkSeconds: number };
+
+/**
+ * The window for long audio when the entry sets none. wav2vec2/MMS/XLS-R: 15 s — self-attention's cost
+ * grows with the window's square, so two 15 s windows cost less than one of 30 s (wav2vec2-base, a 60 s
+ * upload: 1.09× the CPU of raw onnxruntime on plain 30 s windows, against 1.15× with 30 s windows;
+ * bench:rest:real-size), and the activations of a run are a quarter; 15 s of context is beyond what CTC
+ * needs to spell a word. NeMo (convolutional, or attention over 8×-subsampled frames): 30 s.
+ */
+const DEFAULT_MAX_CHUNK_SECONDS: Record<string, number> = { 'ctc-wav2vec2': 15, 'ctc-nemo': 30 };
+
+/** The entry's options, validated, with the layout's defaults. */
+export function parseOptions(engine: string, raw: unknown): Options {
+  const options = OptionsSchema.parse(raw);
+  return { ...options, maxChunkSeconds: options.maxChunkSeconds ?? DEFAULT_MAX_CHUNK_SECONDS[engine] ?? 30 };
+}
 
 
 /** One loaded layout: how to turn 16 kHz samples into CTC scores, and how to read them. */

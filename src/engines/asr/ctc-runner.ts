@@ -20,7 +20,7 @@ import { UnknownMethodError } from '../runner.js';
 import { dbfsToRms, DEFAULT_GATE_FLOOR_DBFS, rms } from '../vad/silero-batch.js';
 import { VAD_WINDOW } from '../vad/silero-vad.js';
 import { Segmenter, argmaxFrames, type Segment } from './ctc-decode.js';
-import { CTC_SAMPLE_RATE, OptionsSchema, loadNemo, loadWav2vec2 } from './ctc-models.js';
+import { CTC_SAMPLE_RATE, loadNemo, loadWav2vec2, parseOptions } from './ctc-models.js';
 import { oneWindow } from './streamed-audio.js';
 import { framesWalk } from './frames-walk.js';
 import { PathWords } from './path-words.js';
@@ -48,7 +48,7 @@ async function* checkedWindows(input: AsyncIterable<unknown>): AsyncGenerator<Fl
 }
 
 export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThreads, interOpThreads }) => {
-  const options = OptionsSchema.parse(entry.options);
+  const options = parseOptions(entry.engine, entry.options);
   if (!fs.existsSync(dir)) throw new Error(`The CTC model directory does not exist: ${dir}`);
   const sessionOptions = { intraOpThreads, interOpThreads };
   const model = entry.engine === 'ctc-nemo' ? await loadNemo(dir, options, sessionOptions) : await loadWav2vec2(dir, options, sessionOptions);
