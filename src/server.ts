@@ -249,6 +249,7 @@ async function enginesFromConfig(config: Config): Promise<EngineRegistry | null>
     interOpThreads: config.engineInterOpThreads,
     niceness: config.engineNiceness,
     maxAutoReplicas: config.engineReplicasMax,
+    executionProviders: config.engineExecutionProviders,
     sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
   });
 }

@@ -93,6 +93,11 @@ export const ConfigSchema = z.object({
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators); intra-op 0 = by cores (manifest.ts defaultIntraOpThreads). */
   engineIntraOpThreads: z.coerce.number().int().min(0).max(64).default(0),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * onnxruntime execution providers of every model session, in order of preference (`cuda,cpu`); empty = the
+   * CPU, as `cpu` alone. Checked against the installed onnxruntime-node at start (engines/onnx/execution-providers.ts).
+   */
+  engineExecutionProviders: z.string().default('').transform((list) => [...new Set(list.split(',').map((name) => name.trim().toLowerCase()).filter(Boolean))]),
   /** Scheduling niceness of model replica threads (0 = like the I/O thread, 19 = lowest); see README "Scheduling". */
   engineNiceness: z.coerce.number().int().min(0).max(19).default(10),
   /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
@@ -226,6 +231,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
   KUMA_ENGINE_NICENESS: 'engineNiceness',
+  KUMA_ENGINE_EXECUTION_PROVIDERS: 'engineExecutionProviders',
   KUMA_ENGINE_SHARE_WEIGHTS: 'engineShareWeights',
   KUMA_MODEL_CACHE_DIR: 'modelCacheDir',
   KUMA_RATE_LIMITS: 'rateLimits',
