@@ -300,12 +300,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (Object.keys(prices).length) raw.prices = prices;
   const result = ConfigSchema.safeParse({ ...raw, ...overrides });
   if (!result.success) {
-    const lines = result.error.issues.map((i) => {
-      const field = i.path.join('.');
-      const envName = sources[field];
-      return `  ${field}${envName ? ` (${envName})` : ''}: ${i.message}`;
-    });
+    const lines = result.error.issues.map((i) => issueLine(i.path.join('.'), sources[i.path.join('.')], i.message));
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return Object.freeze(result.data);
+}
+
+/** One refused setting as the operator reads it: `  field (VARIABLE): why`. */
+function issueLine(field: string, envName: string | undefined, message: string): string {
+  return `  ${field}${envName ? ` (${envName})` : ''}: ${message}`;
+}
+
+/** A setting refused by a check at start that needs more than its value (e.g. what the machine can run). */
+export function invalidSetting(field: keyof Config, message: string): ConfigError {
+  const envName = Object.entries(ENV_NAMES).findLast(([, f]) => f === field)?.[0];
+  return new ConfigError(`Invalid configuration:\n${issueLine(field, envName, message)}`);
 }
