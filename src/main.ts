@@ -4,12 +4,19 @@
  * (src/cluster/primary.ts); a cluster worker lands here too and serves.
  */
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig } from './config/config.js';
+import { ConfigError, invalidSetting, loadConfig } from './config/config.js';
+import { checkExecutionProviders, ExecutionProviderError } from './engines/onnx/execution-providers.js';
 import { serveProcess } from './cluster/serve-process.js';
 import { runPrimary } from './cluster/primary.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before anything is prepared or served; once per machine: a cluster's workers were checked by their primary.
+  if (!cluster.isWorker) {
+    await checkExecutionProviders(config.engineExecutionProviders).catch((err: unknown) => {
+      throw err instanceof ExecutionProviderError ? invalidSetting('engineExecutionProviders', err.message) : err;
+    });
+  }
   if (cluster.isPrimary && config.workers > 1) await runPrimary(config);
   else await serveProcess(config);
 }

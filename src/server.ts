@@ -16,6 +16,7 @@ import { createApi } from './api/create-api.js';
 import type { HttpRoute, RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
+import { onCpuOnly } from './engines/onnx/execution-providers.js';
 import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
 import { startMemoryReducer } from './observability/memory-reducer.js';
@@ -109,6 +110,9 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;
   // Models load in the background: the server answers at once, /readyz says not-ready until they are warm.
   const enginesReady = engines ? engines.start(logger) : Promise.resolve();
+  if (engines && ownsEngines && !onCpuOnly(config.engineExecutionProviders)) {
+    logger.info({ executionProviders: config.engineExecutionProviders }, 'model sessions use these onnxruntime execution providers, in order');
+  }
   enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
 
   const decoder = new DecoderPool({
@@ -249,6 +253,7 @@ async function enginesFromConfig(config: Config): Promise<EngineRegistry | null>
     interOpThreads: config.engineInterOpThreads,
     niceness: config.engineNiceness,
     maxAutoReplicas: config.engineReplicasMax,
+    executionProviders: config.engineExecutionProviders,
     sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
   });
 }

@@ -93,6 +93,11 @@ export const ConfigSchema = z.object({
   /** onnxruntime threads per model replica (intra-op: within an operator; inter-op: across operators); intra-op 0 = by cores (manifest.ts defaultIntraOpThreads). */
   engineIntraOpThreads: z.coerce.number().int().min(0).max(64).default(0),
   engineInterOpThreads: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * onnxruntime execution providers of every model session, in order of preference (`cuda,cpu`); empty = the
+   * CPU, as `cpu` alone. Checked against the installed onnxruntime-node at start (engines/onnx/execution-providers.ts).
+   */
+  engineExecutionProviders: z.string().default('').transform((list) => [...new Set(list.split(',').map((name) => name.trim().toLowerCase()).filter(Boolean))]),
   /** Scheduling niceness of model replica threads (0 = like the I/O thread, 19 = lowest); see README "Scheduling". */
   engineNiceness: z.coerce.number().int().min(0).max(19).default(10),
   /** Cap on the replicas of a model whose manifest entry does not set them (default: by cores, manifest.ts). */
@@ -226,6 +231,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
   KUMA_ENGINE_NICENESS: 'engineNiceness',
+  KUMA_ENGINE_EXECUTION_PROVIDERS: 'engineExecutionProviders',
   KUMA_ENGINE_SHARE_WEIGHTS: 'engineShareWeights',
   KUMA_MODEL_CACHE_DIR: 'modelCacheDir',
   KUMA_RATE_LIMITS: 'rateLimits',
@@ -294,12 +300,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (Object.keys(prices).length) raw.prices = prices;
   const result = ConfigSchema.safeParse({ ...raw, ...overrides });
   if (!result.success) {
-    const lines = result.error.issues.map((i) => {
-      const field = i.path.join('.');
-      const envName = sources[field];
-      return `  ${field}${envName ? ` (${envName})` : ''}: ${i.message}`;
-    });
+    const lines = result.error.issues.map((i) => issueLine(i.path.join('.'), sources[i.path.join('.')], i.message));
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return Object.freeze(result.data);
+}
+
+/** One refused setting as the operator reads it: `  field (VARIABLE): why`. */
+function issueLine(field: string, envName: string | undefined, message: string): string {
+  return `  ${field}${envName ? ` (${envName})` : ''}: ${message}`;
+}
+
+/** A setting refused by a check at start that needs more than its value (e.g. what the machine can run). */
+export function invalidSetting(field: keyof Config, message: string): ConfigError {
+  const envName = Object.entries(ENV_NAMES).findLast(([, f]) => f === field)?.[0];
+  return new ConfigError(`Invalid configuration:\n${issueLine(field, envName, message)}`);
 }

@@ -4,7 +4,7 @@
  * compare against; `WhisperFeatureExtractor` is the fast one the Whisper runner uses.
  */
 import { GraphBuilder } from '../onnx/graph-builder.js';
-import { ort } from '../onnx/session.js';
+import { ort, providerOptions } from '../onnx/session.js';
 import { slaneyMelFilterbank } from './nemo-features.js';
 
 export const WHISPER_SAMPLE_RATE = 16000;
@@ -238,6 +238,7 @@ export class WhisperFeatureExtractor {
       intraOpNumThreads: options.intraOpThreads,
       interOpNumThreads: options.interOpThreads,
       graphOptimizationLevel: 'all',
+      ...providerOptions(),
     });
     return new WhisperFeatureExtractor(options.nMels, session);
   }

@@ -45,6 +45,21 @@ export function gateRunWidth(runGate: RunGate | null): void {
 }
 
 /**
+ * Set once per worker thread from KUMA_ENGINE_EXECUTION_PROVIDERS (checked at start: execution-providers.ts).
+ * Empty, or `cpu` alone, leaves onnxruntime's default: the CPU provider, with no option set.
+ */
+let providers: readonly string[] = [];
+
+export function useExecutionProviders(names: readonly string[]): void {
+  providers = names.length === 1 && names[0] === 'cpu' ? [] : [...names];
+}
+
+/** The execution-provider part of a session's options (spread into them). */
+export function providerOptions(): Pick<ort.InferenceSession.SessionOptions, 'executionProviders'> {
+  return providers.length ? { executionProviders: providers } : {};
+}
+
+/**
  * A session for a model file, or for a model built in memory (`bytes`, e.g. a streaming step graph made from
  * the file at load), named after `file` in messages. A file whose replicas share weights is loaded from its
  * external-weights copy (shared-weights.ts), and so is a large model built in memory, once written to the
@@ -56,9 +71,11 @@ export async function createSession(file: string, options: SessionOptions, bytes
   const persist = sharing !== null && bytes !== undefined && bytes.byteLength >= sharing.minBytes;
   const input = persist ? { file: await sharedBytesFile(file, bytes, sharing!), bytes: undefined } : { file, bytes };
   const source = sharing && !input.bytes ? await sharedWeightsFile(input.file, sharing) : { file: input.file, shared: false };
-  // Widths only where they are cheap: the sessions share the mapped weights, or the model is small.
+  // Widths only where they are cheap: the sessions share the mapped weights, or the model is small. And only
+  // on the CPU: intra-op threads do not size a run on an accelerator, where each session holds its own weights.
   const small = sharing !== null && (input.bytes ? input.bytes.byteLength : fs.statSync(input.file).size) < sharing.minBytes;
-  const widths = gate && (source.shared || small) ? runWidths(options.intraOpThreads) : [options.intraOpThreads];
+  const onCpu = providers.length === 0 || providers[0] === 'cpu';
+  const widths = gate && onCpu && (source.shared || small) ? runWidths(options.intraOpThreads) : [options.intraOpThreads];
   const create = (threads: number) => {
     const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared);
     return input.bytes ? ort.InferenceSession.create(input.bytes, sessionOptions) : ort.InferenceSession.create(source.file, sessionOptions);
@@ -107,6 +124,7 @@ function ortOptions(intraOpThreads: number, interOpThreads: number, shared: bool
     intraOpNumThreads: intraOpThreads,
     interOpNumThreads: interOpThreads,
     graphOptimizationLevel: 'all',
+    ...providerOptions(),
     // onnxruntime's pool threads spin-wait for work between operators by default: on a server whose cores
     // are shared with the I/O thread, the VAD and the encoders, that spinning takes the CPU they need
     // (bench:threads measures both settings). Blocking waits cost a few µs per operator instead.

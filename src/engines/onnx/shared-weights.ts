@@ -78,6 +78,8 @@ export async function sharedBytesFile(file: string, bytes: Uint8Array, options: 
 
 async function writeExternal(file: string, target: string): Promise<void> {
   const data = `${path.basename(target)}.data`;
+  // On the CPU whatever KUMA_ENGINE_EXECUTION_PROVIDERS says: this session only writes the file, and a graph
+  // saved after basic (provider-independent) optimisation loads under any provider.
   const session = await ort.InferenceSession.create(file, {
     intraOpNumThreads: 1,
     graphOptimizationLevel: 'basic',

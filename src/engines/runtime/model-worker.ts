@@ -12,7 +12,7 @@ import type { Runner, RunnerContext } from '../runner.js';
 import { transferables, type MainToWorker, type WorkerInit, type WorkerToMain } from './protocol.js';
 import { StreamedInput } from './streamed-input.js';
 import { lowerThreadPriority } from '../../threads/thread-priority.js';
-import { gateRunWidth, shareWeightsAcrossReplicas } from '../onnx/session.js';
+import { gateRunWidth, shareWeightsAcrossReplicas, useExecutionProviders } from '../onnx/session.js';
 
 const port = parentPort!;
 const init = workerData as WorkerInit;
@@ -48,6 +48,7 @@ async function start(): Promise<void> {
   lowerThreadPriority(init.niceness);
   shareWeightsAcrossReplicas(init.sharedWeights ?? null);
   gateRunWidth(init.runGate ?? null);
+  useExecutionProviders(init.executionProviders ?? []);
   try {
     const loaded = await loadRunner({ entry: init.entry, dir: init.dir, intraOpThreads: init.intraOpThreads, interOpThreads: init.interOpThreads });
     await loaded.warmup();

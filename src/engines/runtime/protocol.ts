@@ -19,6 +19,8 @@ export interface WorkerInit {
   interOpThreads: number;
   /** Scheduling niceness of the worker thread (0 = normal, 19 = lowest). */
   niceness: number;
+  /** onnxruntime execution providers (KUMA_ENGINE_EXECUTION_PROVIDERS); absent = the CPU. */
+  executionProviders?: string[];
   /** Set when the model's replicas share one mapped copy of the weights (onnx/shared-weights.ts). */
   sharedWeights?: { cacheDir: string; minBytes: number };
   /** The process's count of big-model runs and this worker's slot in it, when its runs are counted (onnx/run-width.ts). */

@@ -77,6 +77,8 @@ export interface EngineThreads {
   niceness?: number;
   /** Cap on the replicas of a model whose manifest entry does not set them (manifest.ts defaultReplicas). */
   maxAutoReplicas?: number;
+  /** onnxruntime execution providers of every session, checked at start (onnx/execution-providers.ts); empty = the CPU. */
+  executionProviders?: readonly string[];
   /** Where replicas of a large model keep the one copy of its weights they all map (null: each loads its own). */
   sharedWeights?: { cacheDir: string; minBytes: number } | null;
 }
@@ -222,6 +224,7 @@ export class ReplicaPool {
     const init: WorkerInit = { entry, dir: entry.absoluteDir, intraOpThreads, interOpThreads: threads.interOpThreads, niceness: entry.niceness ?? defaultNiceness(entry.engine, threads.niceness),
       // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
       ...(this.replicaCount > 1 && threads.sharedWeights ? { sharedWeights: threads.sharedWeights } : {}),
+      ...(threads.executionProviders?.length ? { executionProviders: [...threads.executionProviders] } : {}),
       ...(slot !== undefined ? { runGate: { ...RUN_SLOTS, slot } } : {}),
     };
     const worker = spawnWorker(WORKER_URL, { workerData: init });

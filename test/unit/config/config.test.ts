@@ -31,4 +31,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KUMA_DATABASE_URL: 'mysql://kuma@db/kuma' })).toThrow(/databaseUrl \(KUMA_DATABASE_URL\): must be a postgres:\/\/ or postgresql:\/\/ URL/);
     expect(() => loadConfig({ KUMA_DATABASE_URL: 'db.internal:5432' })).toThrow(/KUMA_DATABASE_URL/);
   });
+
+  it('reads KUMA_ENGINE_EXECUTION_PROVIDERS as a list: trimmed, lower-cased, each name once; unset = none (the CPU)', () => {
+    expect(loadConfig({}).engineExecutionProviders).toEqual([]);
+    expect(loadConfig({ KUMA_ENGINE_EXECUTION_PROVIDERS: ' CUDA, cpu,,cuda ' }).engineExecutionProviders).toEqual(['cuda', 'cpu']);
+  });
 });
