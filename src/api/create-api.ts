@@ -71,7 +71,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
   const compat = { ...deps };
   const sessionCap = new SessionCap(deps.maxRealtimeSessionsPerKey ?? 0);
   const definitions: RouteDef[] = [
-    ...modelRoutes(deps.catalog),
+    ...modelRoutes(deps.catalog, deps.engines),
     transcriptionRoute(compat),
     translationRoute(compat),
     chatRoute(compat),

@@ -13,11 +13,19 @@ import { guessEngine, type EngineGuess } from '../models-hub/guess-engine.js';
 import { inlineJson, manifestEntry, upsertManifestEntry } from '../models-hub/manifest-writer.js';
 import type { ProgressSink } from '../models-hub/progress.js';
 import { pullModel, type PullOptions } from '../models-hub/pull.js';
+import type { ModelPack } from '../models-hub/pack.js';
 import { isEntryPoint } from './entry-point.js';
+import { runPackCommand } from './pull-pack-command.js';
+import { UsageError } from './usage-error.js';
 
 export const HELP_TEXT = `Usage: npm run models:pull -- <repo-id> [options]
+       npm run models:pull -- --pack bambara [--variant fp32|quantized|fp16] [--dest DIR] [--manifest FILE]
 
 Downloads a model from the Hugging Face hub into models/<name>, then prints its manifest entry.
+With --pack, installs a pack of ready models pinned to commits and checksums (bambara: NLLB-200 600M
+for banjugu-1 and MMS-TTS bam for jifili-1, both CC BY-NC 4.0: non-commercial use only) into
+models/<pack>, shows each licence, and writes models/<pack>/kuma-models.json, which keeps the other
+models of --base-manifest (default: the shipped models/kuma-models.json).
 
 Options:
   --revision REV       branch, tag or commit (default: main)
@@ -30,6 +38,10 @@ Options:
   --manifest FILE      add the entry to FILE (created if missing), replacing any entry with the same id
   --id ID              served model id of the entry, e.g. sunjata-1 (required with --manifest)
   --retries N          tries per request on network errors, 429 and 5xx (default: 5)
+  --pack NAME          install a pack (bambara) instead of one repo
+  --variant V          the pack's file variant where a model has several (bambara NLLB: fp32 (default,
+                       provisional until measured), quantized, fp16)
+  --base-manifest FILE with --pack: the manifest whose other models the written one keeps
   --quiet              no progress output
   --help               this text
 
@@ -46,9 +58,9 @@ export interface PullIo {
   progress?: ProgressSink | null;
   /** Overrides for tests (backoff delays, stall timeout). */
   client?: Pick<PullOptions, 'retry' | 'stallTimeoutMs'>;
+  /** The packs --pack knows (tests install packs pinned to their stand-in hub's files); default: the built-in ones. */
+  packs?: Record<string, () => ModelPack>;
 }
-
-class UsageError extends Error {}
 
 /** The id a capability is usually served under, for the printed example entry. */
 const SUGGESTED_ID: Partial<Record<EngineType, string>> = {
@@ -76,6 +88,9 @@ function parse(argv: string[]) {
         manifest: { type: 'string' },
         id: { type: 'string' },
         retries: { type: 'string' },
+        pack: { type: 'string' },
+        variant: { type: 'string' },
+        'base-manifest': { type: 'string' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -94,15 +109,22 @@ export async function runPullCommand(argv: string[], io: PullIo): Promise<number
       io.out(HELP_TEXT);
       return 0;
     }
+    const retries = values.retries === undefined ? undefined : Number(values.retries);
+    if (retries !== undefined && (!Number.isInteger(retries) || retries < 1 || retries > 100)) throw new UsageError('--retries must be a whole number from 1 to 100');
+    if (values.endpoint !== undefined && !/^https?:\/\/[^/]+/.test(values.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, got ${values.endpoint}`);
+    if (values.pack !== undefined) {
+      const conflicting = [...positionals.map((p) => `the repo id ${p}`), ...(['revision', 'include', 'exclude', 'engine', 'id'] as const).filter((o) => values[o] !== undefined).map((o) => `--${o}`)];
+      const { variant, dest, manifest, endpoint, quiet } = values;
+      const command = { pack: values.pack, variant, dest, manifest, baseManifest: values['base-manifest'], endpoint, retries, quiet, conflicting };
+      return await runPackCommand(command, { err: io.err, env, base, progress: io.progress, client: io.client, packs: io.packs });
+    }
+    if (values.variant !== undefined || values['base-manifest'] !== undefined) throw new UsageError('--variant and --base-manifest go with --pack');
     if (positionals.length !== 1) throw new UsageError(positionals.length ? `Expected one repo id, got: ${positionals.join(' ')}` : 'Missing the repo id (e.g. facebook/mms-tts-bam)');
     const repo = positionals[0]!;
     if (values.engine !== undefined && !(ENGINE_TYPES as readonly string[]).includes(values.engine)) throw new UsageError(`Unknown --engine ${values.engine}; one of ${ENGINE_TYPES.join(', ')}`);
     if (values.manifest !== undefined && !values.id) throw new UsageError('--manifest needs --id, the served model id of the entry (e.g. --id sunjata-1)');
-    const retries = values.retries === undefined ? undefined : Number(values.retries);
-    if (retries !== undefined && (!Number.isInteger(retries) || retries < 1 || retries > 100)) throw new UsageError('--retries must be a whole number from 1 to 100');
     const dest = path.resolve(base, values.dest ?? path.join('models', repo.split('/').pop()!));
     const endpoint = values.endpoint ?? (env.HF_ENDPOINT || undefined);
-    if (endpoint !== undefined && !/^https?:\/\/[^/]+/.test(endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, got ${endpoint}`);
 
     await pullModel({
       repo,

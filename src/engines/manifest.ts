@@ -11,6 +11,25 @@ import { z } from 'zod';
 export const ENGINE_TYPES = ['ctc-wav2vec2', 'ctc-nemo', 'whisper', 'vits-hf', 'vits-sherpa', 'vits-piper', 'nllb', 'silero-vad', 'custom'] as const;
 export type EngineType = (typeof ENGINE_TYPES)[number];
 
+/**
+ * The licence of a model's weights, as the pack that installed them recorded it (models:pull --pack):
+ * served as an extension field of GET /models/{id} so a client can tell, e.g., that a voice is
+ * non-commercial. Absent for models installed by hand (the operator knows what they copied in).
+ */
+export const ModelLicenseSchema = z.object({
+  /** SPDX-style id in lower case, as the Hugging Face hub writes it (`cc-by-nc-4.0`). */
+  id: z.string().min(1),
+  name: z.string().min(1),
+  url: z.string().min(1),
+  /** False for non-commercial licences (CC BY-NC): said plainly wherever the licence is shown. */
+  commercialUse: z.boolean(),
+  /** Where the weights come from: repo, revision, upstream checkpoint. */
+  source: z.string().min(1),
+  /** What the licence asks of whoever serves the model, in one or two sentences. */
+  notice: z.string().min(1),
+});
+export type ModelLicense = z.infer<typeof ModelLicenseSchema>;
+
 export const ModelEntrySchema = z.object({
   /** Served id (`sunjata-1`, `djelia-tts-v1`, ...) or an internal one (`vad`). */
   id: z.string().min(1),
@@ -38,6 +57,8 @@ export const ModelEntrySchema = z.object({
    * keeps the engine boundary pluggable (e.g. a codec-LM TTS).
    */
   options: z.record(z.string(), z.unknown()).default({}),
+  /** Licence of the weights (written by `models:pull --pack`), shown by GET /models/{id}. */
+  license: ModelLicenseSchema.optional(),
 });
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
 

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ManifestSchema, type EngineType } from '../engines/manifest.js';
+import { ManifestSchema, type EngineType, type ModelLicense } from '../engines/manifest.js';
 
 export interface NewEntry {
   id: string;
@@ -13,6 +13,8 @@ export interface NewEntry {
   /** Absolute model directory; written relative to the manifest's folder. */
   absoluteDir: string;
   options: Record<string, unknown>;
+  /** Licence of the weights (a pack's models): replaces the entry's, shown by GET /models/{id}. */
+  license?: ModelLicense;
 }
 
 type RawEntry = Record<string, unknown> & { id: string };
@@ -41,6 +43,7 @@ export function manifestEntry(entry: NewEntry, manifestFile: string): RawEntry {
     engine: entry.engine,
     dir: relative || '.',
     ...(Object.keys(entry.options).length ? { options: entry.options } : {}),
+    ...(entry.license ? { license: entry.license } : {}),
   };
 }
 
@@ -70,8 +73,8 @@ export function upsertManifestEntry(manifestFile: string, entry: NewEntry, vendo
   const clash = models.find((m, i) => i !== index && Array.isArray(m.aliases) && m.aliases.map(expand).includes(entry.id));
   if (clash) throw new Error(`${entry.id} is an alias of ${clash.id} in ${manifestFile}: remove the alias there first, or pick another --id`);
   if (index >= 0) {
-    const { options: _old, engine: _engine, dir: _dir, ...kept } = models[index]!;
-    models[index] = { ...kept, engine: fresh.engine, dir: fresh.dir, ...(fresh.options ? { options: fresh.options } : {}) };
+    const { options: _old, engine: _engine, dir: _dir, license: _license, ...kept } = models[index]!;
+    models[index] = { ...kept, engine: fresh.engine, dir: fresh.dir, ...(fresh.options ? { options: fresh.options } : {}), ...(fresh.license ? { license: fresh.license } : {}) };
   } else {
     models.push(fresh);
   }
@@ -86,4 +89,29 @@ export function upsertManifestEntry(manifestFile: string, entry: NewEntry, vendo
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, manifestFile);
   return { replaced: index >= 0, text };
+}
+
+/**
+ * Copies the manifest `from` to `to` with every relative model directory rewritten to point at the same
+ * folder from `to`'s place (absolute ones kept), and `comment` first: the start of a pack's manifest, which
+ * keeps the models the pack does not replace (speech recognition, the VAD).
+ */
+export function copyManifest(from: string, to: string, comment: string): void {
+  let parsed: { models?: unknown };
+  try {
+    parsed = JSON.parse(fs.readFileSync(from, 'utf8')) as { models?: unknown };
+  } catch (err) {
+    throw new Error(`Cannot read the base manifest ${from}: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(parsed.models)) throw new Error(`${from} is not a model manifest (no "models" list)`);
+  const fromDir = path.dirname(path.resolve(from));
+  const toDir = path.dirname(path.resolve(to));
+  const models = (parsed.models as RawEntry[]).map((m) => {
+    if (typeof m.dir !== 'string' || path.isAbsolute(m.dir)) return m;
+    return { ...m, dir: path.relative(toDir, path.resolve(fromDir, m.dir)).split(path.sep).join('/') || '.' };
+  });
+  fs.mkdirSync(toDir, { recursive: true });
+  const tmp = `${to}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, formatManifest(models, { comment }));
+  fs.renameSync(tmp, to);
 }

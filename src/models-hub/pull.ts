@@ -11,6 +11,7 @@ import path from 'node:path';
 import { HubClient, type HubClientOptions, type HubFile, type RepoListing } from './hub-client.js';
 import { diskError, formatBytes, HubError } from './hub-errors.js';
 import { downloadFile, localPath } from './download.js';
+import type { PinnedFile } from './pack.js';
 import { PullProgress, type ProgressSink } from './progress.js';
 
 export const STATE_FILE = '.kuma-pull.json';
@@ -21,6 +22,12 @@ export interface PullOptions extends HubClientOptions {
   /** Glob patterns as in `huggingface-cli download --include` (`*` also crosses `/`; `dir/` means `dir/*`). */
   include?: string[];
   exclude?: string[];
+  /**
+   * Exactly these files, for a pack: `revision` must then be a commit sha, and each file's sha256 and size,
+   * where pinned, must match what the hub lists (checked before any download) and what arrives (checked
+   * after). Replaces include/exclude.
+   */
+  pinned?: PinnedFile[];
   /** Absolute destination folder. */
   dest: string;
   progress?: ProgressSink | null;
@@ -119,6 +126,10 @@ export async function pullModel(options: PullOptions): Promise<PullResult> {
   const client = new HubClient(options);
   const revision = options.revision ?? 'main';
   const listing = await client.listFiles(options.repo, revision);
+  if (options.pinned) {
+    if (listing.commit !== revision) throw new HubError('bad-response', `${options.repo}: the hub resolved the pinned commit ${revision} to ${listing.commit}; is the endpoint a faithful mirror?`);
+    return downloadAll(client, options, listing, pinFiles(listing, options.pinned));
+  }
   const files = selectFiles(listing.files, options.include, options.exclude);
   // A pattern that matches nothing is almost always a typo or a file the repo does not have (a variant
   // name): stopping here beats downloading gigabytes of a model that will not load.
@@ -128,6 +139,30 @@ export async function pullModel(options: PullOptions): Promise<PullResult> {
     const what = unmatched.length ? `--include ${unmatched.map((p) => `'${p}'`).join(' ')} matches no file` : 'No file is left after the --include/--exclude filters';
     throw new HubError('bad-request', `${what} of ${options.repo}@${revision}; its files are: ${sample}${listing.files.length > 40 ? `, … (${listing.files.length} in all)` : ''}`);
   }
+  return downloadAll(client, options, listing, files);
+}
+
+/**
+ * The listed files a pack pins, carrying the pinned sha256 (what the download is then checked against)
+ * and refused before any download when the listing disagrees with a pin or lacks a file.
+ */
+export function pinFiles(listing: RepoListing, pins: PinnedFile[]): HubFile[] {
+  const at = `${listing.repo}@${listing.commit}`;
+  return pins.map((pin) => {
+    const listed = listing.files.find((f) => f.path === pin.path);
+    if (!listed) throw new HubError('not-found', `${at} has no ${pin.path}, which the pack pins; nothing was downloaded`);
+    if (pin.size !== null && listed.size !== pin.size) {
+      throw new HubError('checksum', `The hub lists ${pin.path} of ${at} with ${listed.size} bytes, the pack pins ${pin.size}: the endpoint serves other files than the pack was made for; nothing was downloaded`);
+    }
+    if (pin.sha256 !== null && listed.sha256 !== undefined && listed.sha256 !== pin.sha256) {
+      throw new HubError('checksum', `The hub lists ${pin.path} of ${at} with sha256 ${listed.sha256}, the pack pins ${pin.sha256}: the endpoint serves other files than the pack was made for; nothing was downloaded`);
+    }
+    return pin.sha256 !== null ? { ...listed, sha256: pin.sha256 } : listed;
+  });
+}
+
+async function downloadAll(client: HubClient, options: PullOptions, listing: RepoListing, files: HubFile[]): Promise<PullResult> {
+  const revision = options.revision ?? 'main';
   const dest = options.dest;
   const total = files.reduce((n, f) => n + f.size, 0);
   const progress = new PullProgress(options.progress ?? null, total, files.length);

@@ -102,6 +102,11 @@ export class FakeHub {
     }
   }
 
+  /** The commit this hub serves `repo` at (what `main` resolves to). */
+  commitOf(repo: string): string {
+    return this.repos.get(repo)!.commit;
+  }
+
   fileOf(repo: string, file: string): Buffer {
     return this.repos.get(repo)!.files.find((f) => f.path === file)!.bytes;
   }

@@ -1,11 +1,33 @@
-/** GET /models and GET /models/{model} (SPEC §4.1, §4.2): aliases answer with the canonical id. */
-import type { ModelCatalog } from '../model-catalog.js';
+/**
+ * GET /models and GET /models/{model} (SPEC §4.1, §4.2): aliases answer with the canonical id. A model whose
+ * manifest entry records a licence (one installed by `models:pull --pack`) carries it as the extension
+ * field `license`, so a client can see, e.g., that a voice is for non-commercial use only.
+ */
+import type { EngineRegistry } from '../../engines/engine-registry.js';
+import type { CatalogModel, ModelCatalog, ModelObject } from '../model-catalog.js';
 import { ModelListSchema, ModelObjectSchema } from '../schemas/common.js';
 import type { RouteDef } from '../types.js';
 import { jsonContent } from '../schemas/responses.js';
 import { resolveModel } from './model-resolution.js';
 
-export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
+export interface ModelLicenseObject {
+  id: string;
+  name: string;
+  url: string;
+  commercial_use: boolean;
+  source: string;
+  notice: string;
+}
+
+/** The model object, with the licence of the weights that serve it when the manifest records one. */
+function modelObject(catalog: ModelCatalog, engines: EngineRegistry | null, model: CatalogModel): ModelObject & { license?: ModelLicenseObject } {
+  const license = engines?.get(model.id)?.entry.license;
+  if (!license) return catalog.toObject(model);
+  const { commercialUse, ...rest } = license;
+  return { ...catalog.toObject(model), license: { id: rest.id, name: rest.name, url: rest.url, commercial_use: commercialUse, source: rest.source, notice: rest.notice } };
+}
+
+export function modelRoutes(catalog: ModelCatalog, engines: EngineRegistry | null = null): RouteDef[] {
   return [
     {
       method: 'GET',
@@ -20,7 +42,7 @@ export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
       },
       handler: async () => ({
         kind: 'json',
-        body: { object: 'list', data: catalog.list().map((m) => catalog.toObject(m)) },
+        body: { object: 'list', data: catalog.list().map((m) => modelObject(catalog, engines, m)) },
       }),
     },
     {
@@ -38,7 +60,7 @@ export function modelRoutes(catalog: ModelCatalog): RouteDef[] {
       handler: async (req) => {
         // A legacy id is served with its deprecation headers, and past retirement is a 404 naming its replacement.
         const model = resolveModel(catalog, req.params.model ?? '', 'any', req.responseHeaders);
-        return { kind: 'json', body: catalog.toObject(model) };
+        return { kind: 'json', body: modelObject(catalog, engines, model) };
       },
     },
   ];

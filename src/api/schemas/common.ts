@@ -31,6 +31,17 @@ export const ModelObjectSchema = z
     object: z.literal('model').default('model'),
     created: z.number().int().default(1735689600),
     owned_by: z.string().default('djelia'),
+    /** Extension: the licence of the weights, for models installed from a pack (npm run models:pull -- --pack). */
+    license: z
+      .object({
+        id: z.string().meta({ description: 'Licence id as the Hugging Face hub writes it, e.g. cc-by-nc-4.0' }),
+        name: z.string(),
+        url: z.string(),
+        commercial_use: z.boolean().meta({ description: 'false: the weights may not be served for commercial use' }),
+        source: z.string().meta({ description: 'Where the weights come from (repository, revision, upstream model)' }),
+        notice: z.string(),
+      })
+      .optional(),
   })
   .meta({ id: 'ModelObject' });
 
