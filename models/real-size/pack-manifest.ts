@@ -37,10 +37,13 @@ type Entry = Pick<ModelEntry, 'id' | 'engine' | 'dir'> & { options?: Record<stri
  * costs ≈ 3× wav2vec2-base: with the default 0.5 s steps, 1 s of left context and 0.5 s of lookahead, an idle
  * model's step took longer than the audio it added, so a lone turn fell behind and its final came ≈ 0.9 s after
  * speech_stopped (p99 1.2 s). Steps of 1 s with 0.5 s / 0.25 s of context keep up (p99 ≈ 0.4 s), at the price
- * of frames that see less context (bench:chunking). load-tests/RESULTS.md "realtime at real size (xls-r-300m)".
+ * of frames that see less context (bench:chunking). On a busy model, chunks of 2 s (not the default 4 s, longer
+ * than a 3 s turn): a turn is mostly encoded while it is spoken, so its final is ≈ 0.4 s of work rather than
+ * the whole turn's ≈ 0.75 s, and two finals that meet wait less for each other (6 sessions: p99 1.05–1.10 s
+ * with 4 s chunks, 0.92 s with 2 s). load-tests/RESULTS.md "realtime at real size (xls-r-300m)".
  */
 export const PACK_STREAMING: Record<string, Record<string, number>> = {
-  'xls-r-300m': { leftSeconds: 0.5, rightSeconds: 0.25, minChunkSeconds: 1 },
+  'xls-r-300m': { leftSeconds: 0.5, rightSeconds: 0.25, minChunkSeconds: 1, chunkSeconds: 2 },
 };
 
 /**

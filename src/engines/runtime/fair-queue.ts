@@ -140,6 +140,11 @@ export class FairQueue<T> {
     return this.opening.shift();
   }
 
+  /** The next opening job, removed from the queue (continuations stay where they are). */
+  shiftOpening(): T | undefined {
+    return this.opening.size > 0 ? this.opening.shift() : undefined;
+  }
+
   /** Removes a job that stopped waiting (its caller gave up); false when it was not queued. */
   remove(item: T): boolean {
     return this.opening.remove(item) || this.continuation.remove(item);

@@ -13,7 +13,11 @@
  * A replica runs `jobsPerReplica` jobs at once (manifest; 1 by default, 4 for speech recognition): its
  * worker interleaves them between model steps. For ASR this is what keeps a two-hour upload, which holds
  * its job for as long as the audio takes to decode and transcribe, from making everyone else wait that
- * long: a short request gets turns between the long one's chunks.
+ * long: a short request gets turns between the long one's chunks. A continuation (a realtime turn's
+ * mid-turn chunk) joins only an idle replica: inside a worker jobs take turns in arrival order, so a chunk
+ * sent to a busy worker would run ahead of a final that came after it (XLS-R-300M, one replica: a caller
+ * who stopped speaking waited for up to three other callers' mid-turn chunks); kept in the wait queue, it
+ * lets finals pass.
  */
 import type { Worker } from 'node:worker_threads';
 import { adaptsRunWidth, defaultIntraOpThreads, defaultNiceness, defaultReplicas, SHARED_ENGINES, type ModelEntry } from '../manifest.js';
@@ -148,12 +152,12 @@ export class ReplicaPool {
     if (this.replacementFailed && this.replicas.length === 0) {
       return Promise.reject(new EngineFailedError(this.entry.id, 'no replica of the model could be restarted'));
     }
-    const free = this.roomiest();
+    const priority = options.priority ?? 'opening';
+    const free = priority === 'continuation' ? this.idle() : this.roomiest();
     if (free) {
       free.active++;
       return Promise.resolve(free);
     }
-    const priority = options.priority ?? 'opening';
     const refusal = priority === 'opening' ? this.refusal() : null;
     if (refusal) return Promise.reject(refusal);
     if (options.deadlineMs !== undefined && this.expectedWaitMs(priority) > options.deadlineMs) {
@@ -191,6 +195,21 @@ export class ReplicaPool {
     return ((ahead + 1) * this.avgJobMs) / Math.max(1, this.replicas.length * this.perReplica);
   }
 
+  /** A replica with no job (where a continuation may go). */
+  private idle(): Replica | undefined {
+    return this.replicas.find((r) => r.active === 0);
+  }
+
+  /** Hands free places of `replica` to waiters: openings while it has room, a continuation only when it is idle. */
+  private fill(replica: Replica): void {
+    while (replica.active < this.perReplica && this.waiters.length) {
+      const next = replica.active === 0 ? this.waiters.shift() : this.waiters.shiftOpening();
+      if (!next) return;
+      replica.active++;
+      next.grant(replica);
+    }
+  }
+
   /** The replica with the fewest jobs, if it has room for one more. */
   private roomiest(): Replica | undefined {
     const least = this.replicas.reduce<Replica | undefined>((best, r) => (!best || r.active < best.active ? r : best), undefined);
@@ -202,9 +221,8 @@ export class ReplicaPool {
     this.avgJobMs = this.avgJobMs * 0.8 + jobMs * 0.2;
     // A crashed replica is gone: the queue waits for its replacement (spawnReplica hands it over).
     if (!this.replicas.includes(replica)) return;
-    const next = this.waiters.shift();
-    if (next) next.grant(replica);
-    else replica.active--;
+    replica.active--;
+    this.fill(replica);
   }
 
   post(replica: Replica, message: MainToWorker, transfer: ArrayBuffer[] = []): void {
@@ -239,10 +257,7 @@ export class ReplicaPool {
           this.replacementFailed = false;
           this.respawnDelayMs = RESPAWN_DELAY_MS;
           // A replacement for a crashed replica takes over whoever is waiting, as many as it has room for.
-          while (this.isReady && replica.active < this.perReplica && this.waiters.length) {
-            replica.active++;
-            this.waiters.shift()!.grant(replica);
-          }
+          if (this.isReady) this.fill(replica);
           resolve();
         } else if (m.type === 'load_failed') {
           reject(new Error(`Model ${this.entry.id} (${this.entry.engine}, ${this.entry.absoluteDir}) failed to load: ${m.message}`));
