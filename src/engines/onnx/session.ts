@@ -77,7 +77,8 @@ export async function createSession(file: string, options: SessionOptions, bytes
   const onCpu = providers.length === 0 || providers[0] === 'cpu';
   const widths = gate && onCpu && (source.shared || small) ? runWidths(options.intraOpThreads) : [options.intraOpThreads];
   const create = (threads: number) => {
-    const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared);
+    // Shared weights: only the widest session keeps a memory arena (below).
+    const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared, !source.shared || threads === widths[widths.length - 1]);
     return input.bytes ? ort.InferenceSession.create(input.bytes, sessionOptions) : ort.InferenceSession.create(source.file, sessionOptions);
   };
   const sessions: ort.InferenceSession[] = [];
@@ -119,7 +120,7 @@ function inputSize(feeds: Record<string, ort.Tensor>): number {
   return n;
 }
 
-function ortOptions(intraOpThreads: number, interOpThreads: number, shared: boolean): ort.InferenceSession.SessionOptions {
+function ortOptions(intraOpThreads: number, interOpThreads: number, shared: boolean, arena: boolean): ort.InferenceSession.SessionOptions {
   return {
     intraOpNumThreads: intraOpThreads,
     interOpNumThreads: interOpThreads,
@@ -136,11 +137,12 @@ function ortOptions(intraOpThreads: number, interOpThreads: number, shared: bool
         ...(shared ? { disable_prepacking: '1' } : {}),
       },
     },
-    // A replica's memory arena keeps the largest activations it ever held (a 30 s window of wav2vec2-base:
-    // ≈ 450 MB, most of it attention scores), so with shared weights the arena was most of what a second
-    // replica cost (bench:replica-memory). Without it a run allocates and frees its activations: about the
-    // same time for realtime chunks, up to ≈ 10 % more for a 10 s window (shared-weights.ts).
-    ...(shared ? { enableCpuMemArena: false } : {}),
+    // A session's memory arena keeps the largest activations it ever held (a 30 s window of wav2vec2-base:
+    // ≈ 450 MB, most of it attention scores; a 15 s window, the default now, about a quarter of the scores).
+    // Without it a run allocates and frees its activations: about the same time for realtime chunks, up to
+    // ≈ 10 % more for a 10 s window (shared-weights.ts). With shared weights only the widest session of a
+    // replica keeps one — the one a lone long window (REST) runs on; the narrow ones run realtime chunks.
+    ...(arena ? {} : { enableCpuMemArena: false }),
   };
 }
 
