@@ -21,6 +21,9 @@ export interface NllbWorkerData {
   decoderStart: number;
   eos: number;
   maxNew: number;
+  /** The runner's output-length bound: at most ⌈a × source tokens⌉ + b new tokens (nllb-runner.ts). */
+  maxLengthA: number;
+  maxLengthB: number;
 }
 
 export interface NllbJob {
@@ -59,6 +62,7 @@ async function translate(job: NllbJob): Promise<number> {
   let input = [data.decoderStart, job.target];
   let length = 0;
   let tokens = 0;
+  const bound = Math.min(data.maxNew, Math.ceil(data.maxLengthA * job.ids.length) + data.maxLengthB);
   for (;;) {
     const feeds: Record<string, ort.Tensor> = {
       input_ids: int64(input, [1, input.length]),
@@ -73,7 +77,7 @@ async function translate(job: NllbJob): Promise<number> {
     length += input.length;
     const next = argmaxLast(out.logits!);
     tokens++;
-    if (next === data.eos || tokens >= data.maxNew) return tokens;
+    if (next === data.eos || tokens >= bound) return tokens;
     input = [next];
   }
 }

@@ -6,8 +6,8 @@
  * (nllb-worker.ts) on the same sentences, with the same threads, at the same concurrency, in the same run.
  *
  * Sentences: FLORES-200 Bambara (shared/data/flores200-bam-fra) that Kuma's splitter keeps as one sentence,
- * translated to French. Random weights rarely pick `</s>`, so most sentences run to the model's max_length
- * (200): both sides generate the same tokens (greedy over the same weights), and the table says how many.
+ * translated to French. Random weights rarely pick `</s>`, so most sentences run to banjugu-1's output-length bound
+ * (⌈3 × source tokens⌉ + 10, at most max_length − 2 = 198): both sides generate the same tokens (greedy over the same weights), and the table says how many.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -81,6 +81,9 @@ const workerData: NllbWorkerData = {
   decoderStart: config.decoder_start_token_id!,
   eos: config.eos_token_id!,
   maxNew: (config.max_length ?? 200) - 2,
+  // banjugu-1's defaults (nllb-runner.ts): both sides stop at the same per-sentence bound.
+  maxLengthA: 3,
+  maxLengthB: 10,
 };
 
 async function modelOnly(clients: number): Promise<Sample[]> {
@@ -155,7 +158,7 @@ recordSection(
   [
     `Model: nllb-600m (\`nllb\`, optimum layout, merged decoder${values.variant ? `, variant ${values.variant}` : ', fp32'}) from the real-size pack, served as banjugu-1 with the server's default replicas and ${threads} intra-op thread(s); the model-only side: raw onnxruntime-node, same files and threads, greedy loop over the KV cache.`,
     `Sentences: FLORES-200 Bambara → French, 20–60 source tokens, one sentence each; ${values.requests} per client (by level) after a warm-up; latency per request (Kuma: HTTP request to answer).`,
-    'Random weights: generated tokens run to max_length unless `</s>` is picked; both sides generate the same count (shown).',
+    'Random weights: generated tokens run to the output-length bound (⌈3 × source tokens⌉ + 10, at most max_length − 2) unless `</s>` is picked; both sides generate the same count (shown).',
   ],
   rows,
   !values['no-write'],

@@ -36,6 +36,14 @@ const OptionsSchema = z
     maxBatchSentences: z.number().int().min(1).default(64),
     /** Batches generated at once, step by step in turn: a newcomer's wait for a long generation to end. */
     batchLanes: z.number().int().min(1).max(8).default(2),
+    /**
+     * Output-length bound per sentence, as fairseq's max_len_a/max_len_b: at most ⌈a × source tokens⌉ + b new
+     * tokens (and never past max_length). A translation is about as long as its source (FLORES-200 French
+     * against Bambara: 1.05× the tokens at the median, under 3× for every pair); a model caught in a repetition
+     * loop would otherwise write to max_length (200) on every sentence, ≈ 13 s of a core at NLLB-600M size.
+     */
+    maxLengthA: z.number().min(0).max(64).default(3),
+    maxLengthB: z.number().int().min(0).max(4096).default(10),
   })
   .passthrough();
 
@@ -224,7 +232,8 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     const expand = Array.from({ length: batch * beams }, (_, r) => Math.floor(r / beams));
     const decoderMask = intTensor(first, 'encoder_attention_mask', maskValues, [batch, width]);
     const rows: Rows = { hidden: selectRows(encoded.last_hidden_state!, expand), mask: selectRows(decoderMask, expand), past: {}, length: 0 };
-    const maxNew = maxLength - 2;
+    const bounds = sources.map((s) => Math.min(maxLength - 2, Math.ceil(options.maxLengthA * s.length) + options.maxLengthB));
+    const maxNew = (sentence: number) => bounds[sentence]!;
     let live: Beam[] = expand.map((sentence, r) => ({ sentence, tokens: [], score: r % beams === 0 ? 0 : -Infinity }));
     const done: Hypothesis[][] = Array.from({ length: batch }, () => []);
     let input = live.map(() => [decoderStart, targetId]);
@@ -283,6 +292,7 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       tokenizer: tokenizer.modelType, languages: languages.map((l) => l.content), maxLength: defaultMaxLength,
       // The limits that bound what a call can bill in tokens (translate-token-bound.ts).
       maxSourceTokens: options.maxSourceTokens, maxSentenceChars: options.maxSentenceChars,
+      maxLengthA: options.maxLengthA, maxLengthB: options.maxLengthB,
     }),
     async warmup() {
       const [a, b] = [languages[0], languages[1] ?? languages[0]];

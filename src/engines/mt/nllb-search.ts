@@ -32,13 +32,14 @@ function argmax(values: Float32Array): number {
   return best;
 }
 
-export function greedyStep(live: Beam[], logits: Float32Array[], eos: number, maxNew: number, done: Hypothesis[][]): Step {
+/** `maxNew(sentence)`: the most tokens that sentence may write (its own output-length bound). */
+export function greedyStep(live: Beam[], logits: Float32Array[], eos: number, maxNew: (sentence: number) => number, done: Hypothesis[][]): Step {
   const step: Step = { beams: [], sources: [] };
   live.forEach((beam, row) => {
     const token = argmax(logits[row]!);
     if (token === eos) return void done[beam.sentence]!.push({ tokens: beam.tokens, ended: true, normalized: 0 });
     const tokens = [...beam.tokens, token];
-    if (tokens.length >= maxNew) return void done[beam.sentence]!.push({ tokens, ended: false, normalized: 0 });
+    if (tokens.length >= maxNew(beam.sentence)) return void done[beam.sentence]!.push({ tokens, ended: false, normalized: 0 });
     step.beams.push({ sentence: beam.sentence, tokens, score: 0 });
     step.sources.push(row);
   });
@@ -56,7 +57,7 @@ function keepBest(list: Hypothesis[], hypothesis: Hypothesis, size: number): voi
  * transformers does it: the best 2·size continuations; `</s>` among the best `size` closes a hypothesis;
  * a sentence is done when it has `size` hypotheses none of which its best live beam can still beat.
  */
-export function beamStep(live: Beam[], logits: Float32Array[], size: number, eos: number, maxNew: number, done: Hypothesis[][]): Step {
+export function beamStep(live: Beam[], logits: Float32Array[], size: number, eos: number, maxNew: (sentence: number) => number, done: Hypothesis[][]): Step {
   const step: Step = { beams: [], sources: [] };
   for (let start = 0; start < live.length; start += size) {
     const sentence = live[start]!.sentence;
@@ -90,7 +91,7 @@ export function beamStep(live: Beam[], logits: Float32Array[], size: number, eos
     }
     const length = next[0]!.tokens.length;
     const list = done[sentence]!;
-    if (length >= maxNew) {
+    if (length >= maxNew(sentence)) {
       for (const beam of next) keepBest(list, { tokens: beam.tokens, ended: false, normalized: beam.score / length }, size);
       continue;
     }

@@ -5,7 +5,8 @@
  * - read: `[src_lang] tokens </s>`, at most `maxSourceTokens` (the runner truncates), and at most 4 tokens
  *   per NFKC-normalised character plus one for the leading `▁` (a byte-fallback tokenizer spends at most
  *   4 byte tokens on a character; merges only lower the count) plus the 2 around them;
- * - written: at most `maxLength − 2` (the decoder prompt takes 2 of `maxLength`), `</s>` included.
+ * - written: at most `maxLength − 2` (the decoder prompt takes 2 of `maxLength`), `</s>` included, and where the
+ *   engine reports an output-length bound (`maxLengthA`, `maxLengthB`), at most ⌈a × read⌉ + b.
  */
 import { DEFAULT_MAX_SENTENCE_CHARS, splitSentences } from './sentence-splitter.js';
 
@@ -13,6 +14,9 @@ export interface TranslateLimits {
   maxSentenceChars: number;
   maxSourceTokens: number;
   maxLength: number;
+  /** The runner's output-length bound ⌈a × source tokens⌉ + b; absent: none beyond maxLength. */
+  maxLengthA?: number;
+  maxLengthB?: number;
 }
 
 /** The runner's own defaults, for an engine that does not report its limits. */
@@ -20,13 +24,16 @@ const DEFAULT_LIMITS: TranslateLimits = { maxSentenceChars: DEFAULT_MAX_SENTENCE
 
 const BYTES_PER_CHARACTER = 4;
 
-function limit(info: Record<string, unknown>, name: keyof TranslateLimits): number {
+function limit(info: Record<string, unknown>, name: 'maxSentenceChars' | 'maxSourceTokens' | 'maxLength'): number {
   const value = info[name];
   return Number.isInteger(value) && (value as number) > 0 ? (value as number) : DEFAULT_LIMITS[name];
 }
 
 export function translateLimits(info: Record<string, unknown>): TranslateLimits {
-  return { maxSentenceChars: limit(info, 'maxSentenceChars'), maxSourceTokens: limit(info, 'maxSourceTokens'), maxLength: limit(info, 'maxLength') };
+  const limits: TranslateLimits = { maxSentenceChars: limit(info, 'maxSentenceChars'), maxSourceTokens: limit(info, 'maxSourceTokens'), maxLength: limit(info, 'maxLength') };
+  const [a, b] = [info.maxLengthA, info.maxLengthB];
+  if (typeof a === 'number' && Number.isFinite(a) && a >= 0 && Number.isInteger(b) && (b as number) >= 0) Object.assign(limits, { maxLengthA: a, maxLengthB: b });
+  return limits;
 }
 
 export function maxTranslateTokens(text: string, info: Record<string, unknown>): number {
@@ -35,7 +42,9 @@ export function maxTranslateTokens(text: string, info: Record<string, unknown>):
   for (const sentence of splitSentences(text, { maxChars: limits.maxSentenceChars })) {
     const characters = [...sentence.text.normalize('NFKC')].length;
     const read = Math.min(limits.maxSourceTokens, 2 + BYTES_PER_CHARACTER * (characters + 1));
-    total += read + Math.max(0, limits.maxLength - 2);
+    const written = Math.max(0, limits.maxLength - 2);
+    // The bound grows with the source, so the most `read` can be bounds what the runner lets it write.
+    total += read + (limits.maxLengthA === undefined ? written : Math.min(written, Math.ceil(limits.maxLengthA * read) + limits.maxLengthB!));
   }
   return total;
 }

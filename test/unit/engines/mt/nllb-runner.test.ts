@@ -162,6 +162,31 @@ describe('the NLLB runner on long input', () => {
   });
 });
 
+describe('the output-length bound ⌈maxLengthA × source tokens⌉ + maxLengthB', () => {
+  it('cuts each sentence of a batch at its own bound, greedy and beam 4; the default bound leaves the demo exact', async () => {
+    const dir = path.join(root, 'nllb');
+    const bounded = await load(dir, { maxLengthA: 0.5, maxLengthB: 0 });
+    try {
+      for (const beams of [1, 4]) {
+        const texts = ['kelen fila saba naani duuru wɔɔrɔ', 'kelen fila'];
+        const out = await translate(bounded, texts, 'bam', 'eng', { beams });
+        // Batched together, each sentence stops at its own bound: the same as each alone, ⌈0.5 × its source⌉.
+        for (const [i, text] of texts.entries()) {
+          const alone = await translate(bounded, [text], 'bam', 'eng', { beams });
+          const free = await translate(runners.get('nllb')!, [text], 'bam', 'eng', { beams });
+          expect(alone.outputTokens).toBe(Math.min(free.outputTokens, Math.ceil(0.5 * free.inputTokens)));
+          expect(out.translations[i]).toBe(alone.translations[0]);
+        }
+        expect(out.translations[0]!.split(' ').length).toBeLessThan(6);
+      }
+    } finally {
+      await bounded.close();
+    }
+    const free = await translate(runners.get('nllb')!, ['kelen fila saba naani duuru wɔɔrɔ'], 'bam', 'eng');
+    expect(free.translations).toEqual(['one two three four five six']);
+  });
+});
+
 describe('the demo model depends on the runner feeding its caches back', () => {
   /** Runs translate while rewriting the feeds of every cached decoder step. */
   async function withRewrittenCache(rewrite: (feeds: Record<string, ort.Tensor>, previous: ort.InferenceSession.ReturnType | null, firstCached: Record<string, ort.Tensor> | null) => Record<string, ort.Tensor>) {

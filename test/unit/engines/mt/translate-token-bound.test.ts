@@ -19,4 +19,12 @@ describe('maxTranslateTokens', () => {
     expect(maxTranslateTokens('malo', { maxLength: 10, maxSourceTokens: 8 })).toBe(8 + 8);
     expect(maxTranslateTokens('aaaa aaaa', { maxSentenceChars: 4 })).toBe(2 * (2 + 4 * 5 + 198)); // cut into 2
   });
+
+  it('bounds the written tokens by ⌈a × read⌉ + b where the engine reports maxLengthA and maxLengthB', () => {
+    const info = { maxLength: 200, maxSourceTokens: 512, maxSentenceChars: 400, maxLengthA: 3, maxLengthB: 10 };
+    const read = 2 + 4 * 5;
+    expect(maxTranslateTokens('malo', info)).toBe(read + Math.min(198, 3 * read + 10));
+    expect(maxTranslateTokens('a '.repeat(190).trim(), info)).toBe(512 + 198); // max_length still caps it
+    expect(translateLimits({ maxLengthA: -1, maxLengthB: 10 })).not.toHaveProperty('maxLengthA'); // nonsense: ignored
+  });
 });
