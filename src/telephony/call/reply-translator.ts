@@ -2,13 +2,14 @@
  * The bilingual bridge's return path: an app that speaks French or English sends its reply as tokens
  * (word by word, as an LLM writes it); the caller must hear Bambara. Tokens are gathered into sentences —
  * a sentence is released once its end mark (. ! ? …) is followed by more text, or at the cycle's `last`
- * token — and each sentence is translated (banjugu-1) and handed on in order, so the voice can start on the
- * first sentence while the app is still writing the next.
+ * token — and each sentence is translated (banjugu-1) as soon as it is released and handed on in order, so the
+ * voice can start on the first sentence while the app is still writing the next, and a sentence released while
+ * the one before it translates does not wait for it (concurrent sentences share the model's decoder steps).
  *
  * Billing: each sentence's characters at the translation price, held before the model runs and settled when
  * the translation is handed on; a sentence dropped by an interruption or the call's end is released.
  */
-import type { ChargeContext, Ledger } from '../../billing/ledger.js';
+import type { ChargeContext, Ledger, Reservation } from '../../billing/ledger.js';
 import { billableCharacters } from '../../billing/metering.js';
 import type { PhraseEngine } from '../../pipeline/phrase-synthesis.js';
 
@@ -38,6 +39,8 @@ export class ReplyTranslator {
   private generation = 0;
   /** A sentence of the current reply has been handed on: the next one is joined to it by a space. */
   private midReply = false;
+  /** Aborts the translations of the reply under way (an interruption), and those of the call with it. */
+  private cycle = new AbortController();
 
   constructor(
     private readonly deps: ReplyTranslatorDeps,
@@ -63,11 +66,24 @@ export class ReplyTranslator {
 
   private release(sentence: string, last: boolean): void {
     const generation = this.generation;
-    this.chain = this.chain.then(() => (generation === this.generation ? this.translate(sentence, last, generation) : undefined)).catch((err) => this.onError(err));
+    const text = sentence.trim();
+    // Started now, handed on in order by the chain. An interruption aborts it (`reset`), and its failure then
+    // is not an error: nobody is waiting for it.
+    const work = text ? this.translate(text, this.cycle.signal) : Promise.resolve(null);
+    work.catch(() => {}); // handled when the chain reaches it; not an unhandled rejection before that
+    this.chain = this.chain
+      .then(() => work.then((done) => this.handOn(done, text, last, generation), (err) => (this.stale(generation) ? undefined : Promise.reject(err))))
+      .catch((err) => this.onError(err));
+  }
+
+  private stale(generation: number): boolean {
+    return this.signal.aborted || generation !== this.generation;
   }
 
   /** Drops what is waiting (an interruption): sentences not yet translated are not. */
   reset(): void {
+    this.cycle.abort();
+    this.cycle = new AbortController();
     this.pending = '';
     this.midReply = false;
     this.generation++;
@@ -78,31 +94,34 @@ export class ReplyTranslator {
     return this.chain;
   }
 
-  private async translate(sentence: string, last: boolean, generation: number): Promise<void> {
-    const text = sentence.trim();
-    if (!text) {
+  /** Holds the sentence's price and translates it; the hold is settled or released by `handOn`. */
+  private async translate(text: string, cycle: AbortSignal): Promise<{ translated: string; characters: number; reservation: Reservation }> {
+    const { ledger, charge, engine, source } = this.deps;
+    const characters = billableCharacters(text);
+    const reservation = await ledger.reserve(charge, ledger.costOf(characters, ledger.priceOf('character', 'translation')));
+    try {
+      const result = await engine.run<{ translations: string[] }>('translate', { texts: [text], source, target: 'bam_Latn' }, AbortSignal.any([this.signal, cycle]), { account: charge.accountId, priority: 'opening' });
+      return { translated: (result.translations[0] ?? '').trim(), characters, reservation };
+    } catch (err) {
+      await reservation.release();
+      throw err;
+    }
+  }
+
+  private async handOn(done: Awaited<ReturnType<ReplyTranslator['translate']>> | null, text: string, last: boolean, generation: number): Promise<void> {
+    // Interrupted (or the call ended) since it was released: nobody will hear it, so it is not charged.
+    if (this.stale(generation)) return void (await done?.reservation.release());
+    if (!done) {
       if (last) {
         this.midReply = false;
         await this.onPiece({ original: '', text: '', last, characters: 0 });
       }
       return;
     }
-    const { ledger, charge, engine, model, source } = this.deps;
-    const characters = billableCharacters(text);
-    const reservation = await ledger.reserve(charge, ledger.costOf(characters, ledger.priceOf('character', 'translation')));
-    try {
-      const result = await engine.run<{ translations: string[] }>('translate', { texts: [text], source, target: 'bam_Latn' }, this.signal, { account: charge.accountId, priority: 'opening' });
-      // Interrupted (or the call ended) while it ran: nobody will hear it, so it is not charged.
-      if (this.signal.aborted || generation !== this.generation) return await reservation.release();
-      await reservation.settle([{ model, kind: 'translation', unit: 'character', quantity: characters }]);
-      // Sentences of one reply are joined by a space (the app's own separator went with the sentence it ended).
-      const translated = (result.translations[0] ?? '').trim();
-      const joined = this.midReply && translated ? ` ${translated}` : translated;
-      this.midReply = !last;
-      await this.onPiece({ original: text, text: joined, last, characters });
-    } catch (err) {
-      await reservation.release();
-      throw err;
-    }
+    await done.reservation.settle([{ model: this.deps.model, kind: 'translation', unit: 'character', quantity: done.characters }]);
+    // Sentences of one reply are joined by a space (the app's own separator went with the sentence it ended).
+    const joined = this.midReply && done.translated ? ` ${done.translated}` : done.translated;
+    this.midReply = !last;
+    await this.onPiece({ original: text, text: joined, last, characters: done.characters });
   }
 }

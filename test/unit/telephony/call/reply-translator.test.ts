@@ -96,4 +96,68 @@ describe('ReplyTranslator', () => {
     expect(rows.map((r) => r.quantity)).toEqual([[...'six sept.'].length]);
     expect(ledger.openReservations).toBe(0);
   });
+
+  it('translates a sentence as soon as it is released, not after the one before; hands them on in order whatever order they finish in (property)', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(sentence, fc.integer({ min: 0, max: 15 })), { minLength: 2, maxLength: 4 }), async (timed) => {
+        const started: string[] = [];
+        let running = 0;
+        let overlapped = false;
+        const delays = new Map(timed.map(([s, ms]) => [s.toUpperCase(), ms]));
+        const slow = {
+          async run<T>(_method: string, input: unknown): Promise<T> {
+            const text = (input as { texts: string[] }).texts[0]!;
+            started.push(text);
+            overlapped ||= running > 0;
+            running++;
+            await new Promise((resolve) => setTimeout(resolve, delays.get(text.toUpperCase()) ?? 0));
+            running--;
+            return { translations: [text.toUpperCase()] } as T;
+          },
+        };
+        const pieces: TranslatedPiece[] = [];
+        const t = new ReplyTranslator(
+          { engine: slow, model: 'banjugu-1', source: 'fra_Latn', ledger, charge: { requestId: `req_order_${run++}`, accountId, keyId: 'key' } },
+          new AbortController().signal,
+          async (piece) => void pieces.push(piece),
+          (err) => {
+            throw err;
+          },
+        );
+        const sentences = timed.map(([s]) => s);
+        t.push(sentences.join(' '), true);
+        await t.settled();
+        expect(pieces.map((p) => p.original)).toEqual(sentences);
+        expect(overlapped).toBe(true);
+        expect(ledger.openReservations).toBe(0);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('reset aborts the translation under way (its model run stops), and its failure is no error', async () => {
+    const signals: AbortSignal[] = [];
+    const errors: unknown[] = [];
+    const pending = {
+      async run<T>(_method: string, _input: unknown, signal: AbortSignal): Promise<T> {
+        signals.push(signal);
+        return new Promise<T>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      },
+    };
+    const t = new ReplyTranslator(
+      { engine: pending, model: 'banjugu-1', source: 'fra_Latn', ledger, charge: { requestId: 'req_abort', accountId, keyId: 'key' } },
+      new AbortController().signal,
+      async () => {},
+      (err) => errors.push(err),
+    );
+    t.push('un deux. trois', false);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(signals).toHaveLength(1);
+    t.reset();
+    await t.settled();
+    expect(signals[0]!.aborted).toBe(true);
+    expect(errors).toEqual([]);
+    expect(ledger.openReservations).toBe(0);
+  });
 });
