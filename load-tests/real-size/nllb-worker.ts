@@ -54,7 +54,8 @@ function argmaxLast(logits: ort.Tensor): number {
   return best;
 }
 
-async function translate(job: NllbJob): Promise<number> {
+/** The tokens written (`</s>` left out); their count with `</s>` is the number of decoder steps. */
+async function translate(job: NllbJob): Promise<number[]> {
   const mask = int64(job.ids.map(() => 1), [1, job.ids.length]);
   const { last_hidden_state: hidden } = await encoder.run({ input_ids: int64(job.ids, [1, job.ids.length]), attention_mask: mask });
   const empty = new ort.Tensor('float32', new Float32Array(0), [1, data.heads, 0, data.headDim]);
@@ -62,6 +63,7 @@ async function translate(job: NllbJob): Promise<number> {
   let input = [data.decoderStart, job.target];
   let length = 0;
   let tokens = 0;
+  const written: number[] = [];
   const bound = Math.min(data.maxNew, Math.ceil(data.maxLengthA * job.ids.length) + data.maxLengthB);
   for (;;) {
     const feeds: Record<string, ort.Tensor> = {
@@ -77,14 +79,17 @@ async function translate(job: NllbJob): Promise<number> {
     length += input.length;
     const next = argmaxLast(out.logits!);
     tokens++;
-    if (next === data.eos || tokens >= bound) return tokens;
+    if (next !== data.eos) written.push(next);
+    if (next === data.eos || tokens >= bound) return written;
     input = [next];
   }
 }
 
 parentPort!.on('message', async (job: NllbJob) => {
   const t0 = performance.now();
-  const tokens = await translate(job);
-  parentPort!.postMessage({ id: job.id, ms: performance.now() - t0, tokens });
+  const written = await translate(job);
+  const ms = performance.now() - t0;
+  // tokens: decoder steps (the written tokens, and `</s>` when it was picked).
+  parentPort!.postMessage({ id: job.id, ms, tokens: written.length + (written.length < Math.min(data.maxNew, Math.ceil(data.maxLengthA * job.ids.length) + data.maxLengthB) ? 1 : 0), written });
 });
 parentPort!.postMessage({ ready: true });

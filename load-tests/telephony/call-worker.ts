@@ -29,6 +29,8 @@ export interface WorkerInput {
   staggerMs: number;
   /** Longest wait, after 'stop', for the window's last turns to be answered. */
   drainMs: number;
+  /** Bridge mode: the app's language (the call token's `language`) and its reply to every prompt. */
+  bridge?: { language: string; reply: string };
 }
 
 /** One caller phrase finished inside the measured window. */
@@ -37,6 +39,8 @@ export interface TurnReport {
   promptText: string | null;
   /** Last speech frame sent → first reply frame received (ms), null without a reply. */
   speechEndToReplyMs: number | null;
+  /** Last speech frame sent → the app's prompt (ms), null without one. */
+  speechEndToPromptMs: number | null;
   appMs: number | null;
   replyFrames: number;
   /** Each reply frame's cadence deviation over the whole reply (reply-timing.ts), ms. */
@@ -55,6 +59,8 @@ export interface WorkerReport extends CallTally {
   /** Prompts the app got that no phrase explains (a phrase split into two turns). */
   extraPrompts: number;
   appNotices: number;
+  /** Bridge mode: the first few prompts' `original` (the caller's words as Kuma heard them). */
+  originals: string[];
   /** This worker's event-loop delay p99 (ms) over the window: the client-side times include it. */
   loopDelayP99Ms: number;
 }
@@ -66,9 +72,11 @@ os.setPriority(0, Number(process.env.KUMA_BENCH_GENERATOR_NICE ?? 10));
 const tally: CallTally = { framesSent: 0, framesLate: 0, framesReceived: 0, marksEchoed: 0, clears: 0, unexpectedMedia: 0, protocolErrors: 0, problems: [], closedAbnormally: 0 };
 let extraPrompts = 0;
 let appNotices = 0;
+const originals: string[] = [];
 const bySid = new Map<string, TwilioCaller>();
 const app = await startEchoRelayApp({
-  prompt(callSid, text, at) {
+  prompt(callSid, text, at, original) {
+    if (original !== undefined && originals.length < 8) originals.push(original);
     const caller = bySid.get(callSid);
     if (!caller || !caller.turns.some((t) => t.promptAt === undefined)) extraPrompts++;
     caller?.prompted(text, at);
@@ -78,10 +86,10 @@ const app = await startEchoRelayApp({
     appNotices++;
     if (tally.problems.length < 20) tally.problems.push(`app (${callSid?.slice(0, 10) ?? 'no call'}): ${what}`);
   },
-});
+}, input.bridge?.reply);
 
 async function mintToken(): Promise<string> {
-  const res = await fetch(`${input.baseUrl}/telephony/v1/tokens`, { method: 'POST', headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ relay_url: app.url, mode: 'relay' }) });
+  const res = await fetch(`${input.baseUrl}/telephony/v1/tokens`, { method: 'POST', headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ relay_url: app.url, mode: 'relay', ...(input.bridge ? { language: input.bridge.language } : {}) }) });
   const body = (await res.json()) as { token?: string };
   if (res.status !== 200 || !body.token) throw new Error(`token ${res.status}: ${JSON.stringify(body)}`);
   return body.token;
@@ -129,6 +137,7 @@ function report(windowEnd: number): WorkerReport {
         phrase: turn.phrase,
         promptText: turn.promptText ?? null,
         speechEndToReplyMs: turn.arrivals.length ? turn.arrivals[0]! - turn.speechEndAt : null,
+        speechEndToPromptMs: turn.promptAt === undefined ? null : turn.promptAt - turn.speechEndAt,
         appMs: turn.appMs ?? null,
         replyFrames: turn.arrivals.length,
         deviations: cadenceDeviations(turn.arrivals),
@@ -139,7 +148,7 @@ function report(windowEnd: number): WorkerReport {
     }
   }
   const connected = callers.filter((c) => c.opened).length;
-  return { ...tally, connected, failedToConnect: input.calls - connected, relayConnections: app.connections(), turns, extraPrompts, appNotices, loopDelayP99Ms: loopDelay.percentile(99) / 1e6 };
+  return { ...tally, connected, failedToConnect: input.calls - connected, relayConnections: app.connections(), turns, extraPrompts, appNotices, originals, loopDelayP99Ms: loopDelay.percentile(99) / 1e6 };
 }
 
 parentPort!.on('message', async (message: string) => {

@@ -34,7 +34,8 @@ export interface CallerScript {
   phrases: PhraseInfo[];
 }
 
-export function callerScript(spoken: Array<{ text: string; ulaw: Uint8Array }>): CallerScript {
+/** `tailMs`: the silence after each phrase beyond the phrase's own length (default TAIL_BASE_MS). */
+export function callerScript(spoken: Array<{ text: string; ulaw: Uint8Array }>, tailMs = TAIL_BASE_MS): CallerScript {
   const silencePayload = Buffer.alloc(FRAME_BYTES, ULAW_SILENCE).toString('base64');
   const payloads: string[] = [];
   const speech: number[] = [];
@@ -52,7 +53,7 @@ export function callerScript(spoken: Array<{ text: string; ulaw: Uint8Array }>):
     for (const frame of frames) payloads.push(Buffer.from(frame).toString('base64')), speech.push(1);
     speechEnds[payloads.length - 1] = index;
     const speechMs = frames.length * FRAME_MS;
-    silence(TAIL_BASE_MS + speechMs);
+    silence(tailMs + speechMs);
     phrases.push({ text, speechMs });
   });
   return { script: { payloads, speech: Uint8Array.from(speech), speechEnds, silencePayload }, phraseStarts, phrases };

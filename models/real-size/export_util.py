@@ -84,3 +84,39 @@ def write_json(path: str, value) -> None:
 # then [UNK] and [PAD] last: 37 tokens, the blank ([PAD]) = 36, as MODELS.md describes the real vocabulary.
 BAMBARA_LETTERS = list("abcdefghijklmnopqrstuvwxyz") + ["ɛ", "ɔ", "ɲ", "ŋ", "'", "-", ".", "?"]
 CTC_TOKENS = ["|"] + BAMBARA_LETTERS + ["[UNK]", "[PAD]"]
+
+
+# What a trained CTC model emits, for random weights to imitate: a character on about a sixth of the 20 ms frames
+# (≈ 9 a second; on the demo voice's phrases, calibrated on brown noise, ≈ 13 a second: Bambara speech runs at
+# ≈ 12), the word delimiter on about a fifth of those (words of ≈ 4–5 letters), and never [UNK]. Random weights put an argmax on every
+# frame instead: a 2 s phrase came back as 93 characters with almost no word breaks, and everything after
+# recognition (translation, the bridge) then worked on noise 4–5× longer than real words.
+CTC_LETTER_FRAMES = 0.18
+CTC_DELIMITER_SHARE = 0.2
+
+
+def calibration_audio(seconds: int):
+    """Brown noise (integrated white noise, normalised): its spectrum falls with frequency as speech's does, and
+    a random wav2vec2's logits on it sit where they sit on speech (white noise or a vowel train are far off)."""
+    import torch
+
+    audio = torch.cumsum(torch.randn(seconds * 16000), 0)
+    return ((audio - audio.mean()) / audio.std())[None]
+
+
+def calibrate_ctc_head(logits, head_bias, blank: int, delimiter: int, unknown: int) -> None:
+    """Raises the delimiter's and the blank's output biases so that, on `logits` ([frames, vocab]: the model's
+    output on calibration input, before the change), the delimiter beats every letter on CTC_DELIMITER_SHARE
+    of the frames and a non-blank token beats the blank on CTC_LETTER_FRAMES of them. The weights stay random;
+    only two biases move, so a model run costs the same."""
+    import torch
+
+    letters = [i for i in range(logits.shape[1]) if i not in (blank, delimiter, unknown)]
+    best_letter = logits[:, letters].max(dim=1).values
+    to_delimiter = torch.quantile(best_letter - logits[:, delimiter], CTC_DELIMITER_SHARE)
+    non_blank = torch.maximum(best_letter, logits[:, delimiter] + to_delimiter)
+    to_blank = torch.quantile(non_blank - logits[:, blank], 1 - CTC_LETTER_FRAMES)
+    with torch.no_grad():
+        head_bias[delimiter] += to_delimiter
+        head_bias[blank] += to_blank
+        head_bias[unknown] -= 100.0

@@ -15,7 +15,7 @@ import os
 import torch
 from torch import nn
 
-from export_util import CTC_TOKENS, count_parameters, export_onnx, init_like_hf, write_json
+from export_util import CTC_TOKENS, calibrate_ctc_head, calibration_audio, count_parameters, export_onnx, init_like_hf, write_json
 
 CONV_KERNEL = [10, 3, 3, 3, 3, 2, 2]
 CONV_STRIDE = [5, 2, 2, 2, 2, 2, 2]
@@ -146,6 +146,11 @@ def build(name: str, out_dir: str) -> dict:
     init_like_hf(model.layers)
     init_like_hf(model.projection)
     init_like_hf(model.lm_head)
+    # Calibrated on 8 s of seeded brown noise: transcripts of a trained model's length (export_util.py).
+    model.eval()
+    with torch.no_grad():
+        calibration = model(calibration_audio(8))[0]
+    calibrate_ctc_head(calibration, model.lm_head.bias, CTC_TOKENS.index("[PAD]"), CTC_TOKENS.index("|"), CTC_TOKENS.index("[UNK]"))
     params = count_parameters(model)
     export_onnx(
         model,
