@@ -73,7 +73,7 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
   // The schema's key for the extension object is computed from config, so its fields are read back typed here.
   const body = parsed as unknown as ChatBody;
   const options = parsed[deps.vendor] as { source_language: string; target_language: string };
-  const model = resolveModel(deps.catalog, body.model, 'translation', req.responseHeaders);
+  const model = resolveModel(deps.catalog, body.model, 'translation', req);
   const text = lastUserText(body.messages);
   if (!text.trim()) throw new ApiError('invalid_value', 'messages: the last user message has no text to translate.', { param: 'messages' });
   const { translation, usage, onDelivered } = await translateOnce(deps, req, caller, { model, text, source: options.source_language, target: options.target_language });

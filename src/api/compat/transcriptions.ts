@@ -71,7 +71,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
   let handedOver = false; // the result's onDelivered settles or releases the reservation from then on
   try {
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
-    const model = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
+    const model = resolveModel(deps.catalog, fields.model, 'transcription', req);
     if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
       throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
     }
