@@ -19,9 +19,10 @@ export const TranscriptionFormSchema = z.object({
   response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
   stream: formBoolean.optional(),
   temperature: formTemperature,
-  // Accepted and ignored (Bambara only; no prompting; timings are always in verbose_json).
+  // Accepted and ignored (Bambara only; no prompting).
   language: optionalString,
   prompt: optionalString,
+  // `word` adds the timed words to verbose_json; segment times are always there; other values are ignored.
   timestamp_granularities: z.union([z.array(z.string()), z.string(), z.null()]).optional(),
 });
 
@@ -57,6 +58,11 @@ export const TranscriptionSegmentSchema = z
   })
   .meta({ id: 'TranscriptionSegment' });
 
+/** A timed word of verbose_json (asked with `timestamp_granularities[]=word`), in OpenAI's shape. */
+export const TranscriptionWordSchema = z
+  .object({ word: z.string(), start: z.number(), end: z.number() })
+  .meta({ id: 'TranscriptionWord' });
+
 export const VerboseTranscriptionSchema = z
   .object({
     task: z.enum(['transcribe', 'translate']),
@@ -64,6 +70,8 @@ export const VerboseTranscriptionSchema = z
     duration: z.number(),
     text: z.string(),
     segments: z.array(TranscriptionSegmentSchema),
+    /** With the `word` granularity, from models that time words (CTC); each inside its segment, in order. */
+    words: z.array(TranscriptionWordSchema).optional(),
     usage: DurationUsageSchema.optional(),
   })
   .meta({ id: 'TranscriptionVerbose' });
