@@ -14,9 +14,16 @@ const formTemperature = formNumber.pipe(z.number().min(0).max(1).nullable()).met
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
+/**
+ * `response_format` of a transcript: an unknown name is 400 invalid_value whose message names it and the
+ * formats there are, worded as the speech route words its own (`ogg is not a … format; use one of …`).
+ */
+const transcriptFormat = (use: string) =>
+  z.enum(TRANSCRIPTION_FORMATS, { error: (issue) => `${JSON.stringify(issue.input)} is not a transcript format; ${use}.` }).default('json');
+
 export const TranscriptionFormSchema = z.object({
   model: z.string().min(1).default('sunjata-1'),
-  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  response_format: transcriptFormat(`use one of ${TRANSCRIPTION_FORMATS.join(', ')}`),
   stream: formBoolean.optional(),
   temperature: formTemperature,
   // Accepted and ignored (Bambara only; no prompting).
@@ -32,7 +39,7 @@ export const TranslationFormSchema = z.object({
     .preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable())
     .meta({ description: 'The language to translate into; eng_Latn when absent or null' })
     .optional(),
-  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  response_format: transcriptFormat('translations answer json or text'),
   temperature: formTemperature,
   prompt: optionalString,
 });
