@@ -7,6 +7,7 @@
  * segment, gives segments and no words rather than made-up ones.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import OpenAI, { toFile } from 'openai';
@@ -159,9 +160,10 @@ describe('CTC models', () => {
 describe('a Whisper model', () => {
   let t: TestServer;
   beforeAll(async () => {
-    const dir = fs.mkdtempSync(path.join(process.cwd(), 'node_modules/.kuma-whisper-words-'));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-whisper-words-'));
     const manifest = path.join(dir, 'kuma-models.json');
-    fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'whisper', dir: path.resolve('models/demo/whisper') }, { id: 'vad', engine: 'silero-vad', dir: '.' }] }));
+    const models = [{ id: 'sunjata-1', engine: 'whisper', dir: path.resolve('models/demo/whisper') }, { id: 'vad', engine: 'silero-vad', dir: path.resolve('models') }];
+    fs.writeFileSync(manifest, JSON.stringify({ models }));
     t = await startTestServer({ config: { modelsManifest: manifest, demoPack: false } });
     await t.server.enginesReady;
     fs.rmSync(dir, { recursive: true, force: true });
