@@ -7,6 +7,7 @@
 import { ApiError } from './errors.js';
 import { MODEL_CREATED, type CatalogModel, type ModelCatalog } from './model-catalog.js';
 import { PRIMARY_PREFIX, type NativeRouteSpec } from './native/native-paths.js';
+import { SURFACE_PREFIXES, type ApiRequest } from './types.js';
 
 /**
  * RFC 9745 `Deprecation`: when the deprecation took effect, as a structured-field date. The native surface and
@@ -23,15 +24,25 @@ export function deprecationHeaders(catalog: ModelCatalog, successor: string): Re
   };
 }
 
-/** The primary route a legacy model's replacement is described at. */
-export function modelSuccessor(replacementId: string): string {
-  return `${PRIMARY_PREFIX}/models/${replacementId}`;
+/**
+ * The primary prefix a request came in on: a client of `/openai/v1` is pointed to `/openai/v1/…`, one of
+ * `/compat/v1` (or of no primary prefix at all: the native routes, whose successor surface is `/compat/v1`)
+ * to `/compat/v1/…`. A successor under the other prefix works too, but would send an SDK configured with one
+ * base URL to a path outside it.
+ */
+export function primaryPrefixOf(path: string | undefined): string {
+  return SURFACE_PREFIXES.compat.find((prefix) => path?.startsWith(`${prefix}/`)) ?? PRIMARY_PREFIX;
+}
+
+/** The primary route a legacy model's replacement is described at, under the prefix the request used. */
+export function modelSuccessor(replacementId: string, requestPath?: string): string {
+  return `${primaryPrefixOf(requestPath)}/models/${replacementId}`;
 }
 
 /** Marks a response served for a legacy model id as deprecated (a no-op for current models and aliases). */
-export function markLegacyModel(catalog: ModelCatalog, model: CatalogModel, responseHeaders: Record<string, string>): void {
+export function markLegacyModel(catalog: ModelCatalog, model: CatalogModel, req: Pick<ApiRequest, 'responseHeaders' | 'path'>): void {
   if (!model.legacy) return;
-  Object.assign(responseHeaders, deprecationHeaders(catalog, modelSuccessor(catalog.replacementOf(model.id) ?? model.id)));
+  Object.assign(req.responseHeaders, deprecationHeaders(catalog, modelSuccessor(catalog.replacementOf(model.id) ?? model.id, req.path)));
 }
 
 /** The 410 a native route answers from the retirement date on, whatever the method and whoever asks. */

@@ -1,9 +1,25 @@
 /** CORS for browser apps: every response names the allowed origin; preflight requests get 204 at once. */
 
+/**
+ * The response headers a browser app may read (beyond the CORS-safelisted ones): the request id, the
+ * retry and timing hints, the retirement calendar, and the rate-limit counts, which an app needs to pace
+ * itself before it hits a 429 (the openai SDK reads them too). Listed by name: a `*` would not cover a
+ * request made with credentials.
+ */
+const EXPOSED = [
+  'x-request-id',
+  'retry-after',
+  'server-timing',
+  'deprecation',
+  'sunset',
+  'link',
+  ...['requests', 'tokens'].flatMap((dimension) => ['limit', 'remaining', 'reset'].map((part) => `x-ratelimit-${part}-${dimension}`)),
+].join(', ');
+
 export function corsHeaders(origin: string): Record<string, string> {
   return {
     'access-control-allow-origin': origin,
-    'access-control-expose-headers': 'x-request-id, retry-after, server-timing, deprecation, sunset, link',
+    'access-control-expose-headers': EXPOSED,
   };
 }
 

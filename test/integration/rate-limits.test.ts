@@ -69,6 +69,25 @@ async function settled(subjectId: string): Promise<void> {
   expect(t!.server.limiter!.inFlight(subjectId)).toBe(0);
 }
 
+describe('browsers', () => {
+  it('may read every x-ratelimit-* header and Retry-After: each is named in Access-Control-Expose-Headers', async () => {
+    await start();
+    await t!.server.store.setRateLimits(t!.accountId, { requestsPerMinute: 1, tokensPerMinute: 100 });
+    const origin = { headers: { origin: 'https://app.example' } };
+    const admitted = await get('/openai/v1/models', t!.apiKey, origin);
+    const refused = await get('/openai/v1/models', t!.apiKey, origin);
+    expect([admitted.status, refused.status]).toEqual([200, 429]);
+    for (const res of [admitted, refused]) {
+      await res.arrayBuffer();
+      const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(/\s*,\s*/);
+      const limits = [...res.headers.keys()].filter((name) => name.startsWith('x-ratelimit-'));
+      expect(limits.length).toBe(6); // requests and tokens: limit, remaining, reset
+      for (const name of [...limits, 'x-request-id']) expect(exposed).toContain(name);
+    }
+    expect(refused.headers.get('access-control-expose-headers')!.split(/\s*,\s*/)).toContain('retry-after');
+  });
+});
+
 describe('requests per minute', () => {
   it('per account: headers count down, the next request gets 429 with Retry-After, and the refill readmits it', async () => {
     await start();

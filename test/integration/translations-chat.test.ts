@@ -55,19 +55,34 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
       expect(res.usage).toEqual({ prompt_tokens: [...SPOKEN].length, completion_tokens: 0, total_tokens: [...SPOKEN].length });
     });
 
-    it('streams chat: role, one content delta with the whole translation, stop, [DONE]', async () => {
-      const params = {
-        model: 'djelia-translate-v1',
-        messages: [{ role: 'user' as const, content: SPOKEN }],
-        stream: true as const,
-        djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' }, // the extension object, not in the SDK's types
-      };
-      const stream = await client().chat.completions.create(params);
+    const streamParams = (extra: object = {}) => ({
+      model: 'djelia-translate-v1',
+      messages: [{ role: 'user' as const, content: SPOKEN }],
+      stream: true as const,
+      djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' }, // the extension object, not in the SDK's types
+      ...extra,
+    });
+
+    it('streams chat: role, one content delta with the whole translation, stop, [DONE]; no usage unless asked', async () => {
+      for (const extra of [{}, { stream_options: { include_usage: false } }, { stream_options: null }]) {
+        const stream = await client().chat.completions.create(streamParams(extra));
+        const chunks: any[] = [];
+        for await (const chunk of stream) chunks.push(chunk);
+        expect(chunks.map((c) => c.choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: IN_ENGLISH }, {}]);
+        expect(chunks.map((c) => c.choices[0].finish_reason)).toEqual([null, null, 'stop']);
+        expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'banjugu-1')).toBe(true);
+        expect(chunks.filter((c) => 'usage' in c)).toEqual([]);
+      }
+    });
+
+    it('streams usage as OpenAI does with include_usage: null on every chunk, then a last chunk with no choices', async () => {
+      const stream = await client().chat.completions.create(streamParams({ stream_options: { include_usage: true } }));
       const chunks: any[] = [];
       for await (const chunk of stream) chunks.push(chunk);
-      expect(chunks.map((c) => c.choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: IN_ENGLISH }, {}]);
-      expect(chunks.map((c) => c.choices[0].finish_reason)).toEqual([null, null, 'stop']);
-      expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'banjugu-1')).toBe(true);
+      expect(chunks.map((c) => c.choices.map((choice: any) => choice.finish_reason))).toEqual([[null], [null], ['stop'], []]);
+      expect(chunks.slice(0, 3).map((c) => c.usage)).toEqual([null, null, null]);
+      expect(chunks[3]).toMatchObject({ object: 'chat.completion.chunk', model: 'banjugu-1', id: chunks[0].id, choices: [] });
+      expect(chunks[3].usage).toEqual({ prompt_tokens: [...SPOKEN].length, completion_tokens: 0, total_tokens: [...SPOKEN].length });
     });
   });
 }

@@ -8,6 +8,7 @@ import type { ModelEngine } from '../../engines/runtime/model-engine.js';
 import { ApiError } from '../errors.js';
 import type { Capability, CatalogModel, ModelCatalog } from '../model-catalog.js';
 import { markLegacyModel, modelSuccessor } from '../deprecation.js';
+import type { ApiRequest } from '../types.js';
 
 const CAPABILITY_WORDS: Record<Capability, string> = {
   transcription: 'speech to text',
@@ -16,22 +17,22 @@ const CAPABILITY_WORDS: Record<Capability, string> = {
 };
 
 /**
- * `responseHeaders` (the request's) gets the deprecation headers when the id is a legacy one; a legacy id past
- * its retirement answers 404 with a Link to its replacement.
+ * `req` (when given) gets the deprecation headers when the id is a legacy one; a legacy id past its retirement
+ * answers 404 with a Link to its replacement. Both Links are under the primary prefix the request came in on.
  */
-export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability | 'any', responseHeaders?: Record<string, string>): CatalogModel {
+export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability | 'any', req?: Pick<ApiRequest, 'responseHeaders' | 'path'>): CatalogModel {
   const model = catalog.resolve(requested);
   if (!model) {
     const replacement = catalog.replacementOf(requested);
     if (replacement) {
       throw new ApiError('model_not_found', `The model \`${requested}\` was retired on ${catalog.retirementDate}; use \`${replacement}\`.`, {
         param: 'model',
-        headers: { link: `<${modelSuccessor(replacement)}>; rel="successor-version"` },
+        headers: { link: `<${modelSuccessor(replacement, req?.path)}>; rel="successor-version"` },
       });
     }
     throw new ApiError('model_not_found', `The model \`${requested}\` does not exist.`, { param: 'model' });
   }
-  if (responseHeaders) markLegacyModel(catalog, model, responseHeaders);
+  if (req) markLegacyModel(catalog, model, req);
   if (capability !== 'any' && model.capability !== capability) {
     throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, { param: 'model' });
   }

@@ -59,7 +59,7 @@ export function modelRoutes(catalog: ModelCatalog, engines: EngineRegistry | nul
       },
       handler: async (req) => {
         // A legacy id is served with its deprecation headers, and past retirement is a 404 naming its replacement.
-        const model = resolveModel(catalog, req.params.model ?? '', 'any', req.responseHeaders);
+        const model = resolveModel(catalog, req.params.model ?? '', 'any', req);
         return { kind: 'json', body: modelObject(catalog, engines, model) };
       },
     },

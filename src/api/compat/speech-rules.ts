@@ -1,9 +1,9 @@
 /**
  * Per-model rules of POST /audio/speech (SPEC §4.5, §9; PROTOCOLS §5): which formats and voices each model
  * serves, and how voice, description and speaker select the engine's speaker. jifili-1 answers 422
- * invalid_request for a format it does not serve and 400 unsupported_voice for a voice other than moussa
- * and its aliases; the legacy models answer 400 for a format their encoder lacks. Text a voice cannot say is
- * 400 invalid_value (param input) before any synthesis or charge.
+ * invalid_request for a format it does not serve (any name, known or not) and 400 unsupported_voice for a
+ * voice other than moussa and its aliases; the legacy models answer 400 for a format their encoder lacks.
+ * Text a voice cannot say is 400 invalid_value (param input) before any synthesis or charge.
  */
 import { SPEECH_FORMATS, type SpeechFormat } from '../../codecs/types.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
@@ -32,18 +32,18 @@ const ALIASES: Record<string, Voice> = {
 /** Speaker index of each voice on a multi-speaker engine. */
 const SPEAKER: Record<Voice, number> = { moussa: 0, sekou: 1, seydou: 2 };
 
+/**
+ * The format a model is asked for. jifili-1 answers 422 invalid_request for every name it does not serve,
+ * known or not, as its API is documented to; the legacy models 400 invalid_value. Either way the message
+ * says whether the name is a speech format at all and lists what the model serves.
+ */
 export function checkFormat(modelId: string, format: string): SpeechFormat {
-  if (modelId === 'jifili-1') {
-    if (!(JIFILI_FORMATS as readonly string[]).includes(format)) {
-      throw new ApiError('invalid_request', `response_format: jifili-1 does not serve ${format}; use one of ${JIFILI_FORMATS.join(', ')}.`, { param: 'response_format' });
-    }
-  } else if (!(LEGACY_FORMATS as readonly string[]).includes(format)) {
-    const known = (SPEECH_FORMATS as readonly string[]).includes(format);
-    throw new ApiError('invalid_value', `response_format: ${modelId} ${known ? 'has no encoder for' : 'does not know the format'} ${format}; use one of ${LEGACY_FORMATS.join(', ')}.`, {
-      param: 'response_format',
-    });
-  }
-  return format as SpeechFormat;
+  const served = modelId === 'jifili-1' ? JIFILI_FORMATS : LEGACY_FORMATS;
+  if ((served as readonly string[]).includes(format)) return format as SpeechFormat;
+  const known = (SPEECH_FORMATS as readonly string[]).includes(format);
+  const problem = known ? `${modelId} does not serve ${format}` : `${JSON.stringify(format)} is not a speech format`;
+  const message = `response_format: ${problem}; ${modelId} serves ${served.join(', ')}.`;
+  throw new ApiError(modelId === 'jifili-1' ? 'invalid_request' : 'invalid_value', message, { param: 'response_format' });
 }
 
 function resolveVoice(voice: string): Voice | undefined {

@@ -59,7 +59,7 @@ function audioContents(): OpenApiContent[] {
 async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSchema>, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   const body = parseRequest(schema, await req.body.json()) as Record<string, unknown> & { model: string; input: string; voice?: string; response_format: string; stream_format: 'audio' | 'sse' };
   const options = (body[deps.vendor] ?? {}) as SpeechOptions;
-  const model = resolveModel(deps.catalog, body.model, 'speech', req.responseHeaders);
+  const model = resolveModel(deps.catalog, body.model, 'speech', req);
   const format = checkFormat(model.id, body.response_format);
   const characters = billableCharacters(body.input);
   if (!body.input.trim()) throw new ApiError('invalid_value', 'input: there is no text to speak.', { param: 'input' });

@@ -1,7 +1,7 @@
 /**
  * Transcripts in every response shape of SPEC §2.3 / PROTOCOLS §6–§7: plain text, json, verbose_json (real
- * segment times; tokens [] and the scoring fields 0, as the spec fixes them), srt, vtt, and the SSE events
- * of a streamed transcription.
+ * segment times; tokens [] and the scoring fields 0, as the spec fixes them; with the `word` granularity, the
+ * words with their times, as OpenAI gives them), srt, vtt, and the SSE events of a streamed transcription.
  */
 import type { z } from 'zod';
 import type { ApiResult, SseMessage } from '../types.js';
@@ -15,10 +15,19 @@ import type {
   VerboseTranscriptionSchema,
 } from '../schemas/audio.js';
 
+/** A word the model timed (CTC models time each word from the frames of its tokens). */
+export interface TimedWord {
+  text: string;
+  start: number;
+  end: number;
+}
+
 export interface Segment {
   start: number;
   end: number;
   text: string;
+  /** The segment's words, joined by spaces its text; empty (or absent) when the model does not time words. */
+  words?: TimedWord[];
 }
 
 export interface DurationUsage {
@@ -35,10 +44,20 @@ export function joinSegments(segments: Segment[]): string {
     .join(' ');
 }
 
+/**
+ * The words of a verbose transcript, `{word, start, end}` as OpenAI writes them, when every segment has its
+ * words timed; undefined when a segment has none (a Whisper model: its timestamps are per segment), so a
+ * client never gets words that leave part of the text out.
+ */
+function timedWords(segments: Segment[]): z.output<typeof VerboseTranscriptionSchema>['words'] {
+  if (segments.some((s) => s.text.trim() && !s.words?.length)) return undefined;
+  return segments.flatMap((s) => s.words ?? []).map((w) => ({ word: w.text, start: round3(w.start), end: round3(w.end) }));
+}
+
 export function transcriptResult(
   format: 'json' | 'text' | 'verbose_json' | 'srt' | 'vtt',
   segments: Segment[],
-  info: { durationSeconds: number; usage: DurationUsage; task: 'transcribe' | 'translate' },
+  info: { durationSeconds: number; usage: DurationUsage; task: 'transcribe' | 'translate'; words?: boolean },
 ): ApiResult {
   const text = joinSegments(segments);
   switch (format) {
@@ -50,7 +69,8 @@ export function transcriptResult(
       return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: toSrt(segments) };
     case 'vtt':
       return { kind: 'text', contentType: MEDIA_TYPES.vtt, body: toVtt(segments) };
-    case 'verbose_json':
+    case 'verbose_json': {
+      const words = info.words ? timedWords(segments) : undefined;
       return {
         kind: 'json',
         body: {
@@ -70,9 +90,11 @@ export function transcriptResult(
             compression_ratio: 0,
             no_speech_prob: 0,
           })),
+          ...(words ? { words } : {}),
           usage: info.usage,
         } satisfies z.output<typeof VerboseTranscriptionSchema>,
       };
+    }
   }
 }
 

@@ -71,7 +71,7 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
   let handedOver = false; // the result's onDelivered settles or releases the reservation from then on
   try {
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
-    const model = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
+    const model = resolveModel(deps.catalog, fields.model, 'transcription', req);
     if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
       throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
     }
@@ -89,7 +89,8 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const t1 = performance.now();
     const segments = await allSegments(job);
     const engineMs = performance.now() - t1;
-    const result = transcriptResult(fields.response_format, segments, { durationSeconds: job.durationSeconds(), usage: job.usage(), task: 'transcribe' });
+    const words = [fields.timestamp_granularities ?? []].flat().includes('word');
+    const result = transcriptResult(fields.response_format, segments, { durationSeconds: job.durationSeconds(), usage: job.usage(), task: 'transcribe', words });
     handedOver = true;
     // Server-Timing splits latency into opening the upload (to its header), the model with the decoding
     // that feeds it (queue included), and the rest.

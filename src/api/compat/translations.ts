@@ -50,7 +50,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
       });
     }
     const target = fields.language ?? 'eng_Latn';
-    const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req.responseHeaders);
+    const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req);
     const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
     const { translated, onDelivered } = await transcribeAndTranslate(deps, req, caller, form, speechTranslation(deps, asrModel, input, target));
     if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated, onDelivered };

@@ -14,14 +14,22 @@ const formTemperature = formNumber.pipe(z.number().min(0).max(1).nullable()).met
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
+/**
+ * `response_format` of a transcript: an unknown name is 400 invalid_value whose message names it and the
+ * formats there are, worded as the speech route words its own (`ogg is not a … format; use one of …`).
+ */
+const transcriptFormat = (use: string) =>
+  z.enum(TRANSCRIPTION_FORMATS, { error: (issue) => `${JSON.stringify(issue.input)} is not a transcript format; ${use}.` }).default('json');
+
 export const TranscriptionFormSchema = z.object({
   model: z.string().min(1).default('sunjata-1'),
-  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  response_format: transcriptFormat(`use one of ${TRANSCRIPTION_FORMATS.join(', ')}`),
   stream: formBoolean.optional(),
   temperature: formTemperature,
-  // Accepted and ignored (Bambara only; no prompting; timings are always in verbose_json).
+  // Accepted and ignored (Bambara only; no prompting).
   language: optionalString,
   prompt: optionalString,
+  // `word` adds the timed words to verbose_json; segment times are always there; other values are ignored.
   timestamp_granularities: z.union([z.array(z.string()), z.string(), z.null()]).optional(),
 });
 
@@ -31,7 +39,7 @@ export const TranslationFormSchema = z.object({
     .preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable())
     .meta({ description: 'The language to translate into; eng_Latn when absent or null' })
     .optional(),
-  response_format: z.enum(TRANSCRIPTION_FORMATS).default('json'),
+  response_format: transcriptFormat('translations answer json or text'),
   temperature: formTemperature,
   prompt: optionalString,
 });
@@ -57,6 +65,11 @@ export const TranscriptionSegmentSchema = z
   })
   .meta({ id: 'TranscriptionSegment' });
 
+/** A timed word of verbose_json (asked with `timestamp_granularities[]=word`), in OpenAI's shape. */
+export const TranscriptionWordSchema = z
+  .object({ word: z.string(), start: z.number(), end: z.number() })
+  .meta({ id: 'TranscriptionWord' });
+
 export const VerboseTranscriptionSchema = z
   .object({
     task: z.enum(['transcribe', 'translate']),
@@ -64,6 +77,8 @@ export const VerboseTranscriptionSchema = z
     duration: z.number(),
     text: z.string(),
     segments: z.array(TranscriptionSegmentSchema),
+    /** With the `word` granularity, from models that time words (CTC); each inside its segment, in order. */
+    words: z.array(TranscriptionWordSchema).optional(),
     usage: DurationUsageSchema.optional(),
   })
   .meta({ id: 'TranscriptionVerbose' });

@@ -54,7 +54,10 @@ export const ChatCompletionSchema = z
   })
   .meta({ id: 'ChatCompletion' });
 
-/** One event of a streamed completion (PROTOCOLS §7): role, the whole translation as one delta, then `stop` with usage. */
+/**
+ * One event of a streamed completion (PROTOCOLS §7): role, the whole translation as one delta, then `stop`;
+ * with `stream_options.include_usage`, every chunk has `usage: null` but a last one with no choices and the usage.
+ */
 export const ChatCompletionChunkSchema = z
   .object({
     id: z.string(),
@@ -69,6 +72,6 @@ export const ChatCompletionChunkSchema = z
         logprobs: z.null(),
       }),
     ),
-    usage: ChatUsageSchema.optional(),
+    usage: ChatUsageSchema.nullable().optional(),
   })
   .meta({ id: 'ChatCompletionChunk' });

@@ -5,7 +5,8 @@
  * `generation_config.json`, `tokenizer.json` and `preprocessor_config.json`.
  *
  * Method `transcribe({ samples, temperature?, task?, language?, seed? })` streams segments
- * `{ start, end, text, words: [] }` in absolute seconds, like the CTC runner. Audio longer than 30 s is cut
+ * `{ start, end, text, words: [] }` in absolute seconds, like the CTC runner (no words: Whisper times words
+ * by aligning cross-attention weights, which the optimum export does not output). Audio longer than 30 s is cut
  * at silences found by Silero VAD (the CTC runner's chunk plan); within each piece, 30 s windows run one
  * after another and the next window starts where OpenAI's seek rule says. The audio may also come as a
  * stream of windows (the job's streamed input, `samples` left out): it is cut as it arrives

@@ -6,14 +6,19 @@
  *
  *   - in the alphabet (either case, as the vocabulary has it): spoken;
  *   - ASCII digits: a run is read as Bambara number words (bambara-numbers.ts), spaced from its neighbours;
+ *   - the Latin letters Bambara's alphabet does not have (q v x), when the voice lacks them: the letters
+ *     Bambara spells their sound with (q → k, v → f, x → ks), as loanwords are written (taksi, fotó), so
+ *     names and French or English words are read rather than refused;
  *   - whitespace and punctuation: a word boundary (a pause), except apostrophes of elision (n'a, k’a),
- *     which are dropped so the letters around them join, as they are read;
+ *     which are dropped so the letters around them join, as they are read; the ASCII symbols $ + < = > ^ | ~
+ *     are pauses too, since they turn up in ordinary typed and generated text (markdown, "~5", "a=b") and
+ *     have no reading a voice shares;
  *   - a letter with accents or tone marks the voice lacks (é, à, ɛ̀): its base letter, the marks dropped;
  *     a lone combining mark the voice lacks is dropped; invisible format characters (ZWSP, soft hyphen,
  *     BOM) are dropped;
- *   - anything else is unspeakable: emoji and other symbols (+ = € $ …; % and & are punctuation), letters the
- *     voice lacks (other scripts, q v x for the demo voice), other digits (١٢٣), control characters, lone
- *     surrogates, private-use and unassigned code points.
+ *   - anything else is unspeakable: emoji and the symbols beyond ASCII (€ © ° …), letters the voice lacks
+ *     (other scripts), other digits (١٢٣), control characters, lone surrogates, private-use and unassigned
+ *     code points. Printable ASCII is therefore always speakable by a voice with the Bambara alphabet.
  *
  * The spoken text has single spaces between words and none at the ends; case is kept (the voices lower it).
  */
@@ -29,21 +34,32 @@ export interface SpeechText {
 
 const ELISION = new Set(["'", '\u2019', '\u02bc', '`', '\u00b4']);
 const DIGITS = /[0-9]+/y;
+/** How Bambara spells the sounds of the Latin letters its alphabet lacks (capitals keep their case). */
+const SPELLED_AS: Record<string, string> = { q: 'k', v: 'f', x: 'ks', Q: 'K', V: 'F', X: 'KS' };
+/** The printable ASCII characters that are neither letters, digits nor punctuation to Unicode. */
+const ASCII_SYMBOLS = new Set([...'$+<=>^|~']);
+
+/** A letter the voice lacks, spelled with letters it has (q → k …), or null when there is no such spelling. */
+function respell(c: string, alphabet: ReadonlySet<string>): string | null {
+  const spelled = SPELLED_AS[c];
+  return spelled !== undefined && [...spelled].every((l) => alphabet.has(l)) ? spelled : null;
+}
 
 /** How one character (not a digit) is said: its spoken form, or null when it cannot be said. */
 function speakChar(c: string, alphabet: ReadonlySet<string>): string | null {
   if (alphabet.has(c)) return c;
+  const spelled = respell(c, alphabet);
+  if (spelled !== null) return spelled;
   if (/\s/u.test(c)) return ' ';
   if (ELISION.has(c)) return '';
-  if (/\p{P}/u.test(c)) return ' ';
+  if (/\p{P}/u.test(c) || ASCII_SYMBOLS.has(c)) return ' ';
   if (/\p{Cf}/u.test(c)) return '';
   if (/\p{M}/u.test(c)) return '';
   // A precomposed letter the voice lacks: its decomposition, keeping what the voice has (base letter, and
   // any mark it speaks) and dropping the other marks.
   const parts = [...c.normalize('NFD')];
-  if (parts.length > 1 && !/\p{M}/u.test(parts[0]!) && alphabet.has(parts[0]!)) {
-    return parts.filter((p) => alphabet.has(p)).join('');
-  }
+  const base = parts.length > 1 && !/\p{M}/u.test(parts[0]!) ? (alphabet.has(parts[0]!) ? parts[0]! : respell(parts[0]!, alphabet)) : null;
+  if (base !== null) return base + parts.slice(1).filter((p) => alphabet.has(p)).join('');
   return null;
 }
 

@@ -72,11 +72,12 @@ describe('the native surface and the legacy ids across the retirement date', () 
     form.append('model', 'djelia-asr-v1');
     form.append('file', new Blob([new Uint8Array(44)]), 'a.wav');
     const transcription = await fetch(`${t.baseUrl}/compat/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
-    for (const [res, replacement] of [[speech, 'jifili-1'], [chat, 'banjugu-1'], [transcription, 'sunjata-1']] as const) {
+    // The successor is under the prefix the client uses: an SDK's base URL keeps working for it.
+    for (const [res, successor] of [[speech, '/openai/v1/models/jifili-1'], [chat, '/compat/v1/models/banjugu-1'], [transcription, '/compat/v1/models/sunjata-1']] as const) {
       await res.arrayBuffer();
       expect(res.headers.get('deprecation')).toMatch(/^@\d+$/);
       expect(res.headers.get('sunset')).toBe(SUNSET);
-      expect(res.headers.get('link')).toBe(`</compat/v1/models/${replacement}>; rel="successor-version"`);
+      expect(res.headers.get('link')).toBe(`<${successor}>; rel="successor-version"`);
     }
     const current = await fetch(`${t.baseUrl}/compat/v1/models/jifili-1`, { headers: { authorization: `Bearer ${t.apiKey}` } });
     expect(current.status).toBe(200);
@@ -99,7 +100,10 @@ describe('the native surface and the legacy ids across the retirement date', () 
     const gone = await fetch(`${t.baseUrl}/openai/v1/models/djelia-asr-v2`, { headers: { authorization: `Bearer ${t.apiKey}` } });
     expect(gone.status).toBe(404);
     expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('model_not_found');
-    expect(gone.headers.get('link')).toBe('</compat/v1/models/sunjata-1>; rel="successor-version"');
+    expect(gone.headers.get('link')).toBe('</openai/v1/models/sunjata-1>; rel="successor-version"');
+    const goneCompat = await fetch(`${t.baseUrl}/compat/v1/models/djelia-asr-v2`, { headers: { authorization: `Bearer ${t.apiKey}` } });
+    await goneCompat.arrayBuffer();
+    expect(goneCompat.headers.get('link')).toBe('</compat/v1/models/sunjata-1>; rel="successor-version"');
   }, 60_000);
 
   it('answers 410 without a key, with a Bearer key, and with a wrong key alike: a retired route is gone for everyone', async () => {
@@ -114,6 +118,23 @@ describe('the native surface and the legacy ids across the retirement date', () 
     const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/kuma_native_requests_total\{route="\/v2\/models\/tts",outcome="retired"\} ([3-9]|\d\d+)/);
     expect(metrics).toMatch(/kuma_native_requests_total\{route="\/v2\/models\/tts",outcome="served"\} \d+/);
+  });
+
+  it('names, for each retired route, the primary route of the same operation, which serves that method', async () => {
+    now = new Date('2027-01-01T00:00:00.000Z');
+    const successors = new Set<string>();
+    for (const route of NATIVE_ROUTES) {
+      const gone = await fetch(`${t.baseUrl}/api${route.path}`, { method: route.method, headers: { 'x-api-key': t.apiKey } });
+      await gone.arrayBuffer();
+      const successor = /^<([^>]+)>; rel="successor-version"$/.exec(gone.headers.get('link') ?? '')?.[1];
+      expect(successor, route.path).toMatch(/^\/compat\/v1\/(models\/banjugu-1|chat\/completions|audio\/transcriptions|audio\/speech)$/);
+      successors.add(successor!);
+      // The successor is served with the same method: no 404, no 405 (a body-less call gets its own 4xx).
+      const asked = await fetch(`${t.baseUrl}${successor}`, { method: route.method, headers: { authorization: `Bearer ${t.apiKey}` } });
+      await asked.arrayBuffer();
+      expect([404, 405, 410], `${route.method} ${successor}`).not.toContain(asked.status);
+    }
+    expect(successors.size).toBe(4); // languages, translation, transcription and speech each have their own
   });
 
   it('leaves paths that were never native routes as 404', async () => {
