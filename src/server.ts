@@ -4,6 +4,7 @@
  * injected clock, log destination or extra routes.
  */
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config/config.js';
 import { checkConfigFiles } from './config/config-files.js';
@@ -187,7 +188,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),
   });
 
-  const site = config.studio ? await studioSite(logger, { vendor: config.vendor }) : undefined;
+  const site = config.studio ? await studioSite(logger, { vendor: config.vendor, demoModels: servesDemoModels(engines) }) : undefined;
   if (options.listenWhenWarm) {
     startEngines();
     await enginesReady.catch(() => undefined);
@@ -256,6 +257,14 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         logger.flush();
       })()),
   };
+}
+
+/** Where models/generator writes the demo pack. */
+const DEMO_MODELS_DIR = fileURLToPath(new URL('../models/demo/', import.meta.url));
+
+/** Whether the speech or translation models come from the demo pack (the Studio then says they are demos). */
+function servesDemoModels(engines: EngineRegistry | null): boolean {
+  return ['sunjata-1', 'jifili-1', 'banjugu-1'].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
 }
 
 /** Generates the demo model pack when the config uses it and it is missing or stale (a no-op otherwise). */
