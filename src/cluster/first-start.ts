@@ -58,7 +58,7 @@ export function printBanner(port: number, config: Config, keys: FirstStartKeys, 
         ? [`Created an admin key for the admin API (${base}/admin/v1), not an API key (shown once, keep it; more with npm run keys -- admin create):\n\n    ${keys.adminKey}\n`]
         : []),
       `Try: curl -H "Authorization: Bearer <key>" ${base}/openai/v1/models`,
-      config.modelsManifest ? 'Loading the models; a "Kuma is ready" line follows when they are warm (requests meanwhile get 503 with Retry-After).' : '',
+      config.modelsManifest ? 'Loading the models: one more line says when they are warm (until then, requests that need one get 503 with Retry-After).' : '',
     ].join('\n') + '\n',
   );
 }

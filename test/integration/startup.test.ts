@@ -126,7 +126,7 @@ describe('start-up', () => {
       await waitFor(run, /^Kuma is ready: .*\n/m, 120_000);
       const out = run.stdout();
       const base = `https://localhost:${port}`;
-      expect(out.match(/^Kuma is ready.*$/gm)).toEqual([`Kuma is ready: API ${base}/openai/v1  ·  Studio ${base}/  ·  console ${base}/#console`]);
+      expect(out.match(/Kuma is ready.*$/gm)).toEqual([`Kuma is ready: API ${base}/openai/v1  ·  Studio ${base}/  ·  console ${base}/#console`]);
       expect(out).not.toContain('http://localhost');
       const logs = out.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string; model?: string; models?: string[] });
       // The ready line comes after every model is warm.
