@@ -55,6 +55,15 @@ HAPROXY="${KUMA_HAPROXY:-$(PATH="$PATH:/usr/sbin:/usr/local/sbin:/sbin" command 
 command -v curl >/dev/null || die "curl is not installed"
 [ -d node_modules/tsx ] || die "node_modules/tsx is missing: run npm install first"
 
+# The balancer, the nodes and the stats page need their ports free: a Kuma already serving on 8080 (npm start)
+# would otherwise share the balancer's port (HAProxy binds with SO_REUSEPORT) and take half its connections.
+port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+for port in "$LB_PORT" "$NODE_PORT" "$((NODE_PORT + 1))" "$((NODE_PORT + 2))" "$STATS_PORT"; do
+  if port_in_use "$port"; then
+    die "port $port on $HOST is in use (another Kuma, e.g. npm start?): stop it, or move the demo with KUMA_DEMO_PORT=<port>"
+  fi
+done
+
 if [ -n "${KUMA_DEMO_RUN_DIR:-}" ]; then
   RUN="$KUMA_DEMO_RUN_DIR"
   mkdir -p "$RUN"

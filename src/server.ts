@@ -4,8 +4,10 @@
  * injected clock, log destination or extra routes.
  */
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config/config.js';
+import { checkConfigFiles } from './config/config-files.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { describeStoreLocation, openStore } from './store/open-store.js';
@@ -78,6 +80,8 @@ export interface KumaServer {
 
 export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const { config } = options;
+  // Before anything is opened or loaded: a file setting that cannot be used is refused at once, by name.
+  checkConfigFiles(config);
   const logger = createLogger(config.logLevel, options.logDestination);
   const metrics = new Metrics();
   const ownsStore = !options.store;
@@ -107,13 +111,20 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   let draining = false;
   const catalog = new ModelCatalog(config.vendor, config.retirementDate, options.clock);
   const ownsEngines = options.engines === undefined;
-  const engines = ownsEngines ? await enginesFromConfig(config) : options.engines!;
-  // Models load in the background: the server answers at once, /readyz says not-ready until they are warm.
-  const enginesReady = engines ? engines.start(logger) : Promise.resolve();
+  const engines = ownsEngines ? await enginesFromConfig(config, catalog, logger) : options.engines!;
+  /**
+   * Models load in the background: the server answers at once, /readyz says not-ready until they are warm.
+   * They start loading once the server listens (a cluster worker: before, since it listens only when warm),
+   * so a start that cannot listen stops before any model thread exists.
+   */
+  let enginesReady: Promise<void> = Promise.resolve();
+  const startEngines = () => {
+    enginesReady = engines ? engines.start(logger) : Promise.resolve();
+    enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
+  };
   if (engines && ownsEngines && !onCpuOnly(config.engineExecutionProviders)) {
     logger.info({ executionProviders: config.engineExecutionProviders }, 'model sessions use these onnxruntime execution providers, in order');
   }
-  enginesReady.catch((err: Error) => logger.fatal({ err: err.message }, 'a model failed to load'));
 
   const decoder = new DecoderPool({
     size: config.decoderThreads,
@@ -177,8 +188,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     extraRoutes: options.extraRoutes?.({ store, ledger, catalog, engines }),
   });
 
-  const site = config.studio ? await studioSite(logger, { vendor: config.vendor }) : undefined;
-  if (options.listenWhenWarm) await enginesReady.catch(() => undefined);
+  const site = config.studio ? await studioSite(logger, { vendor: config.vendor, demoModels: servesDemoModels(engines) }) : undefined;
+  if (options.listenWhenWarm) {
+    startEngines();
+    await enginesReady.catch(() => undefined);
+  }
   const http = await startHttpServer({
     site,
     host: config.host,
@@ -194,7 +208,16 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     streamStallTimeoutMs: config.streamStallTimeoutMs,
     websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes, maxSockets: config.wsPreAuthMaxSockets, maxPerAddress: config.wsPreAuthMaxPerAddress },
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
+    // A cluster's workers share the port on purpose; a lone server binds it exclusively (a busy port fails the start).
+    sharedPort: config.workers > 1,
+  }).catch(async (err: unknown) => {
+    // Nothing else of this start may outlive it: the decoder, the encoder threads, the store.
+    await Promise.allSettled([telephony.close(0), vad?.close(), decoder.close(), closeSharedEncoderPool(), ownsEngines ? engines?.close() : undefined, ownsStore ? store.close() : undefined]);
+    cpuLoad.close();
+    keySessions.close();
+    throw err;
   });
+  if (!options.listenWhenWarm) startEngines();
   logger.info({ port: http.port, host: config.host, tls: Boolean(config.tlsCert), store: ownsStore ? describeStoreLocation(config) : 'embedder' }, 'listening');
   // After a peak of sockets, one garbage collection gives back what they held (observability/memory-reducer.ts).
   const memoryReducer = startMemoryReducer({ connections: () => http.openSessions() + http.inFlight(), logger });
@@ -236,6 +259,14 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   };
 }
 
+/** Where models/generator writes the demo pack. */
+const DEMO_MODELS_DIR = fileURLToPath(new URL('../models/demo/', import.meta.url));
+
+/** Whether the speech or translation models come from the demo pack (the Studio then says they are demos). */
+function servesDemoModels(engines: EngineRegistry | null): boolean {
+  return ['sunjata-1', 'jifili-1', 'banjugu-1'].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
+}
+
 /** Generates the demo model pack when the config uses it and it is missing or stale (a no-op otherwise). */
 export async function ensureModelFiles(config: Config): Promise<void> {
   if (!config.modelsManifest || !config.demoPack) return;
@@ -245,15 +276,26 @@ export async function ensureModelFiles(config: Config): Promise<void> {
   await ensureDemoPack();
 }
 
-async function enginesFromConfig(config: Config): Promise<EngineRegistry | null> {
+async function enginesFromConfig(config: Config, catalog: ModelCatalog, logger: Logger): Promise<EngineRegistry | null> {
   if (!config.modelsManifest) return null;
   await ensureModelFiles(config);
-  return EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
+  // A model whose every served id is retired answers 404 whatever is loaded: loading it would only cost the
+  // start its time and the machine its memory (KUMA_LOAD_RETIRED_MODELS=true loads it anyway).
+  const retired = (ids: string[]) => ids.every((id) => catalog.isRetired(id));
+  const skipped: string[] = [];
+  const keep = (entry: { id: string; aliases: string[] }) => {
+    if (config.loadRetiredModels || !retired([entry.id, ...entry.aliases])) return true;
+    skipped.push(entry.id);
+    return false;
+  };
+  const registry = EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
     intraOpThreads: config.engineIntraOpThreads,
     interOpThreads: config.engineInterOpThreads,
     niceness: config.engineNiceness,
     maxAutoReplicas: config.engineReplicasMax,
     executionProviders: config.engineExecutionProviders,
     sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
-  });
+  }, keep);
+  if (skipped.length) logger.info({ models: skipped, retirementDate: catalog.retirementDate }, 'not loading retired models (KUMA_LOAD_RETIRED_MODELS=true loads them)');
+  return registry;
 }

@@ -49,7 +49,7 @@ export function markLegacyModel(catalog: ModelCatalog, model: CatalogModel, req:
 export function retiredError(catalog: ModelCatalog, route: NativeRouteSpec, asked: string): ApiError {
   return new ApiError(
     'endpoint_retired',
-    `${asked} was retired on ${catalog.retirementDate} (SPEC §9). Use ${route.migration}.`,
+    `${asked} was retired on ${catalog.retirementDate}. Use ${route.migration}.`,
     { headers: { link: `<${route.successor}>; rel="successor-version"`, sunset: catalog.retiresAt().toUTCString() } },
   );
 }

@@ -82,6 +82,11 @@ export class ModelCatalog {
     return this.clock().getTime() >= this.retiresAtMs;
   }
 
+  /** True for a legacy id past its retirement date (its requests answer 404); false for every other id. */
+  isRetired(id: string): boolean {
+    return this.legacyRetired() && this.legacy.some((m) => m.id === id);
+  }
+
   /** Canonical models, plus the legacy ones while they are still served. Aliases are not listed twice. */
   list(): CatalogModel[] {
     return this.legacyRetired() ? [...this.canonical] : [...this.canonical, ...this.legacy];

@@ -21,8 +21,31 @@ export async function ensureFirstStartKeys(store: Store, config: Config): Promis
   return { apiKey: dev?.apiKey ?? null, adminKey: devAdmin?.adminKey ?? null };
 }
 
+/** How a browser on this machine reaches the server: https:// when it serves TLS. */
+export function localBaseUrl(port: number, config: Config): string {
+  return `${config.tlsCert ? 'https' : 'http'}://localhost:${port}`;
+}
+
+/**
+ * The one line that says the server is ready — every model loaded and warm, the port listening — with where
+ * to go: the API, and the Studio and its console when they are served.
+ */
+export function readyLine(port: number, config: Config): string {
+  const base = localBaseUrl(port, config);
+  const studio = config.studio ? `  ·  Studio ${base}/  ·  console ${base}/#console` : '';
+  return `Kuma is ready: API ${base}/openai/v1${studio}`;
+}
+
+/** Prints the ready line once the models are warm, or why the server serves without them. */
+export function announceReadiness(port: number, config: Config, modelsReady: Promise<void>): void {
+  modelsReady.then(
+    () => process.stdout.write(`${readyLine(port, config)}\n`),
+    (err: Error) => process.stdout.write(`Kuma is serving without its models: ${err.message} (${localBaseUrl(port, config)}/readyz says the same)\n`),
+  );
+}
+
 export function printBanner(port: number, config: Config, keys: FirstStartKeys, workers: number): void {
-  const base = `http://localhost:${port}`;
+  const base = localBaseUrl(port, config);
   const processes = workers > 1 ? `  (${workers} worker processes; SIGHUP replaces them one by one)` : '';
   process.stdout.write(
     [
@@ -35,7 +58,7 @@ export function printBanner(port: number, config: Config, keys: FirstStartKeys, 
         ? [`Created an admin key for the admin API (${base}/admin/v1), not an API key (shown once, keep it; more with npm run keys -- admin create):\n\n    ${keys.adminKey}\n`]
         : []),
       `Try: curl -H "Authorization: Bearer <key>" ${base}/openai/v1/models`,
-      '',
+      config.modelsManifest ? 'Loading the models: one more line says when they are warm (until then, requests that need one get 503 with Retry-After).' : '',
     ].join('\n') + '\n',
   );
 }

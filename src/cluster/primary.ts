@@ -22,7 +22,7 @@ import type { Config } from '../config/config.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { ensureModelFiles } from '../server.js';
 import { openStore } from '../store/open-store.js';
-import { ensureFirstStartKeys, printBanner } from './first-start.js';
+import { announceReadiness, ensureFirstStartKeys, printBanner } from './first-start.js';
 import { isWorkerMessage, WORKER_INDEX_ENV, type WorkerMessage } from './messages.js';
 
 /** A new worker must be listening, and warm, within this (a worker listens once its models are loaded and warm). */
@@ -33,6 +33,8 @@ const RESTART_DELAY_MS = { first: 1000, max: 30_000, youngMs: 10_000 };
 interface Slot {
   index: number;
   worker: Worker;
+  /** Its first `ready` or `not-ready` (listened for from the fork on, so the message cannot be missed). */
+  readiness: Promise<WorkerMessage | 'exit' | 'timeout'>;
   startedAt: number;
   /** Told to stop by the primary: its exit is expected, not restarted. */
   retiring: boolean;
@@ -49,6 +51,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const supervisor = new WorkerSupervisor(config, logger);
   const port = await supervisor.start();
   printBanner(port, config, keys, config.workers);
+  announceReadiness(port, config, supervisor.firstReady());
 
   process.on('SIGHUP', () => void supervisor.rollingRestart());
   const stop = (signal: string) => {
@@ -80,6 +83,15 @@ export class WorkerSupervisor {
     for (let index = 1; index <= this.config.workers; index++) listening.push(this.waitListening(this.fork(index, this.port)));
     await Promise.all(listening);
     return this.port;
+  }
+
+  /** Resolves once every first-generation worker has its models warm; rejects with the first that has not. */
+  async firstReady(): Promise<void> {
+    const outcomes = await Promise.all([...this.slots.values()].map(async (slot) => [slot.index, await slot.readiness] as const));
+    for (const [index, outcome] of outcomes) {
+      if (typeof outcome === 'string') throw new Error(`worker ${index} did not become ready (${outcome})`);
+      if (outcome.kuma === 'not-ready') throw new Error(`worker ${index}: ${outcome.reason}`);
+    }
   }
 
   /** Replaces every worker, one at a time (SIGHUP). A second SIGHUP during a roll is ignored. */
@@ -121,7 +133,7 @@ export class WorkerSupervisor {
 
   private fork(index: number, port: number, options: { replacing?: boolean } = {}): Slot {
     const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index), KUMA_PORT: String(port) });
-    const slot: Slot = { index, worker, startedAt: Date.now(), retiring: false };
+    const slot: Slot = { index, worker, readiness: nextMessage(worker, ['ready', 'not-ready'], READY_TIMEOUT_MS), startedAt: Date.now(), retiring: false };
     if (!options.replacing) this.slots.set(index, slot);
     this.logger.info({ worker: index, pid: worker.process.pid }, 'primary: worker started');
     worker.on('exit', (code, signal) => this.onExit(slot, code, signal));

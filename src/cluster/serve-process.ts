@@ -12,7 +12,7 @@
 import cluster from 'node:cluster';
 import type { Config } from '../config/config.js';
 import { startKuma } from '../server.js';
-import { ensureFirstStartKeys, printBanner } from './first-start.js';
+import { announceReadiness, ensureFirstStartKeys, printBanner } from './first-start.js';
 import type { WorkerMessage } from './messages.js';
 
 export async function serveProcess(config: Config): Promise<void> {
@@ -30,6 +30,7 @@ export async function serveProcess(config: Config): Promise<void> {
     );
   } else {
     printBanner(server.port, config, await ensureFirstStartKeys(server.store, config), 1);
+    announceReadiness(server.port, config, server.enginesReady);
   }
 
   let stopping = false;

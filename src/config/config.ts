@@ -86,6 +86,11 @@ export const ConfigSchema = z.object({
     .string()
     .default(path.join('models', 'kuma-models.json'))
     .transform((value) => (value === 'none' ? '' : value)),
+  /**
+   * Load models whose every served id is retired (past retirementDate). Off: they are left unloaded, since
+   * their ids answer 404 anyway; on: loaded as before (their ids still answer 404 once retired).
+   */
+  loadRetiredModels: z.union([z.boolean(), z.stringbool()]).default(false),
   /** Generate the demo model pack on start when missing or out of date (the default manifest uses it). */
   demoPack: z.union([z.boolean(), z.stringbool()]).default(true),
   /** Serve Kuma Studio (the web page at `/`, src/studio), built from its sources at start; off = the API only. */
@@ -227,6 +232,7 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_CORS_ORIGIN: 'corsOrigin',
   KUMA_MODELS_MANIFEST: 'modelsManifest',
   KUMA_DEMO_PACK: 'demoPack',
+  KUMA_LOAD_RETIRED_MODELS: 'loadRetiredModels',
   KUMA_STUDIO: 'studio',
   KUMA_ENGINE_INTRA_OP_THREADS: 'engineIntraOpThreads',
   KUMA_ENGINE_INTER_OP_THREADS: 'engineInterOpThreads',
@@ -313,6 +319,11 @@ function issueLine(field: string, envName: string | undefined, message: string):
 
 /** A setting refused by a check at start that needs more than its value (e.g. what the machine can run). */
 export function invalidSetting(field: keyof Config, message: string): ConfigError {
-  const envName = Object.entries(ENV_NAMES).findLast(([, f]) => f === field)?.[0];
-  return new ConfigError(`Invalid configuration:\n${issueLine(field, envName, message)}`);
+  return invalidSettings([[field, message]]);
+}
+
+/** Several settings refused by checks at start (e.g. files that cannot be read), one line each. */
+export function invalidSettings(problems: ReadonlyArray<readonly [keyof Config, string]>): ConfigError {
+  const lines = problems.map(([field, message]) => issueLine(field, Object.entries(ENV_NAMES).findLast(([, f]) => f === field)?.[0], message));
+  return new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
 }

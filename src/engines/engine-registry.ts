@@ -4,7 +4,7 @@
  * served id or alias, closed together.
  */
 import type { Logger } from 'pino';
-import { loadManifest } from './manifest.js';
+import { loadManifest, type ModelEntry } from './manifest.js';
 import { ModelEngine, type EngineThreads } from './runtime/model-engine.js';
 
 export interface EngineReadiness {
@@ -26,9 +26,10 @@ export class EngineRegistry {
     }
   }
 
-  static fromManifest(file: string, vendor: string, threads: EngineThreads): EngineRegistry {
+  /** The manifest's models, those `keep` accepts (default: all); an entry left out is never loaded. */
+  static fromManifest(file: string, vendor: string, threads: EngineThreads, keep: (entry: ModelEntry) => boolean = () => true): EngineRegistry {
     const manifest = loadManifest(file, vendor);
-    return new EngineRegistry(manifest.entries.map((entry) => new ModelEngine(entry, threads)));
+    return new EngineRegistry(manifest.entries.filter(keep).map((entry) => new ModelEngine(entry, threads)));
   }
 
   /** Starts every engine; resolves when all are ready, rejects with the first load failure. */

@@ -73,6 +73,8 @@ export class RealtimeSession {
   private items: Promise<void> = Promise.resolve();
   private state: 'open' | 'closing' | 'ended' = 'open';
   private readonly cancel = new AbortController();
+  /** The server last refused interim work (too busy): the client was told, and is told again when it resumes. */
+  private interimsPaused = false;
   /** What item delivery (item-delivery.ts) needs from the session. */
   private readonly delivery: DeliveryContext;
 
@@ -323,7 +325,21 @@ export class RealtimeSession {
   }
 
   private transcriberFor(itemId: string): TurnRecognizer {
-    return turnRecognizer(this.config.model!, this.deps, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
+    const deps = this.deps.interimAllowed ? { ...this.deps, interimAllowed: () => this.interimGate() } : this.deps;
+    return turnRecognizer(this.config.model!, deps, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
+  }
+
+  /**
+   * The server's interim gate, asked as a turn's audio grows; the client hears when its answer changes
+   * (`interims` output), so a page can say why text stops forming while a turn is spoken.
+   */
+  private interimGate(): boolean {
+    const allowed = this.deps.interimAllowed!();
+    if (allowed === this.interimsPaused) {
+      this.interimsPaused = !allowed;
+      this.emit({ type: 'interims', paused: this.interimsPaused });
+    }
+    return allowed;
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */

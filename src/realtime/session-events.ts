@@ -41,6 +41,11 @@ export type SessionOutput =
       translation?: { language: string; text: string; characters: number };
     }
   | { type: 'failed'; itemId: string; error: ItemFailure }
+  /**
+   * Interim text stopped (`paused`: the server is too busy for the work that makes it; each turn's final
+   * transcript still comes) or resumed. Sent when this changes, never while interims simply flow.
+   */
+  | { type: 'interims'; paused: boolean }
   /** A client event was refused; the session goes on. */
   | { type: 'rejected'; error: RealtimeInputError; input: SessionInput['kind']; ref?: string }
   /** The session cannot go on (balance exhausted, its key revoked, VAD lost); no output follows except `closed`. */

@@ -47,9 +47,13 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
 };
 
-/** What the page needs to know about this server: the name of the vendor extension object (`djelia`). */
+/**
+ * What the page needs to know about this server: the name of the vendor extension object (`djelia`), and
+ * whether it serves the demo models (the page then says so, with samples they know).
+ */
 export interface StudioSettings {
   vendor: string;
+  demoModels?: boolean;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -85,6 +89,7 @@ export async function buildStudioSite(settings: StudioSettings, webDir = WEB_DIR
   const styleHash = `sha256-${crypto.createHash('sha256').update(styleText).digest('base64')}`;
   const page = template.replace('{{styles.css:inline}}', () => styleText).replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
     if (name === 'vendor') return escapeHtml(settings.vendor);
+    if (name === 'demo-models') return settings.demoModels ? 'true' : 'false';
     const url = names[name];
     if (!url) throw new Error(`studio build: index.html names ${name}, which the build did not produce`);
     return url;

@@ -323,8 +323,9 @@ export class Exchange implements ApiRequest, WriteContext {
     const mapped = toApiError(err);
     const { logger } = this.server.options;
     if (mapped.status < 500) logger.info({ requestId: this.requestId, code: mapped.code, err: mapped.message }, what);
-    // A refusal for lack of capacity (503 + Retry-After) is load, not a fault: warn, never error.
-    else if (isCapacityRefusal(err)) logger.warn({ requestId: this.requestId, code: mapped.code, err: mapped.message }, what);
+    // A refusal for lack of capacity (503 + Retry-After: a model at capacity or still loading while the server
+    // starts, a database restarting) is something a retry gets past: warn, one line, never error with a stack.
+    else if (isCapacityRefusal(err) || mapped.status === 503) logger.warn({ requestId: this.requestId, code: mapped.code, err: err instanceof Error ? err.message : mapped.message }, what);
     else logger.error({ requestId: this.requestId, err: err instanceof ApiError ? err.message : err }, what);
   }
 

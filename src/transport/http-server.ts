@@ -5,6 +5,7 @@
  * Also owns TLS, listening and graceful shutdown. This folder is the only code that imports uWebSockets.js.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import uWS from 'uWebSockets.js';
 import { Exchange } from './exchange.js';
 import { readRequestHead } from './request-head.js';
@@ -12,6 +13,10 @@ import { ServerState, type HttpServerOptions } from './server-state.js';
 import { WebSocketSessions } from './websocket-sessions.js';
 
 export type { HttpServerOptions };
+
+/** uSockets' listen options (uWS.js's typings declare them as the enum ListenOptions, which it does not export at run time). */
+const LIBUS_LISTEN_DEFAULT = 0;
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
 export interface RunningHttpServer {
   port: number;
@@ -52,9 +57,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
   });
 
-  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (token) => (token ? resolve(token) : reject(new Error(`Cannot listen on ${options.host}:${options.port}`))));
+  // uSockets sets SO_REUSEPORT on every listening socket, so by default a second server on a busy port
+  // binds beside the first and the kernel splits connections between them (a key then "works half the
+  // time"). A lone server asks for the port exclusively; only a cluster's workers share it on purpose.
+  const listenOptions = options.sharedPort ? LIBUS_LISTEN_DEFAULT : LIBUS_LISTEN_EXCLUSIVE_PORT;
+  const listenSocket = await new Promise<uWS.us_listen_socket | false>((resolve) => {
+    // uWS.js takes (host, port, options, callback) natively; its typings list options only without a host.
+    (app.listen as unknown as (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void)(options.host, options.port, listenOptions, resolve);
   });
+  if (!listenSocket) {
+    app.close();
+    throw new ListenError(options.host, options.port, await whyNotListening(options.host, options.port));
+  }
   const port = uWS.us_socket_local_port(listenSocket);
 
   return {
@@ -70,6 +84,35 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       app.close();
     },
   };
+}
+
+/** The server could not listen: the port is taken (`EADDRINUSE`), not allowed (`EACCES`), or the host is not this machine's. */
+export class ListenError extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly code: string,
+  ) {
+    super(
+      code === 'EADDRINUSE'
+        ? `Cannot listen on ${host}:${port}: address in use — another program (another Kuma?) is serving on port ${port}. Stop it, or choose another port (KUMA_PORT).`
+        : code === 'EACCES'
+          ? `Cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges). Choose another port (KUMA_PORT).`
+          : `Cannot listen on ${host}:${port} (${code}). Check KUMA_HOST and KUMA_PORT.`,
+    );
+  }
+}
+
+/**
+ * uWS says only "false" when it cannot listen: a plain Node socket tried on the same address says why
+ * (it binds without SO_REUSEPORT, as the exclusive listen did, and is closed at once).
+ */
+function whyNotListening(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve('EUNKNOWN')));
+  });
 }
 
 /** https:// and wss:// on the same port when a certificate is configured. */

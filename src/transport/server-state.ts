@@ -29,6 +29,11 @@ export interface HttpServerOptions {
   websocket?: Partial<WebSocketOptions>;
   /** Serve https:// and wss:// with this certificate and key (PEM file paths); plain http:// and ws:// when absent. */
   tls?: { certFile: string; keyFile: string };
+  /**
+   * Share the port with other processes listening on it (SO_REUSEPORT): a cluster's workers. Otherwise the
+   * port is bound exclusively, and a port already in use fails the start.
+   */
+  sharedPort?: boolean;
   /** Static files (Kuma Studio) served at paths no route serves; none when absent. */
   site?: StaticSite;
 }

@@ -45,6 +45,7 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     page = await browser.newPage();
     page.on('request', (request) => urlsSeen.push(request.url()));
     page.on('dialog', (dialog) => void dialog.accept());
+    await browser.defaultBrowserContext().overridePermissions(t.baseUrl, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
     await page.setViewport({ width: 1000, height: 1100 });
   }, 60_000);
 
@@ -83,13 +84,21 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.querySelector('#new-key-value')?.textContent ?? ''));
     const apiKey = await status('#new-key-value');
     expect(await curlStatus(apiKey)).toBe(200);
+    // The one-time key has a copy button that puts it on the clipboard.
+    await page.click('#new-key-copy');
+    await page.waitForFunction(() => document.querySelector('#new-key-copied')?.textContent === 'Copied to the clipboard.');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
     await page.click('#new-key-hide');
     expect(await status('#new-key-value')).toBe('');
 
     // The usage chart: 30 bars, the one with usage drawn, and a caption that sums them.
     expect(await page.$$eval('#usage-chart rect', (bars) => bars.length)).toBe(30);
     expect(await page.$$eval('#usage-chart rect', (bars) => bars.filter((b) => Number(b.getAttribute('height')) > 0).length)).toBe(1);
-    expect(await status('#usage-caption')).toMatch(/^0\.0012 spent from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d, on 1 of 30 days; 1 request\.$/);
+    expect(await status('#usage-caption')).toMatch(/^0\.001200 units spent from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d, on 1 of 30 days; 1 request\.$/);
+    // Axes: the cost in units at 0, half and the peak, and dates below.
+    expect(await page.$$eval('#usage-chart .tick-cost', (labels) => labels.map((l) => l.textContent))).toEqual(['0.0000', '0.0006', '0.0012']);
+    expect(await page.$$eval('#usage-chart .tick-date', (labels) => labels.length)).toBe(3);
+    expect(await page.$$eval('#usage-chart line.axis', (lines) => lines.length)).toBeGreaterThanOrEqual(2);
     await page.waitForSelector('#readiness li');
     expect(await page.$$eval('#readiness li', (items) => items.map((i) => i.textContent))).toEqual(['sunjata-1: ready', 'jifili-1: ready', 'banjugu-1: ready']);
     await page.screenshot({ path: path.join(screenshotDir(), 'studio-console.png'), fullPage: true });
@@ -102,7 +111,7 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
 
   it('shows the latest charges, sets rate limits and a webhook, and puts them back', async () => {
     const charges = await page.$$eval('#usage-records tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
-    expect(charges).toEqual([[expect.any(String), 'sunjata-1', '12 seconds', '0.0012', 'key_x']]);
+    expect(charges).toEqual([[expect.any(String), 'sunjata-1', '12 seconds', '0.001200 units', 'key_x']]);
 
     expect(await page.$eval('#limits-subject', (n) => (n as HTMLSelectElement).value)).toBe(t.accountId);
     await page.type('#limit-rpm', '5');
@@ -124,6 +133,55 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     await page.waitForFunction(() => document.querySelector('#console-status')?.textContent?.startsWith('Webhook removed'));
     expect(await t.server.store.getWebhook(t.accountId)).toBeUndefined();
     for (const line of t.logs) expect(line).not.toContain(secret);
+  });
+
+  it('fits a phone (390×844): no sideways scroll, and no word broken in its tables, labels or buttons', async () => {
+    await page.setViewport({ width: 390, height: 844 });
+    try {
+      // Long content the tables must hold: a key with a long label, an account with a long name.
+      await page.type('#new-key-label', 'a rather long label for a key');
+      await page.click('#new-key-form button[type=submit]');
+      await page.waitForFunction(() => !(document.querySelector('#new-key') as HTMLElement).hidden);
+      await page.waitForFunction(() => [...document.querySelectorAll('#keys tbody td')].some((td) => td.textContent === 'a rather long label for a key'));
+      await page.screenshot({ path: path.join(screenshotDir(), 'studio-console-phone.png'), fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      const broken = await page.evaluate(() => {
+        const found: string[] = [];
+        for (const node of document.querySelectorAll('#view-console th, #view-console td, #view-console label, #view-console button, #view-console select, #view-console h2, #view-console h3, #view-console caption')) {
+          const box = (node as HTMLElement).getBoundingClientRect();
+          if (box.right > 390 + 0.5) found.push(`${node.tagName} overflows: ${(node.textContent ?? '').trim().slice(0, 40)}`);
+          const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+          for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+            for (const match of (text.textContent ?? '').matchAll(/\S+/g)) {
+              const range = document.createRange();
+              range.setStart(text, match.index!);
+              range.setEnd(text, match.index! + match[0].length);
+              // A word on two lines has two boxes (hidden nodes have none).
+              if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) found.push(`${node.tagName}: ${match[0]}`);
+            }
+          }
+        }
+        return found;
+      });
+      expect(broken).toEqual([]);
+      await page.click('#new-key-hide');
+    } finally {
+      await page.setViewport({ width: 1000, height: 1100 });
+    }
+  });
+
+  it('follows the address bar and back/forward between Try it and the console', async () => {
+    await page.click('#tab-try');
+    expect(page.url()).toBe(`${t.baseUrl}/`);
+    expect(await page.$eval('#view-try', (n) => (n as HTMLElement).hidden)).toBe(false);
+    await page.goBack();
+    await page.waitForFunction(() => !(document.querySelector('#view-console') as HTMLElement).hidden);
+    await page.goForward();
+    await page.waitForFunction(() => !(document.querySelector('#view-try') as HTMLElement).hidden);
+    // Typed into the address bar: the fragment changes, the page does not reload.
+    await page.evaluate(() => (location.hash = '#console'));
+    await page.waitForFunction(() => !(document.querySelector('#view-console') as HTMLElement).hidden && (document.querySelector('#view-try') as HTMLElement).hidden);
+    expect(await page.$eval('#console-body', (n) => (n as HTMLElement).hidden)).toBe(false); // still signed in: no reload
   });
 
   it('keeps the admin key out of URLs, storage and logs', async () => {

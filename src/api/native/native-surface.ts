@@ -20,7 +20,7 @@ export function nativeSurface(served: RouteDef[], catalog: ModelCatalog, metrics
   const retirementGate = (spec: NativeRouteSpec) => gateFor(catalog, spec, (outcome) => counter.inc({ route: spec.path, outcome }));
   const gated = served.map((def) => {
     const spec = nativeRouteSpec(def.method, def.path);
-    if (def.surface !== 'native' || !spec) throw new Error(`${def.method} ${def.path} is not a native route of SPEC §4.7 (src/api/native/native-paths.ts)`);
+    if (def.surface !== 'native' || !spec) throw new Error(`${def.method} ${def.path} is not a native route (src/api/native/native-paths.ts lists them)`);
     return { ...def, gate: retirementGate(spec), ...(def.openapi ? { openapi: { ...def.openapi, deprecated: true } } : {}) };
   });
   return [...gated, ...otherMethodRoutes(retirementGate)];

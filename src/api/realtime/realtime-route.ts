@@ -16,6 +16,7 @@ import type { VadService } from '../../realtime/vad/contract.js';
 import type { InputRateOptions } from '../../realtime/input-rate.js';
 import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
+import { EngineNotReadyError } from '../../engines/errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
 import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
 import { RealtimeInputError } from '../../realtime/errors.js';
@@ -81,6 +82,11 @@ async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promis
     turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
   };
   const granted = caller.clientSecret ? grantedConfig(deps, caller.clientSecret, config) : config;
+  // While the server starts: 503 with Retry-After before the upgrade, which every client can retry — not a
+  // session whose voice-activity detection or model then fails.
+  for (const engine of [deps.engines?.get('vad'), granted.model?.engine, translation ? translator?.engine : undefined]) {
+    if (engine && !engine.ready) throw new EngineNotReadyError(engine.entry.id);
+  }
   const connection = openConnection(deps, { shape: translation ? 'translation' : 'ga', config: granted, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
   return { kind: 'duplex', protocol: chooseSubprotocol(req.headers), open: connection };
 }

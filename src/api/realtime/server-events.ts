@@ -98,9 +98,16 @@ export function formatOutput(shape: Shape, output: SessionOutput, state: OutputS
     }
     case 'failed':
       return [failed(output)];
+    case 'interims':
+      return [interims(output)];
     default:
       return [];
   }
+}
+
+/** A Kuma event (OpenAI's protocol has none for it): interim text paused because the server is busy, or resumed. */
+function interims(output: Extract<SessionOutput, { type: 'interims' }>): ServerEvent {
+  return { type: 'session.interims', paused: output.paused, reason: output.paused ? 'server_busy' : null };
 }
 
 function failed(output: Extract<SessionOutput, { type: 'failed' }>): ServerEvent {
@@ -134,6 +141,8 @@ function formatTranslation(output: SessionOutput, state: OutputState): ServerEve
     }
     case 'failed':
       return [failed(output)];
+    case 'interims':
+      return [interims(output)];
     default:
       return [];
   }

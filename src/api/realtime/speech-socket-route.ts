@@ -15,6 +15,7 @@ import { z } from 'zod';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { isSpeechFormat } from '../../codecs/formats.js';
 import { ApiError, toApiError } from '../errors.js';
+import { EngineNotReadyError } from '../../engines/errors.js';
 import type { ApiRequest, ApiResult, Caller, DuplexPeer, OpenApiInfo, RouteDef } from '../types.js';
 import type { CompatDeps } from '../compat/deps.js';
 import { engineFor, resolveModel } from '../compat/model-resolution.js';
@@ -110,6 +111,8 @@ function resolve(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: Asked
   const format = checkFormat(model.id, mapped ?? formatName);
   const speaker = selectSpeaker(model.id, deps.vendor, asked.voice ?? undefined, {});
   const engine = engineFor(deps.engines, model);
+  // While it loads its info is empty: say so (503, close 1013), not that it cannot speak text as it arrives.
+  if (!engine.ready) throw new EngineNotReadyError(model.id);
   if (engine.info.phraseSynthesis !== true) {
     throw new ApiError('invalid_value', `model: ${model.id} cannot speak text as it arrives; use jifili-1.`, { param: 'model' });
   }
@@ -129,12 +132,14 @@ function resolve(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: Asked
   };
 }
 
-/** A socket whose query was bad: the error, then close 1008; whatever the client sends is ignored. */
+/** A socket whose query was bad (or whose model is loading): the error, then close 1008 (1013); whatever the client sends is ignored. */
 function refuse(peer: DuplexPeer, err: ApiError) {
   // After open() has returned, so the transport has the handler before the socket closes.
   setImmediate(() => {
-    peer.sendText(errorMessage(err, 1008));
-    peer.close(1008, err.code);
+    // 1013 (try again later) for what a retry can get past: a model still loading or not loaded here.
+    const code = err.status === 503 ? 1013 : 1008;
+    peer.sendText(errorMessage(err, code));
+    peer.close(code, err.code);
   });
   return { onText() {}, onBinary() {}, onClose() {} };
 }

@@ -16,7 +16,7 @@ const MEANING: Record<number, string> = {
   403: 'An API key on the admin API, which takes admin keys only',
   404: 'Unknown model, or on the admin API an unknown account or key',
   405: 'Method not served on this path',
-  410: 'Retired: the route is gone since the retirement date (SPEC §9); the Link header names its successor',
+  410: 'Retired: the route is gone since the retirement date; the Link header names its successor',
   413: 'Request body, upload or audio too large',
   415: 'Unsupported request content type',
   422: 'Format not served by this model; on the native surface, request validation failed (a `detail` array)',

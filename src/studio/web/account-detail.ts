@@ -2,7 +2,7 @@
  * One account in the console: its balance and credit, its keys (create — the key is shown once, in the page
  * only — and revoke), 30 days of usage as a chart, its latest charges and phone calls, and its settings.
  */
-import { busy, element, make, row } from './dom.js';
+import { busy, copyButton, element, labelCells, make, money, row } from './dom.js';
 import type { Client } from './http.js';
 import type { Account, Call, Key, UsageRecord } from './admin-types.js';
 import { AccountSettings } from './account-settings.js';
@@ -20,6 +20,7 @@ function fill(tableId: string, rows: HTMLTableRowElement[], none: string): void 
     rows = [empty];
   }
   table.tBodies[0]!.replaceChildren(...rows);
+  labelCells(table);
 }
 
 export class AccountDetail {
@@ -40,7 +41,7 @@ export class AccountDetail {
     this.settings = new AccountSettings(admin, attempt, say);
     this.form('credit-form', async () => {
       const account = await this.admin.send<Account>(`${this.path()}/credit`, { amount: element<HTMLInputElement>('credit-amount').value.trim() });
-      this.say(`Balance of ${account.id} is now ${account.balance}.`);
+      this.say(`Balance of ${account.id} is now ${money(account.balance)}.`);
       await Promise.all([this.open(account.id), this.accountsChanged()]);
     });
     this.form('new-key-form', async () => {
@@ -52,6 +53,7 @@ export class AccountDetail {
       await Promise.all([this.open(this.selected!), this.accountsChanged()]);
     });
     element('new-key-hide').addEventListener('click', () => this.hideNewKey());
+    copyButton(element<HTMLButtonElement>('new-key-copy'), this.newKeyValue, element('new-key-copied'));
   }
 
   /** Loads and shows the account; the form fields of the previous one are cleared. */
@@ -60,8 +62,9 @@ export class AccountDetail {
     this.selected = id;
     const account = await this.admin.json<Account & { keys: Key[] }>(this.path());
     this.section.hidden = false;
-    element('account-heading').textContent = `Account ${account.name} (${account.id}): balance ${account.balance}`;
+    element('account-heading').textContent = `Account ${account.name} (${account.id}): balance ${money(account.balance)}`;
     this.keysBody.replaceChildren(...account.keys.map((key) => this.keyRow(key)));
+    labelCells(element<HTMLTableElement>('keys'));
     const [usage, records, calls] = await Promise.all([
       this.admin.json<{ days: UsageDay[]; total_cost: string }>(`${this.path()}/usage?days=30`),
       this.admin.json<{ data: UsageRecord[] }>(`${this.path()}/usage/records?limit=${LATEST_ROWS}`),
@@ -69,8 +72,8 @@ export class AccountDetail {
       this.settings.open(account.id, account.name, account.keys),
     ]);
     drawUsage(document.getElementById('usage-chart') as unknown as SVGSVGElement, element('usage-caption'), usage.days, usage.total_cost);
-    fill('usage-records', records.data.map((r) => row([r.created_at, r.model, `${r.quantity} ${r.unit}${r.quantity === 1 ? '' : 's'}`, r.cost, r.key_id])), 'No charges yet.');
-    fill('calls', calls.data.map((c) => row([c.started_at, `${c.carrier} (${c.mode})`, `${(c.duration_ms / 1000).toFixed(1)} s`, String(c.turns), c.cost, c.end_reason])), 'No phone calls yet.');
+    fill('usage-records', records.data.map((r) => row([r.created_at, r.model, `${r.quantity} ${r.unit}${r.quantity === 1 ? '' : 's'}`, money(r.cost), r.key_id])), 'No charges yet.');
+    fill('calls', calls.data.map((c) => row([c.started_at, `${c.carrier} (${c.mode})`, `${(c.duration_ms / 1000).toFixed(1)} s`, String(c.turns), money(c.cost), c.end_reason])), 'No phone calls yet.');
   }
 
   close(): void {
@@ -110,6 +113,7 @@ export class AccountDetail {
 
   private hideNewKey(): void {
     this.newKeyValue.textContent = '';
+    element('new-key-copied').textContent = '';
     this.newKey.hidden = true;
   }
 }

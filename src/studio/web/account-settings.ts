@@ -3,7 +3,7 @@
  * field = the configured default, 0 = unlimited), and the webhook its phone-call events are POSTed to, whose
  * new signing secret is shown once, like a new key.
  */
-import { busy, element } from './dom.js';
+import { busy, copyButton, element } from './dom.js';
 import type { Client } from './http.js';
 import type { Key, Limits, LimitValues, Webhook } from './admin-types.js';
 
@@ -43,6 +43,7 @@ export class AccountSettings {
     });
     element('webhook-clear').addEventListener('click', () => void this.attempt(() => this.clearWebhook()));
     element('webhook-secret-hide').addEventListener('click', () => this.hideSecret());
+    copyButton(element<HTMLButtonElement>('webhook-secret-copy'), this.secretValue, element('webhook-secret-copied'));
   }
 
   /** Shows the settings of `accountId`, whose active keys can carry their own limits. */
@@ -101,6 +102,7 @@ export class AccountSettings {
 
   private hideSecret(): void {
     this.secretValue.textContent = '';
+    element('webhook-secret-copied').textContent = '';
     this.secretBox.hidden = true;
   }
 }

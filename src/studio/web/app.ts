@@ -9,7 +9,8 @@ import { Client } from './http.js';
 import { CredentialStore } from './credential-store.js';
 import { setUpLivePanel } from './live-panel.js';
 import { setUpFilePanel } from './file-panel.js';
-import { setUpSpeechPanel } from './speech-panel.js';
+import { offerVoices, setUpSpeechPanel } from './speech-panel.js';
+import { setUpDemoNotice } from './demo-notice.js';
 import { setUpTextPanel } from './text-panel.js';
 import { setUpConsole } from './console-panel.js';
 
@@ -27,6 +28,7 @@ function setUpKeyPanel(): void {
     try {
       const { data } = await api.json<{ data: Array<{ id: string }> }>('/models');
       models.append(...data.map((model) => make('li', model.id)));
+      offerVoices(data.map((model) => model.id));
       status.info(`Key accepted: ${data.length} models.`);
     } catch (error) {
       status.error(error);
@@ -49,7 +51,10 @@ function setUpKeyPanel(): void {
   else status.info('No key yet: paste one (npm start prints a dev key on first start).');
 }
 
-/** Two views behind toggle buttons; the choice is kept in the URL's fragment (#console), never a key. */
+/**
+ * Two views behind toggle buttons; the choice is the URL's fragment (#console), never a key: typed into the
+ * address bar, or reached with back and forward, it switches the view too.
+ */
 function setUpViews(): void {
   const views = { try: element('view-try'), console: element('view-console') };
   const tabs = { try: element<HTMLButtonElement>('tab-try'), console: element<HTMLButtonElement>('tab-console') };
@@ -59,18 +64,41 @@ function setUpViews(): void {
       tabs[key].setAttribute('aria-pressed', String(key === name));
     }
   };
+  const fromUrl = () => show(location.hash === '#console' ? 'console' : 'try');
   tabs.try.addEventListener('click', () => {
-    history.replaceState(null, '', location.pathname);
+    if (location.hash) history.pushState(null, '', location.pathname + location.search);
     show('try');
   });
   tabs.console.addEventListener('click', () => {
-    history.replaceState(null, '', '#console');
+    if (location.hash !== '#console') history.pushState(null, '', '#console');
     show('console');
   });
-  show(location.hash === '#console' ? 'console' : 'try');
+  // hashchange: a fragment typed into the address bar; popstate: back and forward over the entries above.
+  window.addEventListener('hashchange', fromUrl);
+  window.addEventListener('popstate', fromUrl);
+  fromUrl();
 }
 
+/**
+ * A new action starts with a clean slate: the error lines left by earlier ones (in any panel) are cleared as
+ * a form is submitted or a button pressed, so that what is shown in red is about what was just done.
+ */
+function clearOldErrors(): void {
+  const clear = () => {
+    for (const line of document.querySelectorAll<HTMLElement>('[role="status"].error')) {
+      line.textContent = '';
+      line.classList.remove('error');
+    }
+  };
+  document.addEventListener('submit', clear, true);
+  document.addEventListener('click', (event) => {
+    if ((event.target as Element | null)?.closest('button')) clear();
+  }, true);
+}
+
+clearOldErrors();
 setUpViews();
+setUpDemoNotice();
 setUpKeyPanel();
 setUpLivePanel(api);
 setUpFilePanel(api);

@@ -4,7 +4,7 @@
  * the models' readiness. The admin key follows the API key's rule: memory only unless the user asks to
  * remember it.
  */
-import { busy, element, make, row, StatusLine } from './dom.js';
+import { busy, element, labelCells, make, money, row, StatusLine } from './dom.js';
 import { Client } from './http.js';
 import { CredentialStore } from './credential-store.js';
 import type { Account, Model } from './admin-types.js';
@@ -48,9 +48,10 @@ export function setUpConsole(): void {
       ...data.map((account) => {
         const open = make('button', 'Open', { type: 'button', 'aria-label': `Open account ${account.name}` });
         open.addEventListener('click', () => void attempt(() => detail.open(account.id)));
-        return row([`${account.name} (${account.id})`, account.balance, account.available, String(account.active_keys)], open);
+        return row([`${account.name} (${account.id})`, money(account.balance), money(account.available), String(account.active_keys)], open);
       }),
     );
+    labelCells(element<HTMLTableElement>('accounts'));
   }
 
   async function loadReadiness(): Promise<void> {
@@ -80,7 +81,7 @@ export function setUpConsole(): void {
       const balance = element<HTMLInputElement>('new-account-balance').value.trim();
       const name = element<HTMLInputElement>('new-account-name').value.trim();
       const account = await admin.send<Account>('/accounts', { name, ...(balance ? { balance } : {}) });
-      consoleStatus.info(`Account ${account.id} created with ${account.balance}.`);
+      consoleStatus.info(`Account ${account.id} created with ${money(account.balance)}.`);
       newAccount.reset();
       await loadAccounts();
       await detail.open(account.id);

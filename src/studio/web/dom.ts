@@ -23,13 +23,21 @@ export class StatusLine {
   }
 
   error(error: unknown): void {
-    this.node.textContent = error instanceof Error ? error.message : String(error);
+    this.node.replaceChildren(...withCode(error instanceof Error ? error.message : String(error)));
     this.node.classList.add('error');
   }
 
   clear(): void {
     this.info('');
   }
+}
+
+/**
+ * A server message as nodes: its `backticked` names (model ids, fields) as <code>, the rest as text — so the
+ * backticks do not show, and nothing from the network is ever parsed as HTML.
+ */
+export function withCode(message: string): Node[] {
+  return message.split(/`([^`\n]+)`/).map((part, index) => (index % 2 === 1 ? make('code', part) : document.createTextNode(part)));
 }
 
 /** `<tag>` with text content and attributes (never innerHTML: every value shown comes from the network). */
@@ -52,6 +60,21 @@ export function row(cells: string[], ...extra: Node[]): HTMLTableRowElement {
   return tr;
 }
 
+/**
+ * Gives each body cell of `table` its column's name (`data-label`), shown before the value when a phone's
+ * layout turns the rows into cards (styles.css `table.cards`); columns without a visible name get none.
+ */
+export function labelCells(table: HTMLTableElement): void {
+  const names = [...(table.tHead?.rows[0]?.cells ?? [])].map((th) => (th.querySelector('.visually-hidden') ? '' : (th.textContent ?? '').trim()));
+  for (const body of table.tBodies) {
+    for (const tr of body.rows) {
+      [...tr.cells].forEach((td, index) => {
+        if (names[index] && !td.classList.contains('empty')) td.dataset.label = names[index]!;
+      });
+    }
+  }
+}
+
 /** Seconds → `m:ss.s`, for turn and segment times. */
 export function clock(seconds: number): string {
   const minutes = Math.floor(seconds / 60);
@@ -66,4 +89,31 @@ export async function busy<T>(button: HTMLButtonElement, work: () => Promise<T>)
   } finally {
     button.disabled = false;
   }
+}
+
+/**
+ * An amount of credit as the page shows it: with its unit and always 6 decimals, the ledger's precision (a unit
+ * is a million micros; a charge is often a fraction of a unit), so amounts line up and none is rounded away.
+ * The server's strings keep every significant micro and so vary in length ("2.50", "0.0012").
+ */
+export function money(units: string): string {
+  const value = Number(units);
+  return Number.isFinite(value) ? `${value.toFixed(MONEY_DECIMALS)} units` : units;
+}
+
+const MONEY_DECIMALS = 6;
+
+/** A "Copy" button for the text of `source` (a one-time secret), saying in `status` whether it was copied. */
+export function copyButton(button: HTMLButtonElement, source: HTMLElement, status: HTMLElement): void {
+  button.addEventListener('click', () => {
+    const text = source.textContent ?? '';
+    navigator.clipboard.writeText(text).then(
+      () => (status.textContent = 'Copied to the clipboard.'),
+      () => {
+        // No clipboard access (an http:// page other than localhost): select it for Ctrl+C instead.
+        getSelection()?.selectAllChildren(source);
+        status.textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
+      },
+    );
+  });
 }

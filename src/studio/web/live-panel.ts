@@ -19,6 +19,8 @@ interface RealtimeEvent {
   audio_start_ms?: number;
   audio_end_ms?: number;
   error?: { message?: string; code?: string };
+  /** session.interims (a Kuma event): interim text paused because the server is busy, or resumed. */
+  paused?: boolean;
 }
 
 interface Turn {
@@ -34,6 +36,7 @@ export function setUpLivePanel(api: Client): void {
   const status = new StatusLine(element('live-status'));
   const interimLine = element<HTMLParagraphElement>('live-interim');
   const turnList = element<HTMLOListElement>('live-turns');
+  const pausedNote = element('live-interims-paused');
   let session: { socket: WebSocket; mic: MicCapture | null } | null = null;
 
   const stop = (message = 'Stopped.') => {
@@ -41,6 +44,7 @@ export function setUpLivePanel(api: Client): void {
     session.mic?.stop();
     if (session.socket.readyState <= WebSocket.OPEN) session.socket.close(1000, 'done');
     session = null;
+    pausedNote.hidden = true;
     startButton.disabled = false;
     stopButton.disabled = true;
     status.info(message);
@@ -114,6 +118,10 @@ export function setUpLivePanel(api: Client): void {
         break;
       case 'conversation.item.input_audio_transcription.failed':
         status.error(`A turn could not be transcribed: ${event.error?.message ?? 'unknown error'}`);
+        break;
+      case 'session.interims':
+        // The server is too busy for interim text (each turn's final still comes): say so rather than look stuck.
+        pausedNote.hidden = event.paused !== true;
         break;
       case 'error':
         status.error(event.error?.message ?? 'The session reported an error.');

@@ -6,12 +6,26 @@ import { busy, element, pageSetting, StatusLine } from './dom.js';
 import type { Client } from './http.js';
 import { chunksOf, PlaybackTimes, playMp3, playPcm, playWhole } from './speech-player.js';
 
-/** Moussa is jifili-1's voice; Sekou and Seydou are voices of the multi-speaker legacy model only. */
-const VOICE_MODEL: Record<string, () => string> = {
-  moussa: () => 'jifili-1',
-  sekou: () => `${pageSetting('vendor')}-tts-v2`,
-  seydou: () => `${pageSetting('vendor')}-tts-v2`,
-};
+/**
+ * Moussa is jifili-1's voice; Sekou and Seydou are voices of the multi-speaker legacy model only, which answers
+ * 404 from its retirement date on. The page offers a voice only while the server lists its model.
+ */
+const VOICES: Array<{ value: string; label: string; model: () => string }> = [
+  { value: 'moussa', label: 'Moussa', model: () => 'jifili-1' },
+  { value: 'sekou', label: 'Sekou', model: () => `${pageSetting('vendor')}-tts-v2` },
+  { value: 'seydou', label: 'Seydou', model: () => `${pageSetting('vendor')}-tts-v2` },
+];
+
+const modelOf = (voice: string) => (VOICES.find((v) => v.value === voice) ?? VOICES[0]!).model();
+
+/** Offers the voices whose model is among `served` (the server's model list); Moussa until the list is known. */
+export function offerVoices(served: readonly string[]): void {
+  const select = element<HTMLSelectElement>('speech-voice');
+  const previous = select.value;
+  const offered = VOICES.filter((voice) => served.includes(voice.model()));
+  select.replaceChildren(...(offered.length ? offered : VOICES.slice(0, 1)).map((voice) => new Option(voice.label, voice.value)));
+  if (offered.some((voice) => voice.value === previous)) select.value = previous;
+}
 
 const TYPES: Record<string, string> = { wav: 'audio/wav', opus: 'audio/ogg', mp3: 'audio/mpeg' };
 
@@ -41,7 +55,7 @@ export function setUpSpeechPanel(api: Client): void {
         const response = await api.request('/audio/speech', {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: VOICE_MODEL[voice.value]!(), input: text.value, voice: voice.value, response_format: chosen }),
+          body: JSON.stringify({ model: modelOf(voice.value), input: text.value, voice: voice.value, response_format: chosen }),
         });
         const chunks = chunksOf(response);
         if (chosen === 'pcm') await playPcm(chunks, times);
