@@ -17,6 +17,7 @@ import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
 import { speechRoute } from './compat/speech.js';
 import { speechSocketRoutes } from './realtime/speech-socket-route.js';
+import { textToSpeechRoutes } from './elevenlabs/text-to-speech-route.js';
 import { realtimeRoute } from './realtime/realtime-route.js';
 import type { VadService } from '../realtime/vad/contract.js';
 import type { InputRateOptions } from '../realtime/input-rate.js';
@@ -79,6 +80,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     chatRoute(compat),
     speechRoute(compat),
     ...speechSocketRoutes(compat),
+    ...textToSpeechRoutes(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
     ...nativeSurface(nativeRoutes(compat), deps.catalog, deps.metrics),
