@@ -7,7 +7,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Store } from '../store/store.js';
-import { authenticateApiKey, extractApiKey, keyFromSubprotocols, type KeyLookup } from '../auth/api-keys.js';
+import type { KeyLookup } from '../auth/api-keys.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { limitSubjects, type LimitDefaults } from '../limits/limits.js';
 import type { Ledger } from '../billing/ledger.js';
@@ -17,6 +17,7 @@ import { translationRoute } from './compat/translations.js';
 import { chatRoute } from './compat/chat.js';
 import { speechRoute } from './compat/speech.js';
 import { speechSocketRoutes } from './realtime/speech-socket-route.js';
+import { textToSpeechRoutes } from './elevenlabs/text-to-speech-route.js';
 import { realtimeRoute } from './realtime/realtime-route.js';
 import type { VadService } from '../realtime/vad/contract.js';
 import type { InputRateOptions } from '../realtime/input-rate.js';
@@ -27,9 +28,11 @@ import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import { OpenApiDocumentSchema } from './schemas/ops.js';
 import { jsonContent } from './schemas/responses.js';
-import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type Caller, type DuplexResult, type HttpRoute, type RouteDef } from './types.js';
+import { SURFACE_PREFIXES, type ApiRequest, type ApiResult, type HttpRoute, type RouteDef } from './types.js';
 import { ApiError, toApiError } from './errors.js';
-import { giveBackClientSecret, isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
+import { authorize, openSession, presentedCredential, SessionOpening } from './route-auth.js';
+import { firstMessageSession } from './first-message-auth.js';
+import { chooseSubprotocol } from './subprotocols.js';
 import { SessionCap } from '../limits/session-cap.js';
 import type { KeySessions } from '../auth/key-sessions.js';
 import { clientSecretRoutes } from './realtime/client-secrets.js';
@@ -77,6 +80,7 @@ export function createApi(deps: ApiDeps): { routes: HttpRoute[]; definitions: Ro
     chatRoute(compat),
     speechRoute(compat),
     ...speechSocketRoutes(compat),
+    ...textToSpeechRoutes(compat),
     realtimeRoute({ ...compat, vad: null, maxBufferSeconds: 60, maxMessageBytes: 15 * 1024 * 1024, ...deps.realtime }),
     ...clientSecretRoutes(deps.store),
     ...nativeSurface(nativeRoutes(compat), deps.catalog, deps.metrics),
@@ -123,13 +127,36 @@ async function handle(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req:
   const opening = new SessionOpening(req);
   try {
     def.gate?.(req);
-    const caller = def.auth ? await authorize(deps, def, req, opening) : null;
+    const presented = def.auth ? presentedCredential(def, req) : undefined;
+    // An upgrade with no credential, to a route that takes one in the first message: open, then check it.
+    if (def.auth && def.firstMessageAuth && presented === undefined && isUpgrade(req)) {
+      return firstMessageSession(def.firstMessageAuth, chooseSubprotocol(req.headers), (credential) => authorizeLate(deps, sessionCap, def, req, credential));
+    }
+    const caller = def.auth ? await authorize(deps, def, req, presented, opening) : null;
     const result = await def.handler(req, caller);
     return result.kind === 'duplex' && caller ? openSession(deps, sessionCap, caller, opening, result) : result;
   } catch (err) {
     await opening.giveBack();
     throw asClientError(deps, req, err);
   }
+}
+
+/** The checks of `handle`, for a socket already open whose first message carried `credential`. */
+async function authorizeLate(deps: ApiDeps, sessionCap: SessionCap, def: RouteDef, req: ApiRequest, credential: string) {
+  const opening = new SessionOpening(req, true);
+  try {
+    const caller = await authorize(deps, def, req, credential, opening);
+    const result = await def.handler(req, caller);
+    if (result.kind !== 'duplex') throw new Error(`${def.path}: a route with firstMessageAuth must answer a duplex result`);
+    return { session: openSession(deps, sessionCap, caller, opening, result), abandon: () => opening.giveBack() };
+  } catch (err) {
+    await opening.giveBack();
+    throw asClientError(deps, req, err);
+  }
+}
+
+function isUpgrade(req: ApiRequest): boolean {
+  return /\bwebsocket\b/i.test(req.headers.upgrade ?? '');
 }
 
 /**
@@ -146,100 +173,3 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
   return mapped;
 }
 
-async function authorize(deps: ApiDeps, def: RouteDef, req: ApiRequest, opening: SessionOpening): Promise<Caller> {
-  const headers = req.headers;
-  // The native surface takes x-api-key only (SPEC §5.3).
-  // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8); ElevenLabs clients
-  // of the speech socket send theirs as `xi-api-key`.
-  const presented =
-    def.surface === 'native'
-      ? headers['x-api-key']?.trim() || undefined
-      : (extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] ?? headers['xi-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']));
-  let caller: Caller;
-  if (presented !== undefined && isClientSecret(presented)) {
-    // Checked before the lookup: a secret presented where it is not accepted is refused without consuming it.
-    if (!def.clientSecrets) throw new ApiError('invalid_api_key', SECRET_NOT_ACCEPTED_MESSAGE);
-    const redeemed = await redeemClientSecret(deps.store, presented);
-    caller = redeemed.caller;
-    // Taken out of the store now, so that of two upgrades racing with one secret only this one has it; put
-    // back if this upgrade is refused after all (any check below, the handler, the session cap, no 101).
-    opening.unlessOpened(() =>
-      giveBackClientSecret(deps.store, redeemed.record).catch((err: Error) =>
-        deps.logger.warn({ requestId: req.requestId, err: err.message }, 'a client secret could not be put back after a refused upgrade'),
-      ),
-    );
-  } else {
-    caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
-  }
-  // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
-  // admitted request holds its places until its response has ended, however it ends.
-  if (deps.limiter && deps.limitDefaults) {
-    const admission = deps.limiter.admit(limitSubjects(deps.limitDefaults, caller));
-    Object.assign(req.responseHeaders, admission.headers);
-    req.onFinished(() => admission.release());
-  }
-  // Work that costs money is refused before the body is read when nothing is available: the balance less
-  // what requests in flight hold. The exact check, and the hold, come when the handler reserves its cost.
-  if (def.billable) await deps.ledger.assertCanStart(caller.account.id);
-  return caller;
-}
-
-/**
- * An upgrade request on its way to an open socket: what it took before the socket opened (a session place, a
- * client secret) is given back if it never opens — before the answer goes out when a check refuses it (so a
- * client retrying at once finds its secret), else when the request ends (a plain GET's 426, a client gone
- * before the 101).
- */
-class SessionOpening {
-  opened = false;
-  private pending: (() => unknown)[] = [];
-  private watching = false;
-
-  constructor(private readonly req: ApiRequest) {}
-
-  unlessOpened(giveBack: () => unknown): void {
-    this.pending.push(giveBack);
-    if (this.watching) return;
-    this.watching = true;
-    // uWS opens the socket synchronously within the upgrade, so by the time the request ends `opened` is known.
-    this.req.onFinished(() => {
-      if (!this.opened) void this.giveBack();
-    });
-  }
-
-  /** Gives back everything taken so far, once (a give-back may be a store write: awaited). */
-  async giveBack(): Promise<void> {
-    const runs = this.pending;
-    this.pending = [];
-    await Promise.all(runs.map((run) => run()));
-  }
-}
-
-/**
- * A WebSocket session holds a place under its key's session cap (429 before the upgrade when full) from now
- * until its socket closes; an upgrade that never completes gives the place back when its request ends. Once
- * open, the session is registered under its key, so that revoking the key ends it (close 1008 `key_revoked`,
- * after whatever the session's own `onKeyRevoked` tells its client).
- */
-function openSession(deps: ApiDeps, cap: SessionCap, caller: Caller, opening: SessionOpening, result: DuplexResult): DuplexResult {
-  const release = cap.acquire(caller.key.id);
-  opening.unlessOpened(release);
-  return {
-    ...result,
-    open(peer) {
-      opening.opened = true;
-      let unregister: (() => void) | undefined;
-      // Attached before the route's open, which may throw (the transport then closes the socket 1011).
-      if (peer.signal.aborted) release();
-      else peer.signal.addEventListener('abort', () => (release(), unregister?.()), { once: true });
-      const handler = result.open(peer);
-      if (!peer.signal.aborted) {
-        unregister = deps.keySessions?.register(caller.key.id, () => {
-          if (handler.onKeyRevoked) handler.onKeyRevoked();
-          else peer.close(1008, 'key_revoked');
-        });
-      }
-      return handler;
-    },
-  };
-}

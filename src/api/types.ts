@@ -6,6 +6,7 @@
 import type { ZodType } from 'zod';
 import type { MultipartForm } from './uploads.js';
 import type { Account, ApiKeyRecord, LimitOverrides } from '../store/store.js';
+import type { FirstMessageAuth } from './first-message-auth.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -188,10 +189,20 @@ export interface RouteDef {
   /** Unauthenticated routes (health, metrics, the OpenAPI document) set this to false. */
   auth: boolean;
   /**
-   * Accepts a realtime client secret (`ek_…`, src/auth/client-secrets.ts) in place of an API key: only the
-   * realtime WebSocket route sets this. Everywhere else a client secret is refused 401.
+   * Accepts a client secret (`ek_…`, src/auth/client-secrets.ts) in place of an API key: the realtime
+   * WebSocket route and the speech sockets set this. Everywhere else a client secret is refused 401.
    */
   clientSecrets?: boolean;
+  /**
+   * Query parameters that may carry the credential when no header does (a browser's WebSocket cannot set
+   * headers): the ElevenLabs speech sockets take `xi-api-key` and `authorization`.
+   */
+  keyQueryParameters?: string[];
+  /**
+   * An upgrade that carries no credential opens unauthenticated, and its first message must carry one
+   * (ElevenLabs' `xi_api_key`): first-message-auth.ts. Refused 401 as usual on a plain HTTP request.
+   */
+  firstMessageAuth?: FirstMessageAuth;
   /** Routes that start billable work refuse accounts that cannot pay (402) before any work starts. */
   billable?: boolean;
   /** Runs before auth and may throw to refuse the request (a retired native route's 410, src/api/native/native-surface.ts). */

@@ -2,7 +2,7 @@
  * Realtime client secrets (ephemeral keys): an app's backend mints one with its API key and hands it to a
  * browser, which presents it in place of the key when it opens the realtime WebSocket. A secret is bound to
  * the account and key that minted it, lives at most ten minutes, is stored hashed, is accepted only by
- * routes that opt in (the realtime WebSocket route) and is used once: only a connection that opens uses it up.
+ * routes that opt in (the realtime WebSocket route and the speech sockets) and is used once: only a connection that opens uses it up.
  *
  * Single use without losing a secret to a refusal: the upgrade that presents a secret takes it out of the
  * store at once (one atomic delete, so of two upgrades racing with one secret only one gets it), and if that
@@ -22,7 +22,7 @@ export const MIN_CLIENT_SECRET_TTL_S = 10;
 const INVALID_SECRET_MESSAGE = 'Invalid or already used client secret. Mint a new one with POST /realtime/client_secrets.';
 const EXPIRED_SECRET_MESSAGE = 'This client secret has expired. Mint a new one with POST /realtime/client_secrets.';
 export const SECRET_NOT_ACCEPTED_MESSAGE =
-  'Client secrets (ek_…) are accepted only when opening the realtime WebSocket; use an API key for this request.';
+  'Client secrets (ek_…) are accepted only when opening the realtime WebSocket or a speech socket; use an API key for this request.';
 
 export function isClientSecret(presented: string): boolean {
   return presented.startsWith(CLIENT_SECRET_PREFIX);

@@ -4,10 +4,12 @@
  * so a rate or media type is decided once.
  */
 
-import { SPEECH_FORMATS, type FormatInfo, type SpeechFormat } from './types.js';
+import { SPEECH_FORMATS, type EncodingVariant, type FormatInfo, type SpeechFormat } from './types.js';
 
 /** Samples per MP3 frame at 24 kHz: LAME encodes 24 kHz as MPEG-2 Layer III, whose frames hold 576 samples (not 1152). */
 export const MP3_FRAME_SAMPLES = 576;
+/** Kuma's own MP3 bitrate (mp3.ts says why); a variant may name another. */
+export const MP3_BITRATE_KBPS = 48;
 /** 20 ms Opus frames at 24 kHz: the usual speech framing (Discord, WebRTC), 0.1 ms of CPU per frame at complexity 5. */
 export const OPUS_FRAME_SAMPLES = 480;
 /** AAC-LC always codes 1024 samples per frame. */
@@ -60,9 +62,42 @@ export const FORMAT_INFO: Readonly<Record<SpeechFormat, FormatInfo>> = Object.fr
   flac: entry('flac', 'audio/flac', 24000, true, FLAC_BLOCK_SAMPLES),
 });
 
-export function formatInfo(format: SpeechFormat): FormatInfo {
-  return FORMAT_INFO[format];
+/**
+ * The format's table entry, or with a variant (EncoderOptions.variant) the entry at that rate: `pcm` at
+ * any rate an encoder takes, `mp3` at an MPEG sample rate with a bitrate LAME encodes there. A variant of
+ * another format, or an impossible one, is a RangeError: callers map names to variants first
+ * (api/elevenlabs/output-format.ts), so this is a programming error, not a client's.
+ */
+export function formatInfo(format: SpeechFormat, variant?: EncodingVariant): FormatInfo {
+  const info = FORMAT_INFO[format];
+  if (!variant) return info;
+  const { sampleRate, bitrateKbps } = variant;
+  if (format === 'pcm') {
+    if (!Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 48000 || bitrateKbps !== undefined) throw new RangeError(`pcm variant: a rate from 8000 to 48000 Hz and no bitrate, got ${JSON.stringify(variant)}`);
+    return Object.freeze({ ...info, mediaType: littleEndianPcm(sampleRate), sampleRate });
+  }
+  if (format === 'mp3') {
+    const layer = MP3_RATES.get(sampleRate);
+    const bitrate = bitrateKbps ?? MP3_BITRATE_KBPS;
+    if (!layer || !layer.bitrates.includes(bitrate)) throw new RangeError(`mp3 variant: no MPEG Layer III stream at ${sampleRate} Hz and ${bitrate} kbit/s`);
+    return Object.freeze({ ...info, sampleRate, frameSamples: layer.frameSamples });
+  }
+  throw new RangeError(`the ${format} format is encoded at its own rate only`);
 }
+
+/**
+ * MPEG Layer III sample rates and the constant bitrates LAME encodes at each: MPEG-1 (32, 44.1, 48 kHz,
+ * 1152-sample frames) from 32 kbit/s, MPEG-2 (16, 22.05, 24 kHz, 576-sample frames) up to 160, MPEG-2.5
+ * (8, 11.025, 12 kHz) up to 64 — the standard's tables, restricted to what wasm-media-encoders accepts.
+ */
+const MPEG1 = { frameSamples: 1152, bitrates: [32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320] };
+const MPEG2 = { frameSamples: MP3_FRAME_SAMPLES, bitrates: [8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160] };
+const MPEG25 = { frameSamples: MP3_FRAME_SAMPLES, bitrates: [8, 16, 24, 32, 40, 48, 64] };
+const MP3_RATES: ReadonlyMap<number, { frameSamples: number; bitrates: number[] }> = new Map([
+  [48000, MPEG1], [44100, MPEG1], [32000, MPEG1],
+  [24000, MPEG2], [22050, MPEG2], [16000, MPEG2],
+  [12000, MPEG25], [11025, MPEG25], [8000, MPEG25],
+]);
 
 export function isSpeechFormat(value: unknown): value is SpeechFormat {
   return typeof value === 'string' && (SPEECH_FORMATS as readonly string[]).includes(value);

@@ -32,9 +32,21 @@ export interface StreamingEncoder {
   close(): void;
 }
 
+/**
+ * A format encoded at another rate (and, for MP3, bitrate) than its own: what the ElevenLabs names
+ * (`pcm_22050`, `mp3_44100_128`, …) ask for. Only `pcm` and `mp3` take one (formats.ts, `variantInfo`).
+ */
+export interface EncodingVariant {
+  sampleRate: number;
+  /** MP3 only: the constant bitrate in kbit/s (the format's own when absent). */
+  bitrateKbps?: number;
+}
+
 export interface EncoderOptions {
   /** Rate of the PCM given to push(); the encoder resamples to its format's rate. */
   inputRate: number;
+  /** Encode at this rate (and bitrate) instead of the format's own; refused for a format that takes none. */
+  variant?: EncodingVariant;
   /** Whose stream it is: the encoder pool shares its threads' turns fairly between accounts. */
   account?: string;
 }

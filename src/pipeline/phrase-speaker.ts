@@ -20,7 +20,7 @@
  * phrase's duration is spread evenly over its characters: an estimate, good to a phrase.
  */
 import { createEncoder } from '../codecs/encoders/index.js';
-import type { SpeechFormat, StreamingEncoder } from '../codecs/types.js';
+import type { EncodingVariant, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 import { speechText } from '../engines/tts/speech-text.js';
 import type { TextChunk } from '../engines/tts/text-chunker.js';
 import type { PhraseEngine, Voice } from './phrase-synthesis.js';
@@ -52,6 +52,8 @@ export interface SpeakerOptions {
   engine: PhraseEngine;
   voice: Voice;
   format: SpeechFormat;
+  /** The format at another rate (ElevenLabs' pcm_22050, mp3_44100_128…); the format's own when absent. */
+  variant?: EncodingVariant;
   /** The voice's alphabet (speech-text.ts); null when the engine reports none (the phrase text is spoken as is). */
   speakable: ReadonlySet<string> | null;
   account: string;
@@ -170,7 +172,7 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<SpokenAudio> {
-    const stream = new EncodedStream(this.options.format, this.options.slices ?? { first: SLICE_SECONDS_FIRST, max: SLICE_SECONDS_MAX }, this.options.account);
+    const stream = new EncodedStream(this.options, this.options.slices ?? { first: SLICE_SECONDS_FIRST, max: SLICE_SECONDS_MAX });
     try {
       for (;;) {
         const next = this.ready.shift();
@@ -217,17 +219,17 @@ class EncodedStream {
   private reported = 0; // charactersComplete of the last item
 
   constructor(
-    private readonly format: SpeechFormat,
+    /** The format, its variant, and whose speech this is (the encoder pool shares its turns fairly between accounts). */
+    private readonly output: Pick<SpeakerOptions, 'format' | 'variant' | 'account'>,
     private readonly slices: { first: number; max: number },
-    /** Whose speech this is: the encoder pool shares its turns fairly between accounts. */
-    private readonly account: string,
   ) {
     this.sliceSeconds = slices.first;
   }
 
   async *phrase(p: Synthesized): AsyncGenerator<SpokenAudio> {
     if (!this.encoder) {
-      this.encoder = await createEncoder(this.format, { inputRate: p.sampleRate, account: this.account });
+      const { format, variant, account } = this.output;
+      this.encoder = await createEncoder(format, { inputRate: p.sampleRate, account, ...(variant ? { variant } : {}) });
       this.rate = p.sampleRate;
       this.lag = encoderLagSamples(this.encoder.info, p.sampleRate);
     }

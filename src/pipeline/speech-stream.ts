@@ -11,7 +11,7 @@
  * reports, exactly that — whether the stream completed, failed midway, or the client left.
  */
 import { createEncoder } from '../codecs/encoders/index.js';
-import type { FormatInfo, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
+import type { EncodingVariant, FormatInfo, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 import type { AudioChunker } from './audio-chunks.js';
 
 export interface PcmChunk {
@@ -93,7 +93,14 @@ class DeliveryMeter {
  * With a `chunker` (audio-chunks.ts) the bytes leave in chunks of a fixed length of audio instead; what the
  * chunker holds back has not been delivered, so it is taken off the samples counted as delivered.
  */
-export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: SpeechFormat, tally: SpeechTally, chunker?: AudioChunker, account?: string): AsyncGenerator<Uint8Array> {
+export async function* encodeSpeech(
+  pcm: AsyncIterable<PcmChunk>,
+  format: SpeechFormat,
+  tally: SpeechTally,
+  chunker?: AudioChunker,
+  account?: string,
+  variant?: EncodingVariant,
+): AsyncGenerator<Uint8Array> {
   let encoder: StreamingEncoder | null = null;
   let lag = 0;
   let sliceSeconds = SLICE_SECONDS_FIRST;
@@ -110,7 +117,7 @@ export async function* encodeSpeech(pcm: AsyncIterable<PcmChunk>, format: Speech
     try {
       for await (const chunk of pcm) {
         if (!encoder) {
-          encoder = await createEncoder(format, { inputRate: chunk.sampleRate, ...(account !== undefined ? { account } : {}) });
+          encoder = await createEncoder(format, { inputRate: chunk.sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) });
           lag = encoderLagSamples(encoder.info, chunk.sampleRate);
           inputRate = chunk.sampleRate;
         }

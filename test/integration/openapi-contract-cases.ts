@@ -156,8 +156,8 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     speak('no model loaded', { input: 'i ni ce' }, 503, { server: 'bare' }),
 
     // The streaming speech socket over plain HTTP: auth and balance as for any route, then 426.
-    ...['/audio/speech/stream', '/text-to-speech/moussa/stream-input'].flatMap((path) => {
-      const operation = path.includes('stream-input') ? 'streamSpeechElevenLabs' : 'streamSpeech';
+    ...['/audio/speech/stream', '/text-to-speech/moussa/stream-input', '/text-to-speech/moussa/multi-stream-input'].flatMap((path) => {
+      const operation = path.includes('multi-stream-input') ? 'streamSpeechElevenLabsMultiContext' : path.includes('stream-input') ? 'streamSpeechElevenLabs' : 'streamSpeech';
       return [
         get(operation, path, 'plain HTTP, not an upgrade', 426),
         get(operation, path, 'no key', 401, { headers: NO_KEY }),
@@ -165,6 +165,7 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
         get(operation, path, 'over a rate limit', 429, { headers: bearer(limitedKey) }),
       ];
     }),
+    ...elevenLabsSpeechCases(json, raw, bearer(brokeKey), bearer(limitedKey)),
     ...realtimeSecretCases(json, raw, bearer(limitedKey)),
     ...telephonyTokenCases(json, raw, bearer(limitedKey)),
     // The carrier streams over plain HTTP: a bad ?token= is refused before anything else; then 426.
@@ -221,4 +222,32 @@ function telephonyTokenCases(json: JsonCase, raw: RawCase, limited: () => Record
     json(operation, path, 'a body over the JSON limit', null, 413, { ...at, ...raw('application/json', JSON.stringify({ pad: 'x'.repeat(70 * 1024) })) }),
     json(operation, path, 'an XML body', null, 415, { ...at, ...raw('application/xml', '<token/>') }),
   ];
+}
+
+/** ElevenLabs' REST text to speech (both paths): every media type its output formats come as, and each error. */
+function elevenLabsSpeechCases(json: JsonCase, raw: RawCase, broke: () => Record<string, string>, limited: () => Record<string, string>): ContractCase[] {
+  return [
+    ['textToSpeechElevenLabs', '/text-to-speech/21m00Tcm4TlvDq8ikWAM'],
+    ['textToSpeechStreamElevenLabs', '/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream'],
+  ].flatMap(([operation, path]) => {
+    const speak = (name: string, query: string, body: unknown, status: number, extra: Partial<ContractCase> = {}) => json(operation!, `${path}${query}`, name, body, status, extra);
+    const text = { text: 'i ni ce', model_id: 'eleven_multilingual_v2', voice_settings: { stability: 0.5 } };
+    return [
+      speak('the default format (mp3_44100_128)', '', text, 200, { expectMediaType: 'audio/mpeg' }),
+      speak('pcm_22050', '?output_format=pcm_22050', text, 200, { expectMediaType: 'audio/pcm' }),
+      speak('ulaw_8000', '?output_format=ulaw_8000', text, 200, { expectMediaType: 'audio/basic' }),
+      speak('alaw_8000', '?output_format=alaw_8000', text, 200, { expectMediaType: 'audio/x-alaw-basic' }),
+      speak('opus_48000_64', '?output_format=opus_48000_64', text, 200, { expectMediaType: 'audio/ogg' }),
+      speak('no text', '', { model_id: 'jifili-1' }, 400, { requestValid: false }),
+      speak('an output_format that is no format', '?output_format=pcm_96000', text, 400),
+      speak('no key', '', text, 401, { headers: NO_KEY }),
+      speak('no balance', '', text, 402, { headers: broke }),
+      speak('over a rate limit', '', text, 429, { headers: limited }),
+      speak('an unknown model', '', { ...text, model_id: 'gpt-9' }, 404),
+      speak('a body over the JSON limit', '', null, 413, raw('application/json', JSON.stringify({ text: 'i'.repeat(70 * 1024) }))),
+      speak('a form body', '', null, 415, raw('multipart/form-data; boundary=x', '--x--')),
+      speak('a format jifili-1 does not serve', '?output_format=flac', text, 422),
+      speak('no model loaded', '', text, 503, { server: 'bare' }),
+    ];
+  });
 }

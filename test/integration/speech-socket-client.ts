@@ -63,9 +63,10 @@ export class SpeechSocketClient {
     return this.received.map((r) => r.json).filter((j) => typeof j.message === 'string' && 'error' in j);
   }
 
-  /** The audio stream: the audio messages' bytes, concatenated in order. */
-  audio(): Buffer {
-    return Buffer.concat(this.audioMessages.map((m) => Buffer.from(m.audio, 'base64')));
+  /** The audio stream: the audio messages' bytes, concatenated in order (of one context of a multi-context socket, when given). */
+  audio(contextId?: string): Buffer {
+    const messages = contextId === undefined ? this.audioMessages : this.audioMessages.filter((m) => m.contextId === contextId);
+    return Buffer.concat(messages.map((m) => Buffer.from(m.audio, 'base64')));
   }
 
   /** Every alignment sent (`alignment` or `normalizedAlignment`), concatenated. */

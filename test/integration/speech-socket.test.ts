@@ -123,14 +123,17 @@ describe('streaming speech socket', () => {
     expect(await transcribe(samples, rate)).toBe('i ni ce');
   });
 
-  const FORMATS = ['pcm', 'wav', 'mp3', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4', 'ulaw_8000', 'mp3_44100_128', 'opus_48000_64'];
+  const FORMATS = ['pcm', 'wav', 'mp3', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4', 'ulaw_8000', 'mp3_44100_128', 'opus_48000_64', 'pcm_22050', 'pcm_44100', 'mp3_22050_32'];
   it.each(FORMATS)('%s: the concatenated audio decodes, to the text where the rate carries the voice', async (format) => {
     const client = await connect(`/openai/v1/audio/speech/stream?output_format=${format}`);
     for (const s of SENTENCES) client.send({ text: s, flush: true });
     client.send({ text: '' });
     await client.waitFor((m) => m.isFinal === true);
-    const kuma = { ulaw_8000: 'ulaw', mp3_44100_128: 'mp3', opus_48000_64: 'opus' }[format] ?? format;
-    const { samples, rate } = await decodeSpeech(kuma, client.audio());
+    const kuma = { ulaw_8000: 'ulaw', mp3_44100_128: 'mp3', mp3_22050_32: 'mp3', opus_48000_64: 'opus' }[format] ?? format;
+    const { samples, rate, sourceRate } = await decodeSpeech(kuma, client.audio());
+    // An ElevenLabs rate is the rate of the audio, resampled from the voice's.
+    const named = /^(?:pcm|mp3)_(\d+)/.exec(format)?.[1];
+    if (named) expect(sourceRate).toBe(Number(named));
     expect(samples.length / rate).toBeGreaterThan(1);
     if (rate >= 16000) expect(await transcribe(samples, rate)).toBe(words(TEXT));
   });
@@ -169,8 +172,13 @@ describe('bad input', () => {
   });
 
   it.each([
-    ['output_format=pcm_44100', 'invalid_request', 'output_format'],
-    ['output_format=flac', 'invalid_request', 'response_format'],
+    // A name that is no format is 400 invalid_value; a known format jifili-1 does not serve is 422
+    // invalid_request (as on REST), both naming the parameter the client used.
+    ['output_format=pcm_96000', 'invalid_value', 'output_format'],
+    ['output_format=mp3_44100_8', 'invalid_value', 'output_format'],
+    ['output_format=flac', 'invalid_request', 'output_format'],
+    ['response_format=flac', 'invalid_request', 'response_format'],
+    ['response_format=nonsense', 'invalid_value', 'response_format'],
     ['voice=sekou', 'unsupported_voice', 'voice'],
     ['model=sunjata-1', 'invalid_value', 'model'],
     ['model=gpt-9', 'model_not_found', 'model'],

@@ -18,7 +18,7 @@ import { billableCharacters } from '../../billing/metering.js';
 import { planPhrases } from '../../engines/tts/phrase-plan.js';
 import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
 import { synthesizePhrases } from '../../pipeline/phrase-synthesis.js';
-import type { SpeechFormat } from '../../codecs/types.js';
+import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
 import type { AudioChunker } from '../../pipeline/audio-chunks.js';
 import type { CatalogModel } from '../model-catalog.js';
 import type { ApiRequest, Caller } from '../types.js';
@@ -31,6 +31,8 @@ import { settleDelivered } from '../charge-on-delivery.js';
 export interface SpeechJob {
   model: CatalogModel;
   format: SpeechFormat;
+  /** The format at another rate (the ElevenLabs names); its own when absent. */
+  variant?: EncodingVariant;
   text: string;
   /** The engine speaker (selectSpeaker), or undefined for the model's own voice. */
   speaker: number | undefined;
@@ -75,7 +77,7 @@ export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Cal
     // tally already counts a cut stream's share, and every phrase once the stream went out to its end.
     const onDelivered = () => settleDelivered(reservation, [{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }], { logger: deps.logger, requestId: req.requestId });
     // closeWhenDone stops synthesis when the client leaves before the stream is pulled; billing waits for onDelivered.
-    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id), async () => {}, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id, job.variant), async () => {}, req.signal), (ms) => (timing.firstBytesMs = ms), started);
     // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
     const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
     return { audio, tally, lateHeaders, onDelivered };

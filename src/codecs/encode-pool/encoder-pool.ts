@@ -102,7 +102,7 @@ export class EncoderPool {
     const stream: PoolStream = { id: this.nextStream++, slot, pending: [], started: false, queued: false, closed: false, ...(options.account !== undefined ? { account: options.account } : {}) };
     slot.streams.add(stream);
     try {
-      await this.submit(stream, { type: 'open', format, inputRate: options.inputRate });
+      await this.submit(stream, { type: 'open', format, inputRate: options.inputRate, ...(options.variant ? { variant: options.variant } : {}) });
     } catch (error) {
       slot.streams.delete(stream);
       throw error;
@@ -236,7 +236,7 @@ export class EncoderPool {
     this.slots.add(slot);
     slot.worker.unref(); // an idle pool must not keep the process alive; pump() refs it while busy
     slot.worker.on('message', (reply: WorkerReply) => this.onReply(slot, reply));
-    slot.worker.on('error', (error) => this.onCrash(slot, error.message));
+    slot.worker.on('error', (error: Error) => this.onCrash(slot, error.message));
     slot.worker.on('exit', (code) => this.onCrash(slot, `exit code ${code}`));
   }
 

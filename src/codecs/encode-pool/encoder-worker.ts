@@ -45,7 +45,7 @@ async function handle(stream: Stream, request: Exclude<PoolRequest, { type: 'sta
   try {
     let bytes: Uint8Array = EMPTY;
     if (request.type === 'open') {
-      const encoder = await createInThreadEncoder(request.format, { inputRate: request.inputRate });
+      const encoder = await createInThreadEncoder(request.format, { inputRate: request.inputRate, ...(request.variant ? { variant: request.variant } : {}) });
       // Closed while it was being created: nobody will use it.
       if (stream.closed) encoder.close();
       else stream.encoder = encoder;

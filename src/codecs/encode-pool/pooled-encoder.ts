@@ -16,7 +16,7 @@ const EMPTY = new Uint8Array(0);
 export async function createPooledEncoder(pool: EncoderPool, format: SpeechFormat, options: EncoderOptions): Promise<StreamingEncoder> {
   // Checked here too so that a bad rate fails before a round trip, with the in-thread encoder's message.
   validateInputRate(options);
-  const info = formatInfo(format);
+  const info = formatInfo(format, options.variant);
   if (!info) throw new Error(`no encoder for format ${JSON.stringify(format)}`);
   return new PooledEncoder(info, pool, await pool.open(format, options));
 }

@@ -4,7 +4,7 @@
  * stream's requests. Errors cross the boundary as plain data (class identity does not survive structured
  * cloning); the pool rebuilds them with the same name and message.
  */
-import type { SpeechFormat } from '../types.js';
+import type { EncodingVariant, SpeechFormat } from '../types.js';
 
 export interface WorkerData {
   /** Formats to load before answering `ready`. */
@@ -12,7 +12,7 @@ export interface WorkerData {
 }
 
 export type PoolRequest =
-  | { type: 'open'; stream: number; seq: number; format: SpeechFormat; inputRate: number }
+  | { type: 'open'; stream: number; seq: number; format: SpeechFormat; inputRate: number; variant?: EncodingVariant }
   | { type: 'push'; stream: number; seq: number; samples: Float32Array }
   | { type: 'flush'; stream: number; seq: number }
   /** Frees the stream's encoder; not answered (the pool forgets the stream when it sends this). */

@@ -4,6 +4,7 @@
  * pool's workers use them too, so a pooled stream runs exactly the code an in-thread one does.
  */
 
+import { formatInfo } from '../formats.js';
 import type { EncoderOptions, SpeechFormat, StreamingEncoder } from '../types.js';
 import { createAacEncoder } from './aac.js';
 import { createFlacEncoder } from './flac.js';
@@ -35,5 +36,7 @@ export async function createInThreadEncoder(format: SpeechFormat, options: Encod
   const factory = Object.hasOwn(FACTORIES, format) ? FACTORIES[format] : undefined;
   // The format usually comes from a validated request, but a bad value must not surface as "not a function".
   if (!factory) throw new Error(`no encoder for format ${JSON.stringify(format)}`);
+  // A variant the format cannot take is refused here, before any codec is created.
+  if (options.variant) formatInfo(format, options.variant);
   return factory(options);
 }

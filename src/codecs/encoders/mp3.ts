@@ -14,11 +14,11 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createEncoder as createWasmEncoder, type WasmMediaEncoder } from 'wasm-media-encoders';
-import { formatInfo } from '../formats.js';
-import type { EncoderOptions, StreamingEncoder } from '../types.js';
+import { formatInfo, MP3_BITRATE_KBPS } from '../formats.js';
+import type { EncoderOptions, FormatInfo, StreamingEncoder } from '../types.js';
 import { streamingEncoderFromCore } from './encoder-lifecycle.js';
 
-export const MP3_BITRATE_KBPS = 48;
+export { MP3_BITRATE_KBPS };
 
 let compiled: WebAssembly.Module | undefined;
 
@@ -48,18 +48,29 @@ async function instantiateLame(): Promise<WasmMediaEncoder<'audio/mpeg'>> {
 const ready: Array<WasmMediaEncoder<'audio/mpeg'>> = [];
 const MAX_READY = 32;
 
-function configure(lame: WasmMediaEncoder<'audio/mpeg'>): void {
+type Lame = WasmMediaEncoder<'audio/mpeg'>;
+type LameParams = Parameters<Lame['configure']>[0];
+
+function configure(lame: Lame, variant?: { info: FormatInfo; bitrate: number }): void {
   // CBR keeps LAME from writing a VBR tag frame at the start.
-  lame.configure({ sampleRate: formatInfo('mp3').sampleRate, channels: 1, bitrate: MP3_BITRATE_KBPS });
+  if (!variant) return lame.configure({ sampleRate: formatInfo('mp3').sampleRate, channels: 1, bitrate: MP3_BITRATE_KBPS });
+  // A variant's output rate is pinned: at a low bitrate LAME would otherwise pick a lower rate of its own.
+  const { info, bitrate } = variant;
+  lame.configure({ sampleRate: info.sampleRate, channels: 1, bitrate, outputSampleRate: info.sampleRate } as LameParams);
 }
 
 export async function createMp3Encoder(options: EncoderOptions): Promise<StreamingEncoder> {
-  const info = formatInfo('mp3');
+  const info = formatInfo('mp3', options.variant);
+  const bitrate = options.variant?.bitrateKbps ?? MP3_BITRATE_KBPS;
+  // The ready instances are configured for Kuma's own MP3; another rate or bitrate (an ElevenLabs name)
+  // reconfigures one, and it goes back to the list configured for the usual stream.
+  const usual = info.sampleRate === formatInfo('mp3').sampleRate && bitrate === MP3_BITRATE_KBPS;
   let lame = ready.pop();
   if (!lame) {
     lame = await instantiateLame();
-    configure(lame);
+    if (usual) configure(lame);
   }
+  if (!usual) configure(lame, { info, bitrate });
   const instance = lame;
   return streamingEncoderFromCore(info, options, {
     // encode()/finalize() return views into WASM memory that the next call overwrites (and that a

@@ -51,7 +51,7 @@ export function int16ToLeBytes(samples: Int16Array, target?: Uint8Array, offset 
 }
 
 export async function createPcmEncoder(format: PcmFormat, options: EncoderOptions): Promise<StreamingEncoder> {
-  return streamingEncoderFromCore(formatInfo(format), options, {
+  return streamingEncoderFromCore(formatInfo(format, options.variant), options, {
     encode: (samples) => int16ToLeBytes(floatToInt16(samples)),
     finish: () => new Uint8Array(0),
     release: () => {},
