@@ -12,6 +12,7 @@ import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
 import type { Caller, DuplexHandler, DuplexPeer } from '../types.js';
 import { AudioScratch, parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
+import { ConversationItems } from './conversation-items.js';
 import { Outbound } from './outbound.js';
 import type { RealtimeDeps } from './realtime-route.js';
 import { formatOutput, sessionObject, type OutputState, type ServerEvent } from './server-events.js';
@@ -42,6 +43,8 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   /** The shapes of the updates in flight, in order: each is answered in its own shape. */
   const updateShapes: Shape[] = [];
   let fatal: FatalCode | null = null;
+  /** GA conversation items (transcription sessions; the translation resource has no conversation). */
+  const items = translation ? null : new ConversationItems();
 
   const onOutput = (output: SessionOutput): void => {
     switch (output.type) {
@@ -62,6 +65,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         return peer.close(fatal === 'server_error' ? 1011 : fatal ? 1008 : 1000, fatal ?? 'session closed');
       default:
         for (const event of formatOutput(options.shape, output, state)) out.send(event);
+        if (items) for (const event of items.eventsFor(output, output.type === 'completed' ? output.translation?.text : undefined)) out.send(event);
     }
   };
 
@@ -94,6 +98,10 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   out.send({ type: 'session.created', session: sessionObject(options.shape, sessionId, session.configuration) });
   session.start();
   const refuse = (err: unknown) => out.send(refusal(err));
+  const retrieve = (itemId: string, ref: string | undefined) => {
+    const answer = items!.retrieve(itemId);
+    out.send(answer.found ? answer.event : errorEvent('invalid_request_error', answer.code, answer.message, answer.param, ref));
+  };
   const scratch = new AudioScratch();
   return {
       onText(text) {
@@ -107,6 +115,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         } catch (err) {
           return refuse(err);
         }
+        if (event.kind === 'retrieve') return retrieve(event.itemId, event.ref);
         if (event.kind !== 'update') return session.input(event);
         const { model, ...rest } = event.update;
         let resolved: SpeechModel | undefined;
