@@ -26,7 +26,13 @@ export interface ConnectionOptions {
   translator: SpeechModel | null;
   caller: Caller;
   requestId: string;
-  resolveModel(name: string): SpeechModel;
+  resolveModel(name: string): ResolvedModel;
+}
+
+/** A transcription model name as the session takes it: the speech model, and the translation model if that was named. */
+export interface ResolvedModel {
+  model: SpeechModel;
+  translationModel: string | null;
 }
 
 /** The function that opens the session on its socket once the upgrade completed (nothing is held before). */
@@ -118,7 +124,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         if (event.kind === 'retrieve') return retrieve(event.itemId, event.ref);
         if (event.kind !== 'update') return session.input(event);
         const { model, ...rest } = event.update;
-        let resolved: SpeechModel | undefined;
+        let resolved: ResolvedModel | undefined;
         try {
           resolved = model ? options.resolveModel(model) : undefined;
         } catch (err) {
@@ -126,7 +132,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
           return out.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
         }
         updateShapes.push(event.shape);
-        session.input({ kind: 'update', update: { ...rest, ...(resolved ? { model: resolved } : {}) }, ref: event.ref });
+        session.input({ kind: 'update', update: { ...rest, ...resolved }, ref: event.ref });
       },
       onBinary() {
         refuse(new RealtimeEventError('invalid_value', 'Binary frames are not taken: send audio as base64 in input_audio_buffer.append events.'));
