@@ -107,7 +107,9 @@ export class RealtimeSession {
   /** Takes one client input. Appended audio may be a view its caller reuses: it is used (or copied) before this returns. */
   input(command: SessionInput): void {
     if (!this.busy) return this.handle(command);
-    this.inbox.push(command.kind === 'append' ? { ...command, audio: command.audio.slice() } : command);
+    // A copy: the caller's view is a Buffer, whose slice() shares its memory (every append queued behind an
+    // update then held the last frame parsed — a fresh server's first session heard its trailing silence).
+    this.inbox.push(command.kind === 'append' ? { ...command, audio: new Uint8Array(command.audio) } : command);
   }
 
   /**

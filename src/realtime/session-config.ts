@@ -37,6 +37,13 @@ export const DEFAULT_SERVER_VAD: TurnDetectionConfig = { threshold: 0.5, prefixP
  * transcription session must not turn into a translation one behind their back.
  */
 const TARGETS: Record<string, TranslationTarget> = { fra_Latn: 'fra_Latn', eng_Latn: 'eng_Latn' };
+/**
+ * Once the client named the translation model as its transcription model it asked for translation, so ISO
+ * 639-1 codes name the target too — the only codes some clients can send (LiveKit's OpenAI plugin rewrites
+ * `fra_Latn` to `fr`).
+ */
+const TARGETS_WHEN_ASKED: Record<string, TranslationTarget> = { ...TARGETS, fr: 'fra_Latn', en: 'eng_Latn' };
+const DEFAULT_TARGET: TranslationTarget = 'eng_Latn';
 export type TranslationTarget = 'fra_Latn' | 'eng_Latn';
 
 /** The speech model as resolved by the API layer (catalog id and its engine). */
@@ -54,6 +61,11 @@ export interface SessionConfig {
   prompt: string | null;
   /** Set: each turn's transcript is also translated into this language. */
   target: TranslationTarget | null;
+  /**
+   * The translation model the client named as its transcription model (then `model` is the speech model that
+   * hears, every item is translated, and `language` names the target in either code, English when absent).
+   */
+  translationModel?: string | null;
   /** null = manual commits (`turn_detection: null`). */
   turnDetection: TurnDetectionConfig | null;
 }
@@ -62,6 +74,8 @@ export interface SessionConfig {
 export interface SessionUpdate {
   format?: InputFormat;
   model?: SpeechModel;
+  /** With `model`: the translation model named in its place (null: a speech model was named). */
+  translationModel?: string | null;
   language?: string | null;
   prompt?: string | null;
   turnDetection?: Partial<TurnDetectionConfig> | null;
@@ -70,6 +84,15 @@ export interface SessionUpdate {
 /** `language` → a translation target, or null when it names no target (then it is a source-language hint). */
 export function translationTargetOf(language: string | null | undefined): TranslationTarget | null {
   return language ? (TARGETS[language] ?? null) : null;
+}
+
+/** The target a configuration asks for (RealtimeInputError for a language that names none once translation was asked for). */
+export function targetOf(config: Pick<SessionConfig, 'language' | 'translationModel'>): TranslationTarget | null {
+  if (!config.translationModel) return translationTargetOf(config.language);
+  if (!config.language) return DEFAULT_TARGET;
+  const target = TARGETS_WHEN_ASKED[config.language];
+  if (!target) throw new RealtimeInputError('invalid_value', `The transcription model ${config.translationModel} translates into fr (fra_Latn) or en (eng_Latn), not ${JSON.stringify(config.language).slice(0, 40)}.`, 'session.audio.input.transcription.language');
+  return target;
 }
 
 export function validateFormat(format: InputFormat): InputFormat {
@@ -95,10 +118,9 @@ export function applyUpdate(config: SessionConfig, update: SessionUpdate): Sessi
   const next: SessionConfig = { ...config };
   if (update.format) next.format = validateFormat(update.format);
   if (update.model) next.model = update.model;
-  if (update.language !== undefined) {
-    next.language = update.language;
-    next.target = translationTargetOf(update.language);
-  }
+  if (update.translationModel !== undefined) next.translationModel = update.translationModel;
+  if (update.language !== undefined) next.language = update.language;
+  if (update.language !== undefined || update.translationModel !== undefined) next.target = targetOf(next);
   if (update.prompt !== undefined) next.prompt = update.prompt;
   if (update.turnDetection === null) next.turnDetection = null;
   else if (update.turnDetection) next.turnDetection = validateVad({ ...(config.turnDetection ?? DEFAULT_SERVER_VAD), ...definedOnly(update.turnDetection) });

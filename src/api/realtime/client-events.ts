@@ -1,12 +1,13 @@
 /**
  * Client events of an OpenAI Realtime transcription or translation session → what the session takes.
- * GA `session.update` (`session.type: "transcription"`), beta `transcription_session.update`, the
- * translation resource's `session.update`, `input_audio_buffer.append|commit|clear` (and the translation
- * resource's `session.input_audio_buffer.append`, `session.close`). Unknown fields are ignored; anything
- * malformed throws a RealtimeEventError, which the handler answers with an `error` event (the session goes on).
+ * GA `session.update` (`session.type: "transcription"`, or `"realtime"`: see GaSession), beta
+ * `transcription_session.update`, the translation resource's `session.update`,
+ * `input_audio_buffer.append|commit|clear`, `conversation.item.retrieve` (and the translation resource's
+ * `session.input_audio_buffer.append`, `session.close`). Unknown fields are ignored; anything malformed
+ * throws a RealtimeEventError, which the handler answers with an `error` event (the session goes on).
  */
 import { z } from 'zod';
-import type { InputFormat, TurnDetectionConfig } from '../../realtime/session-config.js';
+import { DEFAULT_SERVER_VAD, type InputFormat, type TurnDetectionConfig } from '../../realtime/session-config.js';
 
 export type Shape = 'ga' | 'beta' | 'translation';
 
@@ -22,7 +23,9 @@ export interface WireUpdate {
 export type ClientEvent =
   | { kind: 'update'; shape: Shape; update: WireUpdate; ref?: string }
   | { kind: 'append'; audio: Uint8Array; ref?: string }
-  | { kind: 'commit' | 'clear' | 'close'; ref?: string };
+  | { kind: 'commit' | 'clear' | 'close'; ref?: string }
+  /** GA conversation.item.retrieve: answered by the connection from the items it keeps (conversation-items.ts). */
+  | { kind: 'retrieve'; itemId: string; ref?: string };
 
 export class RealtimeEventError extends Error {
   constructor(
@@ -37,7 +40,8 @@ export class RealtimeEventError extends Error {
 }
 
 const ServerVad = z.object({
-  type: z.literal('server_vad').optional(),
+  // semantic_vad (what the OpenAI Agents SDK asks for by default) is served as server_vad at its defaults.
+  type: z.enum(['server_vad', 'semantic_vad']).optional(),
   threshold: z.number().optional(),
   prefix_padding_ms: z.number().int().optional(),
   silence_duration_ms: z.number().int().optional(),
@@ -49,8 +53,14 @@ const GaFormat = z.discriminatedUnion('type', [
   z.object({ type: z.literal('audio/pcmu') }),
   z.object({ type: z.literal('audio/pcma') }),
 ]);
+/**
+ * GA sessions. `type: "realtime"` is a conversation session's update (the OpenAI Agents SDK sends nothing
+ * else): a transcription session takes from it what applies to transcription — the input format, the
+ * transcription model and language, turn detection — and ignores the rest (the conversation model,
+ * instructions, output modalities, output audio and voice, tools, tracing), which zod strips.
+ */
 const GaSession = z.object({
-  type: z.literal('transcription').optional(),
+  type: z.enum(['transcription', 'realtime']).optional(),
   audio: z.object({ input: z.object({ format: GaFormat.optional(), transcription: Transcription.nullable().optional(), turn_detection: ServerVad.nullable().optional() }).optional() }).optional(),
 });
 const BetaSession = z.object({
@@ -101,14 +111,17 @@ export function parseClientEvent(text: string, translation: boolean, scratch?: A
       return { kind: 'clear', ref };
     case 'session.close':
       return { kind: 'close', ref };
+    case 'conversation.item.retrieve':
+      if (translation) break;
+      if (typeof event.item_id !== 'string' || event.item_id === '') throw new RealtimeEventError('invalid_value', '`item_id` must be a non-empty string.', 'item_id', ref);
+      return { kind: 'retrieve', itemId: event.item_id, ref };
     case 'transcription_session.update':
       return { kind: 'update', shape: 'beta', update: betaUpdate(parse(BetaSession, event.session, ref)), ref };
     case 'session.update':
       if (translation) return { kind: 'update', shape: 'translation', update: translationUpdate(parse(TranslationSession, event.session, ref), ref), ref };
       return { kind: 'update', shape: 'ga', update: gaUpdate(parse(GaSession, event.session, ref)), ref };
-    default:
-      throw new RealtimeEventError('unknown_event_type', `Unknown or unsupported event type: ${JSON.stringify(event.type)?.slice(0, 80)}.`, 'type', ref);
   }
+  throw new RealtimeEventError('unknown_event_type', `Unknown or unsupported event type: ${JSON.stringify(event.type)?.slice(0, 80)}.`, 'type', ref);
 }
 
 function decodeAudio(audio: unknown, ref: string | undefined, scratch: AudioScratch | undefined): Uint8Array {
@@ -136,6 +149,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, ref: string | undefined)
 function vadOf(vad: z.infer<typeof ServerVad> | null | undefined): WireUpdate['turnDetection'] {
   if (vad === undefined) return undefined;
   if (vad === null) return null;
+  if (vad.type === 'semantic_vad') return { ...DEFAULT_SERVER_VAD };
   return { threshold: vad.threshold, prefixPaddingMs: vad.prefix_padding_ms, silenceDurationMs: vad.silence_duration_ms, idleTimeoutMs: vad.idle_timeout_ms };
 }
 

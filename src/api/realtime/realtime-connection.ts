@@ -12,6 +12,7 @@ import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
 import type { Caller, DuplexHandler, DuplexPeer } from '../types.js';
 import { AudioScratch, parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
+import { ConversationItems } from './conversation-items.js';
 import { Outbound } from './outbound.js';
 import type { RealtimeDeps } from './realtime-route.js';
 import { formatOutput, sessionObject, type OutputState, type ServerEvent } from './server-events.js';
@@ -25,7 +26,13 @@ export interface ConnectionOptions {
   translator: SpeechModel | null;
   caller: Caller;
   requestId: string;
-  resolveModel(name: string): SpeechModel;
+  resolveModel(name: string): ResolvedModel;
+}
+
+/** A transcription model name as the session takes it: the speech model, and the translation model if that was named. */
+export interface ResolvedModel {
+  model: SpeechModel;
+  translationModel: string | null;
 }
 
 /** The function that opens the session on its socket once the upgrade completed (nothing is held before). */
@@ -42,6 +49,8 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   /** The shapes of the updates in flight, in order: each is answered in its own shape. */
   const updateShapes: Shape[] = [];
   let fatal: FatalCode | null = null;
+  /** GA conversation items (transcription sessions; the translation resource has no conversation). */
+  const items = translation ? null : new ConversationItems();
 
   const onOutput = (output: SessionOutput): void => {
     switch (output.type) {
@@ -62,6 +71,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         return peer.close(fatal === 'server_error' ? 1011 : fatal ? 1008 : 1000, fatal ?? 'session closed');
       default:
         for (const event of formatOutput(options.shape, output, state)) out.send(event);
+        if (items) for (const event of items.eventsFor(output, output.type === 'completed' ? output.translation?.text : undefined)) out.send(event);
     }
   };
 
@@ -94,6 +104,10 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   out.send({ type: 'session.created', session: sessionObject(options.shape, sessionId, session.configuration) });
   session.start();
   const refuse = (err: unknown) => out.send(refusal(err));
+  const retrieve = (itemId: string, ref: string | undefined) => {
+    const answer = items!.retrieve(itemId);
+    out.send(answer.found ? answer.event : errorEvent('invalid_request_error', answer.code, answer.message, answer.param, ref));
+  };
   const scratch = new AudioScratch();
   return {
       onText(text) {
@@ -107,9 +121,10 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
         } catch (err) {
           return refuse(err);
         }
+        if (event.kind === 'retrieve') return retrieve(event.itemId, event.ref);
         if (event.kind !== 'update') return session.input(event);
         const { model, ...rest } = event.update;
-        let resolved: SpeechModel | undefined;
+        let resolved: ResolvedModel | undefined;
         try {
           resolved = model ? options.resolveModel(model) : undefined;
         } catch (err) {
@@ -117,7 +132,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
           return out.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
         }
         updateShapes.push(event.shape);
-        session.input({ kind: 'update', update: { ...rest, ...(resolved ? { model: resolved } : {}) }, ref: event.ref });
+        session.input({ kind: 'update', update: { ...rest, ...resolved }, ref: event.ref });
       },
       onBinary() {
         refuse(new RealtimeEventError('invalid_value', 'Binary frames are not taken: send audio as base64 in input_audio_buffer.append events.'));

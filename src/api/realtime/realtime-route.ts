@@ -5,7 +5,10 @@
  * speech model (LiveKit and the openai SDK send it: a model that is not speech-to-text is ignored, except
  * that a translation model — banjugu-1 or its aliases — or `?intent=translation` starts a translation
  * session, whose target is `?language=` (fra_Latn / eng_Latn, default eng_Latn) or session.update's
- * audio.output.language).
+ * audio.output.language). With `?intent=transcription` said explicitly, a translation model in `?model=`
+ * (LiveKit's OpenAI STT plugin puts its `model` there and in session.update) starts a transcription session
+ * that translates: the speech model hears, each transcript is its translation into `language` (ISO 639-1
+ * `fr`/`en` or fra_Latn/eng_Latn, default English).
  */
 import type { ModelCatalog } from '../model-catalog.js';
 import type { EngineRegistry } from '../../engines/engine-registry.js';
@@ -18,10 +21,10 @@ import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import { EngineNotReadyError } from '../../engines/errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
-import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
+import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, targetOf as translationTarget, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
 import { RealtimeInputError } from '../../realtime/errors.js';
 import { parseClientEvent, RealtimeEventError } from './client-events.js';
-import { openConnection } from './realtime-connection.js';
+import { openConnection, type ResolvedModel } from './realtime-connection.js';
 
 /** The speech model of a translation session that names none, and the text model that translates. */
 const DEFAULT_SPEECH_MODEL = 'sunjata-1';
@@ -68,17 +71,22 @@ export function realtimeRoute(deps: RealtimeDeps): RouteDef {
 async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   const named = req.query.get('model');
   const namedModel = named ? deps.catalog.resolve(named) : undefined;
-  const translation = req.query.get('intent') === 'translation' || namedModel?.capability === 'translation';
-  const speechModelId = namedModel?.capability === 'transcription' ? namedModel.id : translation ? DEFAULT_SPEECH_MODEL : null;
+  const intent = req.query.get('intent');
+  const namesTranslator = namedModel?.capability === 'translation';
+  const translation = intent === 'translation' || (namesTranslator && intent !== 'transcription');
+  const translatingTranscription = namesTranslator && !translation;
+  const speechModelId = namedModel?.capability === 'transcription' ? namedModel.id : translation || translatingTranscription ? DEFAULT_SPEECH_MODEL : null;
   const model = speechModelId ? speechModel(deps, speechModelId) : null;
   const translator = deps.engines?.get(TRANSLATION_MODEL) ? { id: TRANSLATION_MODEL, engine: deps.engines.get(TRANSLATION_MODEL)! } : null;
-  if (translation && !translator) throw new ApiError('service_unavailable', `The model \`${TRANSLATION_MODEL}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
+  if ((translation || translatingTranscription) && !translator) throw new ApiError('service_unavailable', `The model \`${TRANSLATION_MODEL}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
+  const language = req.query.get('language');
   const config: SessionConfig = {
     format: DEFAULT_FORMAT,
     model,
-    language: null,
+    language: translatingTranscription ? language : null,
     prompt: null,
-    target: translation ? targetOf(req.query.get('language')) : null,
+    target: translation ? targetOf(language) : translatingTranscription ? queryTarget(language) : null,
+    translationModel: translatingTranscription ? TRANSLATION_MODEL : null,
     turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
   };
   const granted = caller.clientSecret ? grantedConfig(deps, caller.clientSecret, config) : config;
@@ -97,18 +105,33 @@ function targetOf(language: string | null): TranslationTarget {
   throw new ApiError('invalid_value', `language: translation targets are fra_Latn and eng_Latn, not ${JSON.stringify(language).slice(0, 40)}.`, { param: 'language' });
 }
 
+/** A translating transcription session's target from `?language=` (either code; the 400 names the query parameter). */
+function queryTarget(language: string | null): TranslationTarget | null {
+  try {
+    return translationTarget({ language, translationModel: TRANSLATION_MODEL });
+  } catch (err) {
+    if (err instanceof RealtimeInputError) throw new ApiError('invalid_value', `language: ${err.message}`, { param: 'language' });
+    throw err;
+  }
+}
+
 function speechModel(deps: RealtimeDeps, id: string): SpeechModel {
   const engine = deps.engines?.get(id);
   if (!engine) throw new ApiError('service_unavailable', `The model \`${id}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
   return { id, engine };
 }
 
-/** A session.update's model name → the speech model (ApiError model_not_found / invalid_value / 503). */
-function resolveSpeechModel(deps: RealtimeDeps, name: string): SpeechModel {
+/**
+ * A session.update's transcription model name → the speech model, and the translation model when one was
+ * named instead: then the default speech model hears and every item is translated (ApiError
+ * model_not_found / invalid_value / 503).
+ */
+function resolveSpeechModel(deps: RealtimeDeps, name: string): ResolvedModel {
   const model = deps.catalog.resolve(name);
   if (!model) throw new ApiError('model_not_found', `The model \`${name}\` does not exist.`, { param: 'session.audio.input.transcription.model' });
+  if (model.capability === 'translation') return { model: speechModel(deps, DEFAULT_SPEECH_MODEL), translationModel: TRANSLATION_MODEL };
   if (model.capability !== 'transcription') throw new ApiError('invalid_value', `The model \`${name}\` is not a speech-to-text model.`, { param: 'session.audio.input.transcription.model' });
-  return speechModel(deps, model.id);
+  return { model: speechModel(deps, model.id), translationModel: null };
 }
 
 /**
@@ -121,7 +144,7 @@ function grantedConfig(deps: RealtimeDeps, grant: NonNullable<Caller['clientSecr
     const event = parseClientEvent(JSON.stringify({ type, session: grant.session }), false);
     if (event.kind !== 'update') return config;
     const { model, ...rest } = event.update;
-    return applyUpdate(config, { ...rest, ...(model ? { model: resolveSpeechModel(deps, model) } : {}) });
+    return applyUpdate(config, { ...rest, ...(model ? resolveSpeechModel(deps, model) : {}) });
   } catch (err) {
     if (err instanceof RealtimeEventError || err instanceof RealtimeInputError) throw new ApiError('invalid_value', `The client secret's session: ${err.message}`, { param: err.param });
     throw err;

@@ -32,7 +32,8 @@ function turnDetection(config: SessionConfig): object | null {
 }
 
 function transcription(config: SessionConfig): object | null {
-  return config.model ? { model: config.model.id, language: config.language, prompt: config.prompt } : null;
+  // A session that translates because the client named the translation model echoes that name.
+  return config.model ? { model: config.translationModel ?? config.model.id, language: config.language, prompt: config.prompt } : null;
 }
 
 /** The session object of session.created / session.updated / transcription_session.updated. */

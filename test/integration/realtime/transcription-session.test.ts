@@ -150,6 +150,17 @@ describe('bad client events get an error event and the session goes on', () => {
     c.close();
   });
 
+  it('audio sent right behind an update that changes the format (it waits for the new decoder) is heard as sent', async () => {
+    const c = await RealtimeClient.connect(t);
+    // Not waiting for session.updated: the appends queue in the session while its decoder is made.
+    c.send(gaUpdate({ format: { type: 'audio/pcmu' }, turn_detection: null }));
+    c.sendAll(appends(await speak(t, 'an bɛ sini', 'g711_ulaw'), 'g711_ulaw'));
+    c.send({ type: 'input_audio_buffer.commit' });
+    expect((await c.next(COMPLETED)).transcript).toBe('an bɛ sini');
+    expect(c.of('error')).toEqual([]);
+    c.close();
+  });
+
   it('audio split anywhere, odd byte counts included, transcribes the same', async () => {
     const c = await RealtimeClient.connect(t);
     c.send(gaUpdate({ turn_detection: null }));

@@ -73,3 +73,28 @@ it('a GA transcription session with language fra_Latn: completed carries the tra
   expect(c.of('conversation.item.input_audio_transcription.delta').map((e) => e.delta).join('')).toBe(french);
   c.close();
 });
+
+it('the translation model named as the transcription model (LiveKit): ?intent=transcription&model=banjugu-1, ISO fr/en name the target', async () => {
+  const c = await RealtimeClient.connect(t, 'intent=transcription&model=banjugu-1');
+  // A transcription session (GA events), translating into English until told otherwise.
+  expect(c.events[0]!.session).toMatchObject({ type: 'transcription', audio: { input: { transcription: { model: 'banjugu-1' } } } });
+  c.send(gaUpdate({ transcription: { model: 'banjugu-1', language: 'de' }, turn_detection: null }, { event_id: 'de' }));
+  expect(await c.next('error')).toMatchObject({ error: { code: 'invalid_value', param: 'session.audio.input.transcription.language', event_id: 'de' } });
+  c.send(gaUpdate({ transcription: { model: 'banjugu-1', language: 'fr' }, turn_detection: null }));
+  expect((await c.next('session.updated')).session.audio.input.transcription).toMatchObject({ model: 'banjugu-1', language: 'fr' });
+  const speech = await speak(t, 'i ni ce');
+  c.sendAll(appends(speech));
+  c.send({ type: 'input_audio_buffer.commit' });
+  const french = await restTranslation('i ni ce', 'fra_Latn');
+  expect(await c.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: french, source_transcript: 'i ni ce', language: 'fra_Latn' });
+  // Naming a speech model again: Bambara transcripts (ISO `fr` is a source hint again).
+  c.send(gaUpdate({ transcription: { model: 'sunjata-1', language: 'fr' }, turn_detection: null }));
+  await c.next('session.updated', 2);
+  c.sendAll(appends(speech));
+  c.send({ type: 'input_audio_buffer.commit' });
+  const plain = await c.next('conversation.item.input_audio_transcription.completed', 2);
+  expect(plain.transcript).toBe('i ni ce');
+  expect(plain.source_transcript).toBeUndefined();
+  expect(c.of('error')).toHaveLength(1);
+  c.close();
+});
