@@ -63,7 +63,7 @@ export function textToSpeechRoutes(deps: CompatDeps): RouteDef[] {
 
 async function speak(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise<ApiResult> {
   const body = parseRequest(TextToSpeechRequestSchema, await req.body.json());
-  const model = resolveModel(deps.catalog, kumaModelId(body.model_id), 'speech', req.responseHeaders);
+  const model = resolveModel(deps.catalog, kumaModelId(body.model_id), 'speech', req);
   const output = resolveOutputFormat(model.id, req.query.get('output_format') || ELEVENLABS_DEFAULT_FORMAT);
   if (!body.text.trim()) throw new ApiError('invalid_value', 'text: there is no text to speak.', { param: 'text' });
   const characters = billableCharacters(body.text);
