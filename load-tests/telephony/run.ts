@@ -200,6 +200,7 @@ if (BRIDGE) {
             `Model only (same run, raw onnxruntime-node on the same files with the server's threads, medians): end of speech → prompt ${floor.promptMs.toFixed(0)} ms = ASR of the phrase ${floor.asrMs.toFixed(0)} ms + translation of what was heard ${floor.promptTranslationMs.toFixed(0)} ms; app text → first reply frame ${floor.replyMs.toFixed(0)} ms = translation of "${REPLY.split(/(?<=[.!?])\s+/)[0]}" ${floor.replyTranslationMs.toFixed(0)} ms + its first phrase's synthesis ${floor.firstPhraseMs.toFixed(0)} ms.`,
           ]
         : []),
+      `Heard (the caller's words as the ASR wrote them, as the app got them in prompt.original; first 4): ${[...heard].slice(0, 4).map((h) => JSON.stringify(h)).join(', ')}.`,
       'Failures: calls not connected or closed other than by the caller\'s hang-up; phrases with no prompt; prompts with no reply; prompts no phrase explains; protocol errors; clears (the caller waits for the reply, so a clear is a reply still playing when the caller spoke again).',
       ...problems,
     ],

@@ -17,7 +17,7 @@ from torch import nn
 from export_util import count_parameters, export_onnx, init_like_hf, write_json
 from nllb_merge import write_merged_decoder
 
-PAD, BOS, EOS = 1, 0, 2
+PAD, BOS, EOS, UNK = 1, 0, 2, 3
 # ≈ 615 M: the Hugging Face hub's parameter count of facebook/nllb-200-distilled-600M (the "600M" of the name
 # rounds it). From the config: 256,206 × 1024 shared embedding + 12 × 12.6 M encoder + 12 × 16.8 M decoder layers.
 PUBLISHED_PARAMS = 615_000_000
@@ -177,6 +177,13 @@ def build(out_dir: str, name: str = "nllb-600m") -> dict:
     init_like_hf(model, std=0.02)  # config.init_std
     with torch.no_grad():
         model.shared.weight[PAD].zero_()  # transformers zeroes the padding row of embeddings
+        # Random weights copy their input token (the residual stream carries its embedding to the tied LM head),
+        # so step 0 would repeat the target-language token for ever: a translation that decodes to nothing, and
+        # a bridge with nothing to say. Zero rows (specials, language codes and <mask>) never win an argmax over
+        # random ones, so the model writes ordinary pieces. A model run costs the same.
+        for token in (BOS, EOS, UNK):
+            model.shared.weight[token].zero_()
+        model.shared.weight[256001:].zero_()
     params = count_parameters(model)
     model.eval()
     onnx_dir = os.path.join(out_dir, "onnx")

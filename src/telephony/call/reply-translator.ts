@@ -2,9 +2,8 @@
  * The bilingual bridge's return path: an app that speaks French or English sends its reply as tokens
  * (word by word, as an LLM writes it); the caller must hear Bambara. Tokens are gathered into sentences —
  * a sentence is released once its end mark (. ! ? …) is followed by more text, or at the cycle's `last`
- * token — and each sentence is translated (banjugu-1) as soon as it is released and handed on in order, so the
- * voice can start on the first sentence while the app is still writing the next, and a sentence released while
- * the one before it translates does not wait for it (concurrent sentences share the model's decoder steps).
+ * token — and each sentence is translated (banjugu-1) once it is released and the one before it is translated,
+ * and handed on in order, so the voice starts on the first sentence while the next one translates.
  *
  * Billing: each sentence's characters at the translation price, held before the model runs and settled when
  * the translation is handed on; a sentence dropped by an interruption or the call's end is released.
@@ -36,6 +35,8 @@ export interface ReplyTranslatorDeps {
 export class ReplyTranslator {
   private pending = '';
   private chain: Promise<void> = Promise.resolve();
+  /** Settles when the last released sentence's translation has (the next one starts then). */
+  private translating: Promise<void> = Promise.resolve();
   private generation = 0;
   /** A sentence of the current reply has been handed on: the next one is joined to it by a space. */
   private midReply = false;
@@ -67,9 +68,16 @@ export class ReplyTranslator {
   private release(sentence: string, last: boolean): void {
     const generation = this.generation;
     const text = sentence.trim();
-    // Started now, handed on in order by the chain. An interruption aborts it (`reset`), and its failure then
-    // is not an error: nobody is waiting for it.
-    const work = text ? this.translate(text, this.cycle.signal) : Promise.resolve(null);
+    // A sentence starts translating as soon as the one before it is translated (not once it has been spoken,
+    // nor at once: two generations at a time take their decoder steps in turn, which doubled the first
+    // sentence's time in bench:telephony --bridge, and the first sentence is what the caller waits for).
+    // An interruption aborts it (`reset`), and its failure then is not an error: nobody is waiting for it.
+    const cycle = this.cycle.signal;
+    const work = this.translating.then(() => (text && !cycle.aborted ? this.translate(text, cycle) : null));
+    this.translating = work.then(
+      () => undefined,
+      () => undefined,
+    );
     work.catch(() => {}); // handled when the chain reaches it; not an unhandled rejection before that
     this.chain = this.chain
       .then(() => work.then((done) => this.handOn(done, text, last, generation), (err) => (this.stale(generation) ? undefined : Promise.reject(err))))
