@@ -37,10 +37,14 @@ export function readyLine(port: number, config: Config): string {
 }
 
 /** Prints the ready line once the models are warm, or why the server serves without them. */
-export function announceReadiness(port: number, config: Config, modelsReady: Promise<void>): void {
+/**
+ * Prints the ready line once the models are warm — through `write` where given (serve-process.ts writes it into
+ * the log's buffered destination, so it comes after every "model ready" line, not among them).
+ */
+export function announceReadiness(port: number, config: Config, modelsReady: Promise<void>, write: (text: string) => void = (text) => void process.stdout.write(text)): void {
   modelsReady.then(
-    () => process.stdout.write(`${readyLine(port, config)}\n`),
-    (err: Error) => process.stdout.write(`Kuma is serving without its models: ${err.message} (${localBaseUrl(port, config)}/readyz says the same)\n`),
+    () => write(`${readyLine(port, config)}\n`),
+    (err: Error) => write(`Kuma is serving without its models: ${err.message} (${localBaseUrl(port, config)}/readyz says the same)\n`),
   );
 }
 

@@ -14,6 +14,7 @@ import type { Config } from '../config/config.js';
 import { startKuma } from '../server.js';
 import { announceReadiness, ensureFirstStartKeys, printBanner } from './first-start.js';
 import type { WorkerMessage } from './messages.js';
+import { writeBesideLog } from '../observability/logger.js';
 
 export async function serveProcess(config: Config): Promise<void> {
   const isWorker = cluster.isWorker;
@@ -30,7 +31,7 @@ export async function serveProcess(config: Config): Promise<void> {
     );
   } else {
     printBanner(server.port, config, await ensureFirstStartKeys(server.store, config), 1);
-    announceReadiness(server.port, config, server.enginesReady);
+    announceReadiness(server.port, config, server.enginesReady, (text) => writeBesideLog(server.logger, text));
   }
 
   let stopping = false;

@@ -40,3 +40,13 @@ function isoTimeOncePerMillisecond(): string {
   }
   return cachedField;
 }
+
+/**
+ * Writes a plain line (the ready line) into the log's own destination, so it lands in order with the JSON lines
+ * before it: the destination buffers (sync: false), and a direct process.stdout.write overtook them.
+ */
+export function writeBesideLog(logger: Logger, text: string): void {
+  const stream = (logger as unknown as Record<symbol, { write?: (s: string) => unknown } | undefined>)[pino.symbols.streamSym];
+  if (stream?.write) stream.write(text);
+  else process.stdout.write(text);
+}
