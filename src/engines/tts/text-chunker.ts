@@ -5,7 +5,9 @@
  * so the first audio comes quickly; later chunks may be longer, up to twice the text before them and ≤ 200
  * (so each is synthesized before the audio before it has played). Chunks end at sentence punctuation,
  * else at phrase punctuation, else between words, never inside a word (a single word longer than the limit
- * becomes a chunk of its own).
+ * becomes a chunk of its own) — except a "word" longer than the later limit (200), which is cut into pieces of
+ * that length: no language has such words, and one synthesis run over thousands of characters would take
+ * memory and time in proportion (a 5,000-letter "word" is a few minutes of audio in one model run).
  *
  * Each chunk reports how many characters of the ORIGINAL input it covers (Unicode code points, whitespace
  * included), and the counts add up to the input's length, so billing can count exactly what was spoken.
@@ -101,16 +103,34 @@ export function endsSentence(chunk: string): boolean {
 }
 
 /** Splits at whitespace; leading whitespace is charged to the first word, trailing to each word. */
-function splitWords(input: string): Word[] {
+function splitWords(input: string, longestWord: number): Word[] {
   const words: Word[] = [];
   const re = /(\s*)(\S+)(\s*)/gu;
   let match: RegExpExecArray | null;
   while ((match = re.exec(input))) {
     const [, lead = '', raw = '', trail = ''] = match;
-    const text = normalizeText(raw);
-    words.push({ text, characters: codePoints(lead) + codePoints(raw) + codePoints(trail), boundary: boundaryOf(text) });
+    const pieces = cutLongWord(raw, longestWord);
+    pieces.forEach((piece, i) => {
+      const text = normalizeText(piece);
+      const characters = (i === 0 ? codePoints(lead) : 0) + codePoints(piece) + (i === pieces.length - 1 ? codePoints(trail) : 0);
+      words.push({ text, characters, boundary: i === pieces.length - 1 ? boundaryOf(text) : null });
+    });
   }
   return words;
+}
+
+/** `raw` in pieces of at most `longest` code points, never starting a piece with a combining mark. */
+function cutLongWord(raw: string, longest: number): string[] {
+  const points = [...raw];
+  if (points.length <= longest) return [raw];
+  const pieces: string[] = [];
+  for (let from = 0; from < points.length; ) {
+    let to = Math.min(points.length, from + longest);
+    while (to < points.length && to > from + 1 && /\p{M}/u.test(points[to]!)) to--;
+    pieces.push(points.slice(from, to).join(''));
+    from = to;
+  }
+  return pieces;
 }
 
 const lengthOf = (words: Word[]) => words.reduce((n, w) => n + codePoints(w.text), Math.max(0, words.length - 1));
@@ -122,7 +142,7 @@ function toChunk(words: Word[]): TextChunk {
 export function chunkText(input: string, options: ChunkOptions = {}): TextChunk[] {
   const firstMax = options.firstMaxLength ?? FIRST_CHUNK_MAX;
   const laterMax = options.maxLength ?? CHUNK_MAX;
-  const words = splitWords(input);
+  const words = splitWords(input, laterMax);
   const chunks: TextChunk[] = [];
   let current: Word[] = [];
   let before = options.spokenBefore ?? 0;
