@@ -22,14 +22,19 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-load-'));
   const manifest = path.join(dir, 'manifest.json');
   fs.writeFileSync(manifest, JSON.stringify({ models }));
-  const child = spawn(process.execPath, [...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  // KUMA_BENCH_NODE_FLAGS: extra node flags for the server (e.g. --trace-gc, which NODE_OPTIONS refuses).
+  const nodeFlags = (process.env.KUMA_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeFlags, ...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
   const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
-    lines.once('line', (line) => {
+    let greeted = false;
+    lines.on('line', (line) => {
+      // The hello is the first JSON line (node flags such as --trace-gc may print before it). After it, stdout is
+      // the server's log (warnings and errors): shown, so a failing run says why, and read, so a full pipe never
+      // blocks the server.
+      if (greeted || !line.startsWith('{')) return void process.stderr.write(`server: ${line}\n`);
+      greeted = true;
       resolve(JSON.parse(line));
-      // After the hello, stdout is the server's log (warnings and errors): shown, so a failing run says why,
-      // and read, so a full pipe never blocks the server.
-      lines.on('line', (log) => process.stderr.write(`server: ${log}\n`));
     });
     child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
   });
