@@ -24,7 +24,8 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   fs.writeFileSync(manifest, JSON.stringify({ models }));
   // KUMA_BENCH_NODE_FLAGS: extra node flags for the server (e.g. --trace-gc, which NODE_OPTIONS refuses).
   const nodeFlags = (process.env.KUMA_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeFlags, ...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  // --no-memory-reducer: as npm start runs the server (src/observability/gc-pauses.ts).
+  const child = spawn(process.execPath, ['--no-memory-reducer', ...nodeFlags, ...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
   const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
     let greeted = false;

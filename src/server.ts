@@ -30,6 +30,7 @@ import { RateLimiter } from './limits/rate-limiter.js';
 import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 import { watchCpuLoad } from './observability/cpu-load.js';
+import { avoidIdleCompaction } from './observability/gc-pauses.js';
 import { setupTelephony } from './telephony/telephony-setup.js';
 import { studioSite } from './studio/studio-assets.js';
 
@@ -82,6 +83,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   const { config } = options;
   // Before anything is opened or loaded: a file setting that cannot be used is refused at once, by name.
   checkConfigFiles(config);
+  avoidIdleCompaction();
   const logger = createLogger(config.logLevel, options.logDestination);
   const metrics = new Metrics();
   const ownsStore = !options.store;
