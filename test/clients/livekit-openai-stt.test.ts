@@ -30,6 +30,8 @@ const hasEspeak = (() => {
     return false;
   }
 })();
+// .ci/run installs espeak-ng and sets KUMA_REQUIRE_ESPEAK=1: there the test below must run, never be skipped.
+if (!hasEspeak && process.env.KUMA_REQUIRE_ESPEAK === '1') throw new Error('KUMA_REQUIRE_ESPEAK=1 but espeak-ng is not installed (apt-get install espeak-ng)');
 
 /** 16-bit mono PCM → 20 ms AudioFrames at its rate (the plugin resamples to 24 kHz itself). */
 function frames(pcm: Buffer, rate: number): AudioFrame[] {
