@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { SessionClosedError, SessionLifecycle } from '../../src/primitives/session-lifecycle.js';
+import { SessionClosedError, SessionLifecycle } from '../../../src/primitives/session-lifecycle.js';
 
 describe('SessionLifecycle', () => {
   it('closes once: the first reason wins, the signal fires once with it, later closes answer false', () => {
