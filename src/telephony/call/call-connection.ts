@@ -90,7 +90,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     clearTimeout(startTimer);
     opener.logger.info({ requestId: callId, carrier: adapter.carrier, code, reason, message }, 'call stream closed');
     peer.close(code, reason);
-    // A refusal of the token or the cap comes before there is a call; the start timeout, before there is one too.
+    // Only a call's own end reasons reach it: a refused token or cap and a start timeout come before there is a call.
     void call?.close(reason === 'start_timeout' || reason === 'invalid_call_token' || reason === 'call_limit' ? 'error' : reason);
   }
 
