@@ -209,6 +209,18 @@ describe('AsyncQueue', () => {
     );
   });
 
+  it('fail(error) leaves a paused producer paused (it is gone); a later cancel() releases it, without telling it to stop', () => {
+    const events: string[] = [];
+    const q = new AsyncQueue<number>({ highWater: 1, onPause: () => events.push('pause'), onResume: (ended) => events.push(`resume:${ended}`), onCancel: () => events.push('cancel') });
+    q.push(1);
+    q.push(2);
+    q.fail(new Error('client disconnected'));
+    expect(events).toEqual(['pause']);
+    expect(q.paused).toBe(true);
+    q.cancel();
+    expect(events).toEqual(['pause', 'resume:false']);
+  });
+
   it('a consumer that breaks cancels the producer once, resuming it first if paused, and later pushes are dropped', async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 20 }), fc.nat(), fc.integer({ min: 0, max: 10 }), async (pushes, r, highWater) => {
