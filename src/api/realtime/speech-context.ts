@@ -1,6 +1,6 @@
 /**
  * One spoken stream of a speech socket, with its bill: text pieces → text splitter
- * (pipeline/text-phrase-splitter.ts) → phrase speaker (pipeline/phrase-speaker.ts) → audio messages. The
+ * (voice/text-phrase-splitter.ts) → phrase speaker (voice/phrase-speaker.ts) → audio messages. The
  * single-stream socket (speech-socket.ts) has one; the multi-context socket (multi-context-socket.ts) one
  * per `context_id`, whose messages then carry `contextId`.
  *
@@ -25,9 +25,9 @@ import { InsufficientQuotaError } from '../../billing/errors.js';
 import { KeyRevokedError } from '../../store/store-errors.js';
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
-import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
-import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
-import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
+import { PhraseSpeaker } from '../../voice/phrase-speaker.js';
+import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
+import { TextPhraseSplitter, type TextChunk } from '../../voice/text-phrase-splitter.js';
 import { ApiError, toApiError } from '../errors.js';
 import type { DuplexPeer } from '../types.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';

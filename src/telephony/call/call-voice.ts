@@ -2,7 +2,7 @@
  * The call's voice: Bambara text in (the app's reply tokens, a greeting), paced carrier frames out.
  *
  * Text is spoken in talk cycles (a greeting, or an app reply up to its `last` token), one after another. A
- * cycle is a phrase splitter and a phrase speaker (pipeline/) encoding straight to the phone leg's format, cut
+ * cycle is a phrase splitter and a phrase speaker (voice/) encoding straight to the phone leg's format, cut
  * into whole 20 ms frames and handed to the call's paced stream (frame-pacer.ts). After each phrase a marker
  * goes out with the frames: it sends the carrier a `mark` (when the carrier has marks) and records what has
  * been sent. Synthesis runs ahead of the pacer by at most MAX_QUEUED_FRAMES, so an interrupted reply has not
@@ -22,8 +22,8 @@ import type { SpeechFormat } from '../../codecs/types.js';
 import { isCapacityError } from '../../engines/errors.js';
 import { KeyRevokedError } from '../../store/store-errors.js';
 import type { Logger } from '../../observability/logger.js';
-import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
-import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
+import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
+import type { TextChunk } from '../../voice/text-phrase-splitter.js';
 import { FRAME_MS, type PacedStream } from './frame-pacer.js';
 import { encodedAudio, TalkCycle } from './talk-cycle.js';
 

@@ -7,8 +7,8 @@
 import type { Reservation } from '../../billing/ledger.js';
 import { createEncoder } from '../../codecs/encoders/index.js';
 import type { SpeechFormat } from '../../codecs/types.js';
-import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../pipeline/phrase-speaker.js';
-import { TextPhraseSplitter } from '../../pipeline/text-phrase-splitter.js';
+import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../voice/phrase-speaker.js';
+import { TextPhraseSplitter } from '../../voice/text-phrase-splitter.js';
 import type { VoiceSetup } from './call-voice.js';
 
 /** Encoder slices of the phone leg (seconds): the first after a pause, and the longest. */
