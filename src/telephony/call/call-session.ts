@@ -149,7 +149,7 @@ export class CallSession {
     if (this.settings.mode === 'transcription' && reason !== 'insufficient_quota' && reason !== 'key_revoked') await this.finishHearing();
     this.cancel.abort();
     this.realtime.abort();
-    await this.voice.close();
+    await this.voice.close(reason);
     if (reason !== 'caller_hangup') this.carrier.hangup(reason);
     try {
       this.record = await this.tally.finalRecord(this.deps.store, this.settings.mode, reason);
