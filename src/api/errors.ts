@@ -10,7 +10,7 @@ import { AdminAuthError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
 import { StoreUnavailableError } from '../store/store-errors.js';
 import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
-import { TextTooLongError, TooMuchTextWaitingError } from '../voice/voice-limits.js';
+import { TextTooLongError, TooMuchTextWaitingError } from '../voice/voice-session.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },

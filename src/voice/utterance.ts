@@ -97,7 +97,7 @@ export class Utterance implements Session {
     return this.speaker.owesAudio;
   }
 
-  /** Characters received and not yet synthesized: what the text limits count (voice-limits.ts). */
+  /** Characters received and not yet synthesized: what the text limits count (voice-session.ts). */
   get waitingCharacters(): number {
     return this.splitter.pendingCharacters + this.speaker.unsynthesizedCharacters;
   }

@@ -27,13 +27,13 @@ import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import type { Session } from '../../primitives/session-lifecycle.js';
 import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
 import type { Utterance } from '../../voice/utterance.js';
-import { SpeechLimitError } from '../../voice/voice-limits.js';
+import { SpeechLimitError } from '../../voice/voice-session.js';
 import { VoiceSession } from '../../voice/voice-session.js';
 import { ApiError, toApiError } from '../errors.js';
 import type { DuplexPeer } from '../types.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';
 
-export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS } from '../../voice/voice-limits.js';
+export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS } from '../../voice/voice-session.js';
 
 export interface SpeechSocketSetup {
   model: string;

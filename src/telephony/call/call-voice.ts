@@ -7,7 +7,7 @@
  *
  * Text is spoken in talk cycles (a greeting, or an app reply up to its `last` token), one after another. A new
  * cycle preempts the cycles before it that were marked `preemptible`. Text beyond the voice's limits
- * (voice/voice-limits.ts, over every cycle still speaking) is refused whole (VoiceBusyError).
+ * (voice/voice-session.ts, over every cycle still speaking) is refused whole (VoiceBusyError).
  *
  * What was heard: the carrier echoes marks as the audio before them plays; between marks, the frames sent
  * (less the pacer's lead) estimate it. An interruption reports the cycle's text up to the last whole word
@@ -23,7 +23,7 @@ import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
-import { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, SpeechLimitError } from '../../voice/voice-limits.js';
+import { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, SpeechLimitError } from '../../voice/voice-session.js';
 import { VoiceSession } from '../../voice/voice-session.js';
 import type { PacedStream } from './frame-pacer.js';
 import { TalkCycle, type CycleLine } from './talk-cycle.js';

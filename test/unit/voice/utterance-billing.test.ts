@@ -20,8 +20,7 @@ import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import type { Store } from '../../../src/store/store.js';
 import { TextPhraseSplitter } from '../../../src/voice/text-phrase-splitter.js';
 import type { VoiceSetup } from '../../../src/voice/utterance.js';
-import { MAX_PENDING_CHARACTERS, SpeechLimitError } from '../../../src/voice/voice-limits.js';
-import { VoiceSession } from '../../../src/voice/voice-session.js';
+import { checkTextLimits, MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, SpeechLimitError, TextTooLongError, VoiceSession } from '../../../src/voice/voice-session.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 20);
 const prices = PriceTableSchema.parse({});
@@ -122,6 +121,17 @@ describe('an utterance is charged exactly what was delivered', () => {
 });
 
 describe('the hold and the limits', () => {
+  it('a piece is refused exactly when it is too long, or would leave more than the limit waiting', () => {
+    fc.assert(
+      fc.property(fc.nat({ max: 12_000 }), fc.nat({ max: 6_000 }), (length, waiting) => {
+        const refuse = () => checkTextLimits('ɛ'.repeat(length), waiting);
+        if (length > MAX_MESSAGE_CHARACTERS) expect(refuse).toThrow(TextTooLongError);
+        else if (waiting + length > MAX_PENDING_CHARACTERS) expect(refuse).toThrow(SpeechLimitError);
+        else expect(refuse).not.toThrow();
+      }),
+    );
+  });
+
   it('the hold is the price of the phrases released; admitted text never leaves more than the limit waiting', async () => {
     const piece = fc.array(fc.tuple(word, fc.constantFrom(' ', '. ')), { minLength: 1, maxLength: 400 }).map((parts) => parts.map(([w, s]) => w + s).join(''));
     await fc.assert(
