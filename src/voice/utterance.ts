@@ -169,11 +169,12 @@ export class Utterance implements Session {
   /** Stops now (idempotent) and, once the hold being placed is in, charges what was delivered and releases the rest. */
   close(reason: string): Promise<void> {
     if (this.closing) return this.closing;
-    this.lifecycle.close(reason);
+    // Set before the signal fires: a listener that closes again gets this same settlement.
     this.closing = (async () => {
       await this.input;
       await this.bill.close();
     })();
+    this.lifecycle.close(reason);
     return this.closing;
   }
 

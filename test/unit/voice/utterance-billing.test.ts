@@ -82,7 +82,7 @@ const textInPieces = text.chain((t) =>
 describe('an utterance is charged exactly what was delivered', () => {
   it('for any pieces and any cut-off, charged per phrase or at the end; no hold stays', async () => {
     await fc.assert(
-      fc.asyncProperty(textInPieces, fc.nat({ max: 40 }), fc.boolean(), async ({ pieces }, cutAfter, eager) => {
+      fc.asyncProperty(textInPieces, fc.nat({ max: 40 }), fc.boolean(), fc.boolean(), async ({ pieces }, cutAfter, eager, closeUtterance) => {
         const { voice, accountId } = await voiceFor();
         const utterance = voice.open();
         for (const piece of pieces) await utterance.take(piece);
@@ -95,7 +95,8 @@ describe('an utterance is charged exactly what was delivered', () => {
           utterance.delivered(delivered);
           if (eager) await utterance.chargeDelivered();
         }
-        await voice.close('done');
+        // Closing the utterance itself (a barge-in) or its whole voice (the session ends) settles alike.
+        await (closeUtterance ? utterance.close('interrupted') : voice.close('done'));
         expect(await charged(accountId)).toBe(delivered * PRICE);
         expect(await held(accountId)).toBe(0);
       }),
