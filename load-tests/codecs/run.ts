@@ -17,7 +17,7 @@ import { FFMPEG_FORMAT_ARGS, ffmpegBinary } from './ffmpeg-formats.js';
 
 const RATE = 24000;
 const CHUNK = 480; // 20 ms: the first-chunk latency is measured from the first 20 ms chunk
-/** Speed is measured in the slices the speech pipeline pushes (src/pipeline/speech-stream.ts: 100 ms). */
+/** Speed is measured in the slices the speech pipeline pushes (src/voice/speech-stream.ts: 100 ms). */
 const SPEED_CHUNK = 2400;
 /** Whole-stream encodes per format; the table shows the median (a shared 2-core machine is noisy). */
 const SPEED_RUNS = 5;

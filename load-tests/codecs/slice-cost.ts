@@ -1,6 +1,6 @@
 /**
  * load-tests/codecs/slice-cost: what one push() of a 0.1 s slice (the speech pipeline's slice, see
- * src/pipeline/speech-stream.ts) costs the calling thread, for each of the 13 speech formats, at the two
+ * src/voice/speech-stream.ts) costs the calling thread, for each of the 13 speech formats, at the two
  * rates the TTS models speak (16 kHz and 22.05 kHz, resampled by the encoder). This is the figure that
  * decides which formats the encoder worker pool takes off the I/O thread (issue 16: "more than a few
  * hundred µs per slice").

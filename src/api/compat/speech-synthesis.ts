@@ -16,10 +16,10 @@
  */
 import { billableCharacters } from '../../billing/metering.js';
 import { planPhrases } from '../../engines/tts/phrase-plan.js';
-import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../pipeline/speech-stream.js';
-import { synthesizePhrases } from '../../pipeline/phrase-synthesis.js';
+import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../voice/speech-stream.js';
+import { synthesizePhrases } from '../../voice/phrase-synthesis.js';
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
-import type { AudioChunker } from '../../pipeline/audio-chunks.js';
+import type { AudioChunker } from '../../voice/audio-chunks.js';
 import type { CatalogModel } from '../model-catalog.js';
 import type { ApiRequest, Caller } from '../types.js';
 import type { CompatDeps } from './deps.js';

@@ -7,7 +7,7 @@
 import type { z } from 'zod';
 import { FORMAT_INFO, formatInfo } from '../../codecs/formats.js';
 import { billableCharacters } from '../../billing/metering.js';
-import type { SpeechTally } from '../../pipeline/speech-stream.js';
+import type { SpeechTally } from '../../voice/speech-stream.js';
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
 import type { ApiRequest, ApiResult, Caller, OpenApiContent, RouteDef, SseMessage } from '../types.js';

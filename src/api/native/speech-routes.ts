@@ -6,13 +6,13 @@
  * - POST /v2/models/tts: `{text, description, format}` → the whole audio in that format from djelia-tts-v2;
  *   a description naming Moussa, Sekou or Seydou picks that voice (speech-rules.ts selectSpeaker).
  * - POST /v2/models/tts/stream: the same, streamed in chunks of `chunk_size` seconds of audio
- *   (pipeline/audio-chunks.ts says how chunks map onto each format).
+ *   (voice/audio-chunks.ts says how chunks map onto each format).
  * Validation problems are 422 `detail` entries; text the voice cannot say is 400 `{detail}`, as on the
  * primary surface (with the native field's name).
  */
 import { FORMAT_INFO, formatInfo } from '../../codecs/formats.js';
 import type { SpeechFormat } from '../../codecs/types.js';
-import { AudioChunker, chunkLayout } from '../../pipeline/audio-chunks.js';
+import { AudioChunker, chunkLayout } from '../../voice/audio-chunks.js';
 import { ApiError } from '../errors.js';
 import type { CompatDeps } from '../compat/deps.js';
 import { resolveModel } from '../compat/model-resolution.js';

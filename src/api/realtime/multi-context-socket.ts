@@ -15,9 +15,13 @@
  * final message), each with the single-stream socket's text limits. A context with no message and no audio
  * owed for `inactivity_timeout` is closed (an `input_timeout_exceeded` error, then its final message); a
  * socket with no context and no message for as long is closed 1008, as the single-stream socket is.
+ *
+ * Lifecycle (primitives/session-lifecycle.ts): `close(reason)` ends the socket's session — every context
+ * stops now; a context that ends on its own (its final message sent) closes alone.
  */
 import type { DuplexHandler, DuplexPeer } from '../types.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
+import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 import { errorMessage, parseMultiContextMessage } from './speech-socket-messages.js';
 
@@ -32,7 +36,8 @@ interface OpenContext {
   closing: boolean;
 }
 
-export class MultiContextSocket implements DuplexHandler {
+export class MultiContextSocket implements DuplexHandler, Session {
+  private readonly lifecycle = new SessionLifecycle();
   private readonly contexts = new Map<string, OpenContext>();
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
   private closing: { code: number; reason: string } | null = null; // close_socket, or shutdown: close once every context ended
@@ -56,11 +61,25 @@ export class MultiContextSocket implements DuplexHandler {
     this.enqueue(async () => this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce ","context_id":"a"}.')));
   }
 
+  get closed(): boolean {
+    return this.lifecycle.closed;
+  }
+
+  get signal(): AbortSignal {
+    return this.lifecycle.signal;
+  }
+
   onClose(): void {
+    this.close('peer_closed');
+  }
+
+  /** Ends the socket's session: every context stops now (each charges what it delivered). Idempotent. */
+  close(reason: string): void {
+    if (!this.lifecycle.close(reason)) return;
     clearTimeout(this.timer);
     for (const context of this.contexts.values()) {
       clearTimeout(context.timer);
-      context.stream.abort();
+      void context.stream.close(reason);
     }
   }
 
@@ -68,7 +87,7 @@ export class MultiContextSocket implements DuplexHandler {
   onShutdown(): void {
     this.enqueue(async () => {
       this.closing ??= { code: 1001, reason: 'server shutting down' };
-      await Promise.all([...this.contexts.values()].map((context) => context.stream.end()));
+      await Promise.all([...this.contexts.values()].map((context) => context.stream.endInput()));
       this.closeIfDone();
     });
   }
@@ -77,8 +96,7 @@ export class MultiContextSocket implements DuplexHandler {
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
     this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), 1008, 'key_revoked');
-    this.onClose();
-    this.peer.close(1008, 'key_revoked');
+    this.closeWith(1008, 'key_revoked');
   }
 
   private enqueue(task: () => Promise<void>): void {
@@ -150,7 +168,7 @@ export class MultiContextSocket implements DuplexHandler {
   private async closeContext(id: string, context: OpenContext): Promise<void> {
     context.closing = true;
     clearTimeout(context.timer);
-    await context.stream.close();
+    await context.stream.closeInput();
   }
 
   private async closeSocket(): Promise<void> {
@@ -161,8 +179,13 @@ export class MultiContextSocket implements DuplexHandler {
 
   private closeIfDone(): void {
     if (!this.closing || this.contexts.size > 0 || this.peer.signal.aborted) return;
-    clearTimeout(this.timer);
-    this.peer.close(this.closing.code, this.closing.reason);
+    this.closeWith(this.closing.code, this.closing.reason);
+  }
+
+  /** Ends the session for `reason`, then closes the WebSocket with `code` and the same reason. */
+  private closeWith(code: number, reason: string): void {
+    this.close(reason);
+    this.peer.close(code, reason);
   }
 
   /** A failure of the server's own in one context: logged, an error naming it, every context cancelled, close 1011 (1013 at capacity). */
@@ -173,8 +196,7 @@ export class MultiContextSocket implements DuplexHandler {
     if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code, undefined, contextId);
-    this.onClose();
-    this.peer.close(code, apiError.code);
+    this.closeWith(code, apiError.code);
   }
 
   private sendError(err: ApiError, closeCode: number | null = null, code?: string, contextId?: string): void {
@@ -205,8 +227,7 @@ export class MultiContextSocket implements DuplexHandler {
       const seconds = this.setup.inactivityMs / 1000;
       const err = new ApiError('invalid_request', `No message for ${seconds} s and no context open: the socket is closed.`);
       this.peer.sendText(errorMessage(err, 1008, 'input_timeout_exceeded'));
-      this.onClose();
-      this.peer.close(1008, 'input_timeout_exceeded');
+      this.closeWith(1008, 'input_timeout_exceeded');
     }, this.setup.inactivityMs);
     this.timer.unref();
   }

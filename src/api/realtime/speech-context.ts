@@ -1,8 +1,10 @@
 /**
- * One spoken stream of a speech socket, with its bill: text pieces → text splitter
- * (pipeline/text-phrase-splitter.ts) → phrase speaker (pipeline/phrase-speaker.ts) → audio messages. The
- * single-stream socket (speech-socket.ts) has one; the multi-context socket (multi-context-socket.ts) one
- * per `context_id`, whose messages then carry `contextId`.
+ * One spoken stream of a speech socket: the adapter between its client messages and the voice core
+ * (src/voice/), which does the speaking and the billing — text splitter, phrase speaker, the hold grown per
+ * phrase, the text limits and the charge of the characters delivered. The single-stream socket
+ * (speech-socket.ts) has one; the multi-context socket (multi-context-socket.ts) one per `context_id`, whose
+ * messages then carry `contextId`. This file turns refusals into error messages, the audio into audio
+ * messages, and says when a phrase counts as delivered.
  *
  * Order and flow: pieces are taken one after the other (the owner serializes its client's messages);
  * phrases are spoken in order as one audio stream; the next audio item is produced only once the previous
@@ -10,32 +12,28 @@
  * read stops synthesis (at most one phrase ahead) instead of growing memory. After the last audio: a final
  * message (`{"isFinal": true}`, with `contextId` when the stream has one).
  *
- * Billing (README): one hold per stream, grown by each phrase's price before the phrase is queued. Each
- * phrase is charged as soon as its audio has been handed to the transport IN FULL and written to the network
- * (the peer's flush): its usage row lands then, and the hold shrinks by as much (Reservation.settlePart). So
- * a crash loses at most the phrase in flight, and never charges audio that had not left the process. When
+ * Billing (README; voice/speech-bill.ts): one hold per stream, grown by each phrase's price before the phrase
+ * is queued. A phrase counts as delivered once its audio has been handed to the transport IN FULL and written
+ * to the network (the peer's flush), and is charged then (its usage row lands, the hold shrinks by as much).
+ * So a crash loses at most the phrase in flight, and never charges audio that had not left the process. When
  * the stream ends, however it ends, the rest of the hold is released. A phrase cut off by a disconnect is not
- * charged. Text with nothing to say is charged with the next phrase; trailing whitespace or punctuation with
- * nothing after it is free. When the balance cannot cover the next phrase: an `insufficient_quota` error, no
- * more input, the phrases already held are spoken, then the final message.
+ * charged. When the balance cannot cover the next phrase: an `insufficient_quota` error, no more input, the
+ * phrases already held are spoken, then the final message.
  */
 import type { Logger } from '../../observability/logger.js';
-import type { Ledger, Reservation, ChargeContext } from '../../billing/ledger.js';
-import { InsufficientQuotaError } from '../../billing/errors.js';
-import { KeyRevokedError } from '../../store/store-errors.js';
+import type { Ledger, ChargeContext } from '../../billing/ledger.js';
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
-import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
-import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
-import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
+import type { Session } from '../../primitives/session-lifecycle.js';
+import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
+import type { Utterance } from '../../voice/utterance.js';
+import { SpeechLimitError } from '../../voice/voice-session.js';
+import { VoiceSession } from '../../voice/voice-session.js';
 import { ApiError, toApiError } from '../errors.js';
 import type { DuplexPeer } from '../types.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';
 
-/** Longest text of one message, in characters. */
-export const MAX_MESSAGE_CHARACTERS = 10_000;
-/** Text received and not yet synthesized, in characters (several minutes of speech): more is refused until audio catches up. */
-export const MAX_PENDING_CHARACTERS = 5_000;
+export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS } from '../../voice/voice-session.js';
 
 export interface SpeechSocketSetup {
   model: string;
@@ -62,90 +60,84 @@ export interface SpeechContextOwner {
   readonly quotaCloseCode: number | null;
   /** Audio went out: the inactivity clocks restart. */
   onAudio(): void;
-  /** The final message was sent (not after an abort); `exhausted` when the balance ended the input. */
+  /** The final message was sent (not after a close); `exhausted` when the balance ended the input. */
   onFinal(exhausted: boolean): void;
   /** A failure of the server's own (synthesis, encoding, store): the owner closes the socket. */
   onFailure(err: unknown): void;
 }
 
-export class SpeechContext {
-  private readonly splitter = new TextPhraseSplitter();
-  private readonly speaker: PhraseSpeaker;
-  private readonly stop = new AbortController();
-  private work: Promise<void> = Promise.resolve(); // holds being placed, one after the other
-  private reservation: Reservation | null = null;
-  private charged = 0; // characters of the phrases charged: their audio was taken in full and flushed
-  private exhausted = false;
-  private ended = false; // no more text is taken
-  private finished = false; // the audio stream is over: nothing more is queued or held
+export class SpeechContext implements Session {
+  private readonly voice: VoiceSession;
+  private readonly utterance: Utterance;
+  private work: Promise<void> = Promise.resolve(); // the client's pieces, one after the other
   /** Resolves once the stream is over and its hold released, however it ended. */
   readonly done: Promise<void>;
 
   constructor(
-    private readonly deps: SpeechSocketDeps,
+    deps: SpeechSocketDeps,
     private readonly setup: SpeechSocketSetup,
     private readonly owner: SpeechContextOwner,
     /** Set on the multi-context socket: every message of this stream carries it as `contextId`. */
     readonly contextId?: string,
   ) {
-    const { engine, voice, format, variant, speakable, charge } = setup;
-    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.stop.signal });
+    const { model, engine, voice, format, variant, speakable, charge } = setup;
+    this.voice = new VoiceSession({ model, engine, voice, format, ...(variant ? { variant } : {}), speakable, ledger: deps.ledger, charge, logger: deps.logger, label: 'speech socket phrase' });
+    this.utterance = this.voice.open({ onQuotaExhausted: (err) => this.sendError(toApiError(err), this.owner.quotaCloseCode) });
     this.done = this.pump();
+  }
+
+  get closed(): boolean {
+    return this.voice.closed;
+  }
+
+  get signal(): AbortSignal {
+    return this.voice.signal;
   }
 
   /** No more text is taken (the input ended, it was closed, or the balance ran out). */
   get inputEnded(): boolean {
-    return this.ended;
+    return this.utterance.inputEnded;
   }
 
   /** The balance could not hold a phrase: the input was ended by it. */
   get quotaExhausted(): boolean {
-    return this.exhausted;
+    return this.utterance.quotaExhausted;
   }
 
   /** Phrases are queued, being synthesized or waiting to be sent: audio is owed. */
   get owesAudio(): boolean {
-    return this.speaker.owesAudio;
+    return this.utterance.owesAudio;
   }
 
   /** Takes a piece of text (refused whole with an error message when it cannot be taken), then flushes if asked. */
   take(text: string | undefined, flush: boolean): Promise<void> {
     return this.serially(async () => {
-      if (this.finished || this.ended) return;
+      if (this.utterance.finished || this.utterance.inputEnded) return;
       if (text) {
         const refusal = this.refusal(text);
         if (refusal) return this.sendError(refusal);
-        await this.queue(this.splitter.push(text));
+        await this.utterance.take(text);
       }
-      if (flush) await this.queue(this.splitter.flush());
+      if (flush) await this.utterance.flush();
     });
   }
 
   /** The input ended: everything received is spoken, then the final message. */
-  end(): Promise<void> {
-    return this.serially(async () => {
-      if (this.ended || this.finished) return;
-      this.ended = true;
-      await this.queue(this.splitter.flush());
-      this.speaker.end();
-    });
+  endInput(): Promise<void> {
+    return this.serially(() => this.utterance.endInput());
   }
 
   /**
-   * Closed (ElevenLabs' `close_context`): what was flushed, or is already a certain phrase, is spoken; text
-   * still waiting for more (never flushed) is dropped, uncharged. Then the final message.
+   * The context was closed (ElevenLabs' `close_context`): what was flushed, or is already a certain phrase, is
+   * spoken; text still waiting for more (never flushed) is dropped, uncharged. Then the final message.
    */
-  close(): Promise<void> {
-    return this.serially(async () => {
-      if (this.ended || this.finished) return;
-      this.ended = true;
-      this.speaker.end();
-    });
+  closeInput(): Promise<void> {
+    return this.serially(() => this.utterance.closeInput());
   }
 
-  /** Stops now: the phrase being synthesized is cancelled, no final message; the hold is released. */
-  abort(): void {
-    this.stop.abort();
+  /** Ends the stream now: the phrase being synthesized is cancelled, no final message; the hold is released. */
+  close(reason: string): Promise<void> {
+    return this.voice.close(reason);
   }
 
   /** Sends an error message of this stream (with its `contextId`). */
@@ -162,13 +154,11 @@ export class SpeechContext {
 
   /** Why a piece of text is refused whole (nothing of it is kept), or null. */
   private refusal(text: string): ApiError | null {
-    const length = [...text].length;
-    if (length > MAX_MESSAGE_CHARACTERS) {
-      return new ApiError('invalid_value', `text: at most ${MAX_MESSAGE_CHARACTERS} characters per message (got ${length}); send the text in smaller pieces.`, { param: 'text' });
-    }
-    const pending = this.splitter.pendingCharacters + this.speaker.unsynthesizedCharacters;
-    if (pending + length > MAX_PENDING_CHARACTERS) {
-      return new ApiError('invalid_value', `text: ${pending} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait; send this piece again once more audio has arrived.`, { param: 'text' });
+    try {
+      this.voice.admit(text);
+    } catch (err) {
+      if (err instanceof SpeechLimitError) return toApiError(err);
+      throw err;
     }
     if (this.setup.speakable) {
       const { unspeakable } = speechText(text, this.setup.speakable);
@@ -179,65 +169,40 @@ export class SpeechContext {
     return null;
   }
 
-  /** Holds each phrase's price, then queues it; ends the input when the balance cannot cover one. */
-  private async queue(chunks: TextChunk[]): Promise<void> {
-    for (const chunk of chunks) {
-      if (this.finished) return;
-      try {
-        this.reservation ??= await this.deps.ledger.reserve(this.setup.charge, 0);
-        const price = this.deps.ledger.priceOf('character', 'speech');
-        // growBy, not a running total: delivered phrases have already left the hold (settlePart).
-        await this.reservation.growBy(this.deps.ledger.costOf(chunk.characters, price));
-      } catch (err) {
-        if (!(err instanceof InsufficientQuotaError)) throw err;
-        this.exhausted = true;
-        this.sendError(toApiError(err), this.owner.quotaCloseCode);
-        this.ended = true;
-        this.speaker.end();
-        return;
-      }
-      if (this.finished) return;
-      this.speaker.say(chunk);
-    }
-  }
-
   /**
    * Sends the audio as it is encoded, one message at a time, waiting for the transport to drain. A message
    * that completes phrases is followed by their charge, once the transport has written it to the network.
    */
   private async pump(): Promise<void> {
     const { peer } = this.owner;
-    const abort = () => this.stop.abort();
-    if (peer.signal.aborted) abort();
-    else peer.signal.addEventListener('abort', abort, { once: true });
+    const peerGone = () => void this.close('peer_closed');
+    if (peer.signal.aborted) peerGone();
+    else peer.signal.addEventListener('abort', peerGone, { once: true });
+    const utterance = this.utterance;
     try {
-      for await (const item of this.speaker) {
+      for await (const item of utterance.audio()) {
         if (item.bytes.length || item.alignments.length) {
           const outcome = peer.sendText(audioMessage(item.bytes, item.alignments, this.contextId));
           if (outcome === 'closed') break;
           this.owner.onAudio();
-          if (item.charactersComplete > this.charged) {
+          if (item.charactersComplete > utterance.deliveredCharacters) {
             if (!(await this.chargeWhenFlushed(item.charactersComplete))) break;
           } else if (outcome === 'backpressure') await peer.drained();
-        } else if (item.charactersComplete > this.charged) {
+        } else if (item.charactersComplete > utterance.deliveredCharacters) {
           // Its earlier messages held all of its audio.
           if (!(await this.chargeWhenFlushed(item.charactersComplete))) break;
         }
       }
-      if (!this.stop.signal.aborted) {
-        this.finished = true;
+      if (!utterance.closed) {
         peer.sendText(finalMessage(this.contextId));
-        this.owner.onFinal(this.exhausted);
+        this.owner.onFinal(utterance.quotaExhausted);
       }
     } catch (err) {
-      if (!this.stop.signal.aborted) this.owner.onFailure(err);
+      if (!utterance.closed) this.owner.onFailure(err);
     } finally {
-      this.finished = true;
-      peer.signal.removeEventListener('abort', abort);
-      this.stop.abort();
-      await this.work; // a piece being taken may be placing a hold: release after it
+      peer.signal.removeEventListener('abort', peerGone);
       // Every delivered phrase is charged already: what is still held is for phrases never delivered.
-      await this.reservation?.release().catch((err: Error) => this.deps.logger.error({ requestId: peer.requestId, err: err.message }, 'releasing the speech socket hold failed'));
+      await this.close('finished');
     }
   }
 
@@ -247,17 +212,9 @@ export class SpeechContext {
    * phrase is ever delivered and not yet charged.
    */
   private async chargeWhenFlushed(characters: number): Promise<boolean> {
-    const { peer } = this.owner;
-    if (!(await peer.flushed())) return false;
-    const quantity = characters - this.charged;
-    this.charged = characters;
-    try {
-      await this.reservation!.settlePart([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity }]);
-    } catch (err) {
-      // The key was revoked before this phrase was charged: by design nothing more is charged to it.
-      if (err instanceof KeyRevokedError) this.deps.logger.info({ requestId: peer.requestId, keyId: err.keyId }, 'speech socket phrase not charged: the key was revoked');
-      else this.deps.logger.error({ requestId: peer.requestId, err: (err as Error).message }, 'recording speech socket usage failed: delivered, not charged');
-    }
+    if (!(await this.owner.peer.flushed())) return false;
+    this.utterance.delivered(characters);
+    await this.utterance.chargeDelivered();
     return true;
   }
 }

@@ -12,7 +12,7 @@
  * wrong type is an error naming it.
  */
 import { z } from 'zod';
-import type { CharacterAlignment, PhraseAlignment } from '../../pipeline/phrase-speaker.js';
+import type { CharacterAlignment, PhraseAlignment } from '../../voice/phrase-speaker.js';
 import { ApiError } from '../errors.js';
 
 const ClientMessageSchema = z.looseObject({

@@ -5,16 +5,22 @@
  *
  * Errors: a bad message (not JSON, a field of the wrong type, text the voice cannot say, too long, too much
  * text waiting) gets an error message and the socket goes on; a server failure closes 1011, inactivity 1008.
+ *
+ * Lifecycle (primitives/session-lifecycle.ts): the socket's session ends with `close(reason)` — the peer
+ * left, the key was revoked, a failure, inactivity, or the final message — which stops its stream; the
+ * WebSocket close code that goes with each reason is sent here.
  */
 import type { DuplexHandler, DuplexPeer } from '../types.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
+import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 import { errorMessage, parseClientMessage } from './speech-socket-messages.js';
 
 export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 
-export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
+export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session {
   readonly quotaCloseCode = 1008;
+  private readonly lifecycle = new SessionLifecycle();
   private readonly stream: SpeechContext;
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
   private firstMessage = true;
@@ -40,14 +46,28 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
     this.enqueue(async () => this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce "}.')));
   }
 
+  get closed(): boolean {
+    return this.lifecycle.closed;
+  }
+
+  get signal(): AbortSignal {
+    return this.lifecycle.signal;
+  }
+
   onClose(): void {
+    this.close('peer_closed');
+  }
+
+  /** Ends the socket's session: its stream stops now (what was delivered is charged, the rest released). Idempotent. */
+  close(reason: string): void {
+    if (!this.lifecycle.close(reason)) return;
     clearTimeout(this.timer);
-    this.stream.abort();
+    void this.stream.close(reason);
   }
 
   /** The server is stopping: what was received is spoken, as if the input had ended. */
   onShutdown(): void {
-    this.enqueue(() => this.stream.end());
+    this.enqueue(() => this.stream.endInput());
   }
 
   /**
@@ -57,8 +77,7 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
     this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), 1008, 'key_revoked');
-    this.stream.abort();
-    this.peer.close(1008, 'key_revoked');
+    this.closeWith(1008, 'key_revoked');
   }
 
   onAudio(): void {
@@ -66,9 +85,8 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
   }
 
   onFinal(exhausted: boolean): void {
-    clearTimeout(this.timer);
-    if (exhausted) this.peer.close(1008, 'insufficient_quota');
-    else this.peer.close(1000, 'done');
+    if (exhausted) this.closeWith(1008, 'insufficient_quota');
+    else this.closeWith(1000, 'done');
   }
 
   /** A failure of the server's own (synthesis, encoding, store): logged, then close 1011 with a safe message. */
@@ -80,8 +98,13 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
     if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code);
-    this.stream.abort();
-    this.peer.close(code, apiError.code);
+    this.closeWith(code, apiError.code);
+  }
+
+  /** Ends the session for `reason`, then closes the WebSocket with `code` and the same reason. */
+  private closeWith(code: number, reason: string): void {
+    this.close(reason);
+    this.peer.close(code, reason);
   }
 
   private enqueue(task: () => Promise<void>): void {
@@ -103,7 +126,7 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
     // ElevenLabs clients open with {"text": " "} (and their settings): a greeting, not input.
     if (this.firstMessage && text && !text.trim()) text = undefined;
     this.firstMessage = false;
-    if (text === '') return this.stream.end();
+    if (text === '') return this.stream.endInput();
     await this.stream.take(text, message.flush);
   }
 
@@ -118,14 +141,13 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner {
    */
   private armTimer(): void {
     clearTimeout(this.timer);
-    if (this.peer.signal.aborted) return;
+    if (this.peer.signal.aborted || this.closed) return;
     this.timer = setTimeout(() => {
       if (this.stream.inputEnded || this.stream.owesAudio) return this.armTimer();
       const seconds = this.setup.inactivityMs / 1000;
       const err = new ApiError('invalid_request', `No message for ${seconds} s while nothing was being spoken: the socket is closed. Send {"text": ""} to end the input when you are done.`);
       this.peer.sendText(errorMessage(err, 1008, 'input_timeout_exceeded'));
-      this.stream.abort();
-      this.peer.close(1008, 'input_timeout_exceeded');
+      this.closeWith(1008, 'input_timeout_exceeded');
     }, this.setup.inactivityMs);
     this.timer.unref();
   }

@@ -5,7 +5,7 @@
  */
 import type { Ledger } from '../../billing/ledger.js';
 import type { Logger } from '../../observability/logger.js';
-import type { PhraseEngine } from '../../pipeline/phrase-synthesis.js';
+import type { PhraseEngine } from '../../voice/phrase-synthesis.js';
 import type { SpeechModel } from '../../realtime/session-config.js';
 import type { VadService } from '../../realtime/vad/contract.js';
 import type { Store } from '../../store/store.js';

@@ -153,7 +153,7 @@ export class CallSession implements Session<CallEndReason> {
     if (this.settings.mode === 'transcription' && reason !== 'insufficient_quota' && reason !== 'key_revoked') await this.finishHearing();
     this.lifecycle.close(reason);
     this.realtime.close('client_gone');
-    await this.voice.close();
+    await this.voice.close(reason);
     if (reason !== 'caller_hangup') this.carrier.hangup(reason);
     try {
       this.record = await this.tally.finalRecord(this.deps.store, this.settings.mode, reason);

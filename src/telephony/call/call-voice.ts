@@ -1,36 +1,37 @@
 /**
- * The call's voice: Bambara text in (the app's reply tokens, a greeting), paced carrier frames out.
+ * The call's voice: Bambara text in (the app's reply tokens, a greeting), paced carrier frames out. An
+ * adapter over the voice core (src/voice/): the voice session holds, limits and charges the speech — one
+ * utterance per talk cycle, with the phone leg's format and long encoder slices — and this file orders the
+ * cycles on the call's paced stream (talk-cycle.ts), turns carrier marks into what was heard, and stops
+ * cycles for a barge-in or a preemptible reply.
  *
- * Text is spoken in talk cycles (a greeting, or an app reply up to its `last` token), one after another. A
- * cycle is a phrase splitter and a phrase speaker (pipeline/) encoding straight to the phone leg's format, cut
- * into whole 20 ms frames and handed to the call's paced stream (frame-pacer.ts). After each phrase a marker
- * goes out with the frames: it sends the carrier a `mark` (when the carrier has marks) and records what has
- * been sent. Synthesis runs ahead of the pacer by at most MAX_QUEUED_FRAMES, so an interrupted reply has not
- * cost synthesis of what nobody will hear.
+ * Text is spoken in talk cycles (a greeting, or an app reply up to its `last` token), one after another. A new
+ * cycle preempts the cycles before it that were marked `preemptible`. Text beyond the voice's limits
+ * (voice/voice-session.ts, over every cycle still speaking) is refused whole (VoiceBusyError).
  *
  * What was heard: the carrier echoes marks as the audio before them plays; between marks, the frames sent
  * (less the pacer's lead) estimate it. An interruption reports the cycle's text up to the last whole word
  * whose audio began before that point, and how long the cycle had played.
  *
- * Billing: one hold per cycle, grown by each phrase's price before it is queued; settled to the characters of
- * the phrases whose frames were all sent to the carrier (the speech socket's rule). Phrases cut by an
- * interruption are not charged.
+ * Billing (voice/speech-bill.ts): one hold per cycle, grown by each phrase's price before it is queued;
+ * charged, when the cycle is done, the characters of the phrases whose frames were all sent to the carrier.
+ * Phrases cut by an interruption are not charged. Ending the call is `close(reason)`.
  */
-import { InsufficientQuotaError } from '../../billing/errors.js';
 import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { isCapacityError } from '../../engines/errors.js';
-import { KeyRevokedError } from '../../store/store-errors.js';
 import type { Logger } from '../../observability/logger.js';
-import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
-import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
-import { FRAME_MS, type PacedStream } from './frame-pacer.js';
-import { encodedAudio, TalkCycle } from './talk-cycle.js';
+import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
+import type { PhraseEngine, Voice } from '../../voice/phrase-synthesis.js';
+import { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, SpeechLimitError } from '../../voice/voice-session.js';
+import { VoiceSession } from '../../voice/voice-session.js';
+import type { PacedStream } from './frame-pacer.js';
+import { TalkCycle, type CycleLine } from './talk-cycle.js';
 
-/** Longest text of one app message, in characters. */
-const MAX_TEXT_CHARACTERS = 10_000;
-/** Text received and not yet synthesized, in characters (minutes of speech). */
-const MAX_PENDING_CHARACTERS = 5_000;
+/** Encoder slices of the phone leg (seconds): the first after a pause, and the longest. Whole seconds: the
+ * pacer plays the audio out in real time, and each slice is one trip through the encoder pool, which under
+ * load can take longer than a short slice lasts. */
+const PHONE_SLICES = { first: 1, max: 4 };
 
 /** The app sent more text than may wait to be spoken. */
 export class VoiceBusyError extends Error {
@@ -40,10 +41,7 @@ export class VoiceBusyError extends Error {
   }
 }
 
-/** Audio queued ahead of the pacer before synthesis waits. */
-const MAX_QUEUED_MS = 2000;
-
-export interface VoiceSetup {
+export interface CallVoiceSetup {
   model: string;
   engine: PhraseEngine;
   voice: Voice;
@@ -80,17 +78,31 @@ export interface Interruption {
   durationUntilInterruptMs: number;
 }
 
-export class CallVoice {
+export class CallVoice implements Session {
+  private readonly lifecycle = new SessionLifecycle();
+  private readonly voice: VoiceSession;
   private cycles: TalkCycle[] = [];
   private nextId = 0;
   private framesQueued = 0;
   private readonly marks = new Map<string, { cycle: TalkCycle; ms: number }>();
-  private closed = false;
+  private readonly line: CycleLine;
 
   constructor(
-    private readonly setup: VoiceSetup,
+    private readonly setup: CallVoiceSetup,
     private readonly out: VoiceOutput,
-  ) {}
+  ) {
+    const { model, engine, voice, speakable, format, ledger, charge, logger } = setup;
+    this.voice = new VoiceSession({ model, engine, voice, speakable, format, slices: PHONE_SLICES, ledger, charge, logger, label: 'call speech' });
+    this.line = this.lineOf(out.paced);
+  }
+
+  get closed(): boolean {
+    return this.lifecycle.closed;
+  }
+
+  get signal(): AbortSignal {
+    return this.lifecycle.signal;
+  }
 
   /**
    * Adds Bambara text to the current talk cycle (a new one when none is open); `last` ends the cycle. A new
@@ -99,34 +111,21 @@ export class CallVoice {
    */
   async say(text: string, last: boolean, options: { interruptible: boolean; preemptible?: boolean }): Promise<void> {
     if (this.closed) return;
-    const waiting = this.cycles.reduce((n, c) => n + c.splitter.pendingCharacters + c.speaker.unsynthesizedCharacters, 0);
-    const length = [...text].length;
-    if (length > MAX_TEXT_CHARACTERS || waiting + length > MAX_PENDING_CHARACTERS) {
-      throw new VoiceBusyError(`${waiting} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait (${MAX_TEXT_CHARACTERS} per message); send this text again once more of the reply has been spoken.`);
+    try {
+      this.voice.admit(text);
+    } catch (err) {
+      if (!(err instanceof SpeechLimitError)) throw err;
+      throw new VoiceBusyError(`${err.waiting} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait (${MAX_MESSAGE_CHARACTERS} per message); send this text again once more of the reply has been spoken.`);
     }
     let cycle = this.cycles.find((c) => !c.ended && !c.done);
     if (!cycle) {
       const preempted = this.cycles.filter((c) => c.preemptible && !c.done);
       if (preempted.length) this.stop(preempted);
-      cycle = new TalkCycle(this.nextId++, this.setup, options.interruptible, options.preemptible ?? false);
-      this.cycles.push(cycle);
-      cycle.finished = this.play(cycle);
+      const utterance = this.voice.open({ onQuotaExhausted: (err) => this.out.quotaExhausted(err.message) });
+      cycle = this.start(TalkCycle.speaking(this.nextId++, utterance, options.interruptible, options.preemptible ?? false));
     }
-    await this.queue(cycle, cycle.splitter.push(text));
-    if (last) {
-      await this.queue(cycle, cycle.splitter.flush());
-      cycle.ended = true;
-      cycle.speaker.end();
-    }
-  }
-
-  /** Stops these cycles now: their synthesis, their queued frames here and at the carrier. */
-  private stop(cycles: TalkCycle[]): void {
-    for (const cycle of cycles) cycle.stop.abort();
-    this.cycles = this.cycles.filter((c) => !cycles.includes(c));
-    this.out.paced.clear();
-    this.framesQueued = this.out.paced.framesSent;
-    this.out.clear();
+    await cycle.utterance!.take(text);
+    if (last) await cycle.utterance!.endInput();
   }
 
   /**
@@ -136,12 +135,7 @@ export class CallVoice {
    */
   playAudio(samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): void {
     if (this.closed) return;
-    const cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
-    cycle.ended = true;
-    cycle.speaker.end();
-    cycle.source = encodedAudio(this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
-    this.cycles.push(cycle);
-    cycle.finished = this.play(cycle);
+    this.start(TalkCycle.clip(this.nextId++, this.setup.format, samples, sampleRate, loop, interruptible));
   }
 
   /** True while a cycle's audio is being made or played: caller speech now is a barge-in. */
@@ -182,98 +176,62 @@ export class CallVoice {
     return report;
   }
 
-  /** Ends every cycle now (the call is over); each settles what it sent. */
-  async close(): Promise<void> {
-    this.closed = true;
+  /** Ends the voice (the call is over): every cycle stops now and settles what it sent. Idempotent. */
+  async close(reason: string): Promise<void> {
+    if (!this.lifecycle.close(reason)) return;
     const pending = this.cycles.map((c) => c.finished);
-    for (const cycle of this.cycles) cycle.stop.abort();
+    for (const cycle of this.cycles) cycle.stop();
+    await this.voice.close(reason);
     await Promise.all(pending);
   }
 
-  /** Holds each phrase's price, then queues it; on an empty balance the cycle stops and the call is told. */
-  private async queue(cycle: TalkCycle, chunks: TextChunk[]): Promise<void> {
-    const { ledger, charge } = this.setup;
-    for (const chunk of chunks) {
-      if (cycle.stop.signal.aborted) return;
-      try {
-        cycle.reservation ??= await ledger.reserve(charge, 0);
-        await cycle.reservation.growTo(ledger.costOf(cycle.held + chunk.characters, ledger.priceOf('character', 'speech')));
-      } catch (err) {
-        if (!(err instanceof InsufficientQuotaError)) throw err;
-        cycle.ended = true;
-        cycle.speaker.end();
-        this.out.quotaExhausted(err.message);
-        return;
-      }
-      cycle.held += chunk.characters;
-      cycle.speaker.say(chunk);
-    }
+  /** Queues a cycle to play after the ones before it. */
+  private start(cycle: TalkCycle): TalkCycle {
+    const before = Promise.all(this.cycles.map((c) => c.finished));
+    this.cycles.push(cycle);
+    cycle.finished = cycle.play(this.line, before);
+    return cycle;
   }
 
-  /** Moves one cycle's audio to the pacer (after the cycles before it), then settles its bill. */
-  private async play(cycle: TalkCycle): Promise<void> {
-    const before = this.cycles.slice(0, -1).map((c) => c.finished);
-    await Promise.all(before);
-    const { frameBytes, silenceByte } = this.setup;
-    const paced = this.out.paced;
-    let markCount = 0;
-    try {
-      for await (const item of cycle.source) {
-        if (cycle.stop.signal.aborted) break;
-        cycle.addAlignments(item.alignments);
-        for (const frame of cycle.frameOut(item.bytes, frameBytes)) this.queueFrame(cycle, frame);
-        if (item.charactersComplete > cycle.sent) {
-          const characters = item.charactersComplete;
-          const name = `kuma-${cycle.id}-${markCount++}`;
-          const ms = cycle.frames * paced.frameMs;
-          paced.marker(() => {
-            cycle.sent = Math.max(cycle.sent, characters);
-            if (this.out.mark(name)) this.marks.set(name, { cycle, ms });
-          });
-        }
-        while (paced.queuedFrames * paced.frameMs > MAX_QUEUED_MS && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
-      }
-      const last = cycle.stop.signal.aborted ? null : cycle.lastFrame(frameBytes, silenceByte);
-      if (last) this.queueFrame(cycle, last);
-      // The cycle is done once its frames are out (or it was cut).
-      while (!paced.idle && !cycle.stop.signal.aborted) await sleep(FRAME_MS * 5);
-    } catch (err) {
-      if (!cycle.stop.signal.aborted) {
+  /** Stops these cycles now: their synthesis, their queued frames here and at the carrier. */
+  private stop(cycles: TalkCycle[]): void {
+    for (const cycle of cycles) cycle.stop();
+    this.cycles = this.cycles.filter((c) => !cycles.includes(c));
+    this.out.paced.clear();
+    this.framesQueued = this.out.paced.framesSent;
+    this.out.clear();
+  }
+
+  private lineOf(paced: PacedStream): CycleLine {
+    const { frameBytes, silenceByte, logger, charge } = this.setup;
+    const out = this.out;
+    const voice = this;
+    return {
+      paced,
+      frameBytes,
+      silenceByte,
+      get framesQueued() {
+        return voice.framesQueued;
+      },
+      frame(bytes) {
+        voice.framesQueued++;
+        paced.frame(bytes);
+      },
+      firstAudio() {
+        if (out.firstAudio) paced.marker(out.firstAudio);
+      },
+      marked(cycle, name, ms) {
+        if (out.mark(name)) voice.marks.set(name, { cycle, ms });
+      },
+      failed(err) {
         // A voice model at capacity is load, not a fault: warn, never error.
         const level = isCapacityError(err) ? 'warn' : 'error';
-        this.setup.logger[level]({ requestId: this.setup.charge.requestId, err: (err as Error).message }, level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed');
-      }
-    } finally {
-      cycle.done = true;
-      cycle.stop.abort();
-      await this.settle(cycle);
-      this.cycles = this.cycles.filter((c) => c !== cycle);
-      this.out.cycleDone(cycle.sent);
-    }
-  }
-
-  private queueFrame(cycle: TalkCycle, frame: Uint8Array): void {
-    if (cycle.firstFrame < 0) {
-      cycle.firstFrame = this.framesQueued;
-      const first = this.out.firstAudio;
-      if (first) this.out.paced.marker(first);
-    }
-    cycle.frames++;
-    this.framesQueued++;
-    this.out.paced.frame(frame);
-  }
-
-  private async settle(cycle: TalkCycle): Promise<void> {
-    const reservation = cycle.reservation;
-    if (!reservation) return;
-    try {
-      await reservation.settle([{ model: this.setup.model, kind: 'speech', unit: 'character', quantity: cycle.sent }]);
-    } catch (err) {
-      // The key was revoked before this cycle settled: by design nothing more is charged to it (the call ends).
-      if (err instanceof KeyRevokedError) this.setup.logger.info({ requestId: this.setup.charge.requestId, keyId: err.keyId }, 'call speech not charged: the key was revoked');
-      else this.setup.logger.error({ requestId: this.setup.charge.requestId, err: (err as Error).message }, 'recording call speech usage failed');
-    }
+        logger[level]({ requestId: charge.requestId, err: (err as Error).message }, level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed');
+      },
+      finished(cycle) {
+        voice.cycles = voice.cycles.filter((c) => c !== cycle);
+        out.cycleDone(cycle.deliveredCharacters);
+      },
+    };
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -12,6 +12,9 @@
  * tick. Frames last 20 ms, or what the carrier asks for (Exotel: 100 ms), a multiple of the 20 ms tick.
  *
  * Lateness is measured per frame (actual send time − due time) for the jitter histogram.
+ *
+ * A producer awaits `drained(frames)` to keep at most that many frames queued (a call's voice keeps synthesis
+ * a couple of seconds ahead of the line), or everything sent (0), rather than polling.
  */
 
 export const FRAME_MS = 20;
@@ -34,6 +37,8 @@ export class PacedStream {
   /** When the clock last started (performance.now()). */
   private startedAt = 0;
   private closed = false;
+  private queued = 0; // frames queued and not yet sent
+  private waiters: Array<{ frames: number; resolve: () => void }> = [];
 
   constructor(
     private readonly pacer: FramePacer,
@@ -46,6 +51,7 @@ export class PacedStream {
   frame(bytes: Uint8Array): void {
     if (this.closed) return;
     this.items.push({ kind: 'frame', bytes });
+    this.queued++;
     this.pacer.wake(this);
   }
 
@@ -58,21 +64,30 @@ export class PacedStream {
 
   /** Frames queued and not yet sent. */
   get queuedFrames(): number {
-    let n = 0;
-    for (let i = this.head; i < this.items.length; i++) if (this.items[i]!.kind === 'frame') n++;
-    return n;
+    return this.queued;
   }
 
   get idle(): boolean {
     return this.head >= this.items.length;
   }
 
+  /**
+   * Resolves once at most `frames` frames wait to be sent — with 0, once everything queued has gone, markers
+   * included — or the stream was cleared or closed.
+   */
+  drained(frames = 0): Promise<void> {
+    if (this.drainedTo(frames)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ frames, resolve }));
+  }
+
   /** Drops everything queued (barge-in); returns how many frames were dropped. */
   clear(): number {
-    const dropped = this.queuedFrames;
+    const dropped = this.queued;
     this.items.length = 0;
     this.head = 0;
+    this.queued = 0;
     this.nextDue = Number.NaN;
+    this.notify();
     return dropped;
   }
 
@@ -93,8 +108,12 @@ export class PacedStream {
       }
       // Timers fire on whole milliseconds, sometimes a fraction early: a frame due within EARLY_MS goes now
       // rather than a whole tick late.
-      if (this.nextDue - now > EARLY_MS) return true;
+      if (this.nextDue - now > EARLY_MS) {
+        this.notify();
+        return true;
+      }
       this.head++;
+      this.queued--;
       // The lead frames were due (on the schedule) before the clock started: they are on time when it starts.
       observer?.frameLateness(Math.max(0, now - Math.max(this.nextDue, this.startedAt)));
       this.nextDue += this.frameMs;
@@ -108,7 +127,23 @@ export class PacedStream {
     // queued after a real pause starts a new clock (wake()).
     this.items.length = 0;
     this.head = 0;
+    this.notify();
     return false;
+  }
+
+  private drainedTo(frames: number): boolean {
+    return frames === 0 ? this.idle : this.queued <= frames;
+  }
+
+  /** Resolves the waiters whose bound is met. */
+  private notify(): void {
+    if (!this.waiters.length) return;
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiting) {
+      if (this.drainedTo(waiter.frames)) waiter.resolve();
+      else this.waiters.push(waiter);
+    }
   }
 
   /**

@@ -10,7 +10,7 @@
  */
 import type { ChargeContext, Ledger, Reservation } from '../../billing/ledger.js';
 import { billableCharacters } from '../../billing/metering.js';
-import type { PhraseEngine } from '../../pipeline/phrase-synthesis.js';
+import type { PhraseEngine } from '../../voice/phrase-synthesis.js';
 
 /** A sentence end, then whitespace: everything up to it is a sentence that will not change. */
 const SENTENCE_END = /[.!?…]+["»”')\]]*\s+/g;

@@ -2,13 +2,13 @@
  * Encoders stream: audio bytes come out as soon as the codec has a frame, not at flush(). For each format
  * the input is pushed in 20 ms pieces (and, where it matters, 1 sample at a time) and the sample count at
  * which the first AUDIO bytes appear (container headers do not count) is checked against the format's
- * frame. Also covers encodeStream(): ordering, empty outputs skipped, and the encoder closed on every exit.
+ * frame.
  */
 
 import { describe, expect, it } from 'vitest';
-import { createEncoder, encodeStream } from '../../../../src/codecs/encoders/index.js';
+import { createEncoder } from '../../../../src/codecs/encoders/index.js';
 import { FLAC_BLOCK_SAMPLES, formatInfo, MP3_FRAME_SAMPLES, OPUS_FRAME_SAMPLES } from '../../../../src/codecs/formats.js';
-import { SPEECH_FORMATS, type SpeechFormat, type StreamingEncoder } from '../../../../src/codecs/types.js';
+import { SPEECH_FORMATS, type SpeechFormat } from '../../../../src/codecs/types.js';
 import { concatBytes, readOggPages, speechLikeSignal } from './codec-test-utils.js';
 
 const INPUT = speechLikeSignal(0.5);
@@ -119,96 +119,5 @@ describe('sample-by-sample pushes', () => {
   it.each(['ulaw', 'l16_8000', 'l16_16000'] as const)('%s: bytes start within the resampler latency (< 10 ms)', async (format) => {
     // The resampler is aligned (no delay in its output) so it must see a few input samples ahead first.
     expect((await firstAudioAt(format, 1)).samples).toBeLessThan(240);
-  });
-});
-
-/** Records the calls a real encoder receives. */
-async function spyEncoder(): Promise<{ encoder: StreamingEncoder; closed: () => number }> {
-  const real = await createEncoder('pcm', { inputRate: 24000 });
-  let closes = 0;
-  return {
-    encoder: {
-      info: real.info,
-      push: (samples) => real.push(samples),
-      flush: () => real.flush(),
-      close: () => {
-        closes++;
-        real.close();
-      },
-    },
-    closed: () => closes,
-  };
-}
-
-async function* chunks(count: number, size: number, state?: { finished: boolean }): AsyncIterable<Float32Array> {
-  try {
-    for (let i = 0; i < count; i++) yield new Float32Array(size).fill(0.25);
-  } finally {
-    if (state) state.finished = true;
-  }
-}
-
-describe('encodeStream', () => {
-  it('yields every non-empty output in order and closes the encoder at the end', async () => {
-    const { encoder, closed } = await spyEncoder();
-    const outputs: Uint8Array[] = [];
-    for await (const bytes of encodeStream(encoder, chunks(3, 10))) outputs.push(bytes);
-    expect(outputs.map((bytes) => bytes.length)).toEqual([20, 20, 20]);
-    expect(closed()).toBe(1);
-  });
-
-  it('skips empty pushes', async () => {
-    const { encoder } = await spyEncoder();
-    const outputs: Uint8Array[] = [];
-    for await (const bytes of encodeStream(encoder, chunks(3, 0))) outputs.push(bytes);
-    expect(outputs).toEqual([]);
-  });
-
-  it('closes the encoder and stops the source when the consumer breaks', async () => {
-    const { encoder, closed } = await spyEncoder();
-    const source = { finished: false };
-    for await (const bytes of encodeStream(encoder, chunks(100, 10, source))) {
-      expect(bytes.length).toBe(20);
-      break;
-    }
-    expect(closed()).toBe(1);
-    expect(source.finished).toBe(true);
-  });
-
-  it('ends promptly with the abort reason while the source is stalled, and closes the encoder', async () => {
-    const { encoder, closed } = await spyEncoder();
-    const controller = new AbortController();
-    const stalled: AsyncIterable<Float32Array> = {
-      [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<Float32Array>>(() => {}) }),
-    };
-    const reason = new Error('client went away');
-    setTimeout(() => controller.abort(reason), 10);
-    const consume = async (): Promise<void> => {
-      for await (const _ of encodeStream(encoder, stalled, controller.signal)) void _;
-    };
-    await expect(consume()).rejects.toBe(reason);
-    expect(closed()).toBe(1);
-  });
-
-  it('does not start when the signal is already aborted', async () => {
-    const { encoder, closed } = await spyEncoder();
-    const consume = async (): Promise<void> => {
-      for await (const _ of encodeStream(encoder, chunks(3, 10), AbortSignal.abort())) void _;
-    };
-    await expect(consume()).rejects.toThrow();
-    expect(closed()).toBe(1);
-  });
-
-  it('passes a source error through and still closes the encoder', async () => {
-    const { encoder, closed } = await spyEncoder();
-    async function* failing(): AsyncIterable<Float32Array> {
-      yield new Float32Array(4);
-      throw new Error('synthesis failed');
-    }
-    const consume = async (): Promise<void> => {
-      for await (const _ of encodeStream(encoder, failing())) void _;
-    };
-    await expect(consume()).rejects.toThrow('synthesis failed');
-    expect(closed()).toBe(1);
   });
 });

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chunkText, FIRST_CHUNK_MAX, type TextChunk } from '../../../src/engines/tts/text-chunker.js';
-import { TextPhraseSplitter } from '../../../src/pipeline/text-phrase-splitter.js';
+import { TextPhraseSplitter } from '../../../src/voice/text-phrase-splitter.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 300);
 

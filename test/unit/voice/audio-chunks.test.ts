@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../../src/pipeline/speech-stream.js';
-import { AudioChunker, chunkLayout } from '../../../src/pipeline/audio-chunks.js';
+import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../../src/voice/speech-stream.js';
+import { AudioChunker, chunkLayout } from '../../../src/voice/audio-chunks.js';
 
 const RATE = 24000; // the wav format's own rate: no resampling, so samples map to bytes exactly
 

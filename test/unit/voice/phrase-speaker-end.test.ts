@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeSharedEncoderPool } from '../../../src/codecs/encode-pool/shared-pool.js';
-import { PhraseSpeaker, type SpokenAudio } from '../../../src/pipeline/phrase-speaker.js';
+import { PhraseSpeaker, type SpokenAudio } from '../../../src/voice/phrase-speaker.js';
 
 afterAll(async () => {
   await closeSharedEncoderPool();

@@ -1,5 +1,5 @@
 /**
- * Phrase-granular synthesis (pipeline/phrase-synthesis.ts) on the demo voices in their worker threads: one
+ * Phrase-granular synthesis (voice/phrase-synthesis.ts) on the demo voices in their worker threads: one
  * job per planned phrase gives the very samples, phrase for phrase, and the same characters that the
  * whole-text `synthesize` job gives — for every TTS layout, fixed texts and random ones; synthesis stops
  * PHRASES_AHEAD phrase ahead of a consumer that does not pull, holding no replica; and leaving early
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineRegistry } from '../../../src/engines/engine-registry.js';
 import type { ModelEngine } from '../../../src/engines/runtime/model-engine.js';
 import { planPhrases } from '../../../src/engines/tts/phrase-plan.js';
-import { PHRASES_AHEAD, synthesizePhrases } from '../../../src/pipeline/phrase-synthesis.js';
+import { PHRASES_AHEAD, synthesizePhrases } from '../../../src/voice/phrase-synthesis.js';
 import { DEMO_SYMBOLS } from '../../../models/generator/demo-voice.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 8);
