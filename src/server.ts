@@ -33,6 +33,7 @@ import { watchCpuLoad } from './observability/cpu-load.js';
 import { avoidIdleCompaction } from './observability/gc-pauses.js';
 import { setupTelephony } from './telephony/telephony-setup.js';
 import { studioSite } from './studio/studio-assets.js';
+import { TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID } from './engines/model-ids.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -266,7 +267,7 @@ const DEMO_MODELS_DIR = fileURLToPath(new URL('../models/demo/', import.meta.url
 
 /** Whether the speech or translation models come from the demo pack (the Studio then says they are demos). */
 function servesDemoModels(engines: EngineRegistry | null): boolean {
-  return ['sunjata-1', 'jifili-1', 'banjugu-1'].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
+  return [TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
 }
 
 /** Generates the demo model pack when the config uses it and it is missing or stale (a no-op otherwise). */

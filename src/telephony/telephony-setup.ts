@@ -28,6 +28,7 @@ import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
 import { TelephonyService, type TelephonyModels } from './telephony-service.js';
 import { WebhookSender, webhookOptionsOf } from './webhooks/index.js';
 import { startAudioSocketServer, type AudioSocketServer } from '../transport/audiosocket-server.js';
+import { SPEECH_MODEL_ID, TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
 
 export interface TelephonySetupDeps {
   config: Config;
@@ -51,9 +52,9 @@ export interface Telephony {
 }
 
 /** The model ids a call uses. */
-const ASR_MODEL = 'sunjata-1';
-const TTS_MODEL = 'jifili-1';
-const MT_MODEL = 'banjugu-1';
+const ASR_MODEL = TRANSCRIPTION_MODEL_ID;
+const TTS_MODEL = SPEECH_MODEL_ID;
+const MT_MODEL = TRANSLATION_MODEL_ID;
 
 export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephony> {
   const { config, store, logger } = deps;
