@@ -132,7 +132,7 @@ export class CallSession {
     if (languages.tts) this.setTtsLanguage(languages.tts);
     if (languages.transcription && languages.transcription !== this.settings.transcriptionLanguage) {
       this.settings = { ...this.settings, transcriptionLanguage: languages.transcription };
-      this.realtime.input({ kind: 'update', update: { language: TARGET_OF[languages.transcription] ?? 'bam_Latn' } });
+      this.realtime.input({ kind: 'update', update: { translationTarget: TARGET_OF[languages.transcription] } });
     }
   }
 
