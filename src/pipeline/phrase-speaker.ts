@@ -20,6 +20,7 @@
  * phrase's duration is spread evenly over its characters: an estimate, good to a phrase.
  */
 import { createEncoder } from '../codecs/encoders/index.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EncodingVariant, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 import { speechText } from '../engines/tts/speech-text.js';
 import type { TextChunk } from '../engines/tts/text-chunker.js';
@@ -67,6 +68,8 @@ export interface SpeakerOptions {
    * a short slice plays out before the next one is back.
    */
   slices?: { first: number; max: number };
+  /** The server's encoders; absent = the process-wide ones (tests). */
+  encoders?: EncoderSource;
 }
 
 interface Queued {
@@ -220,7 +223,7 @@ class EncodedStream {
 
   constructor(
     /** The format, its variant, and whose speech this is (the encoder pool shares its turns fairly between accounts). */
-    private readonly output: Pick<SpeakerOptions, 'format' | 'variant' | 'account'>,
+    private readonly output: Pick<SpeakerOptions, 'format' | 'variant' | 'account' | 'encoders'>,
     private readonly slices: { first: number; max: number },
   ) {
     this.sliceSeconds = slices.first;
@@ -228,8 +231,8 @@ class EncodedStream {
 
   async *phrase(p: Synthesized): AsyncGenerator<SpokenAudio> {
     if (!this.encoder) {
-      const { format, variant, account } = this.output;
-      this.encoder = await createEncoder(format, { inputRate: p.sampleRate, account, ...(variant ? { variant } : {}) });
+      const { format, variant, account, encoders } = this.output;
+      this.encoder = await createEncoder(format, { inputRate: p.sampleRate, account, ...(variant ? { variant } : {}) }, encoders);
       this.rate = p.sampleRate;
       this.lag = encoderLagSamples(this.encoder.info, p.sampleRate);
     }

@@ -11,6 +11,7 @@
  * reports, exactly that — whether the stream completed, failed midway, or the client left.
  */
 import { createEncoder } from '../codecs/encoders/index.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EncodingVariant, FormatInfo, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 import type { AudioChunker } from './audio-chunks.js';
 
@@ -100,6 +101,8 @@ export async function* encodeSpeech(
   chunker?: AudioChunker,
   account?: string,
   variant?: EncodingVariant,
+  /** The server's encoders; absent = the process-wide ones (tests). */
+  encoders?: EncoderSource,
 ): AsyncGenerator<Uint8Array> {
   let encoder: StreamingEncoder | null = null;
   let lag = 0;
@@ -117,7 +120,7 @@ export async function* encodeSpeech(
     try {
       for await (const chunk of pcm) {
         if (!encoder) {
-          encoder = await createEncoder(format, { inputRate: chunk.sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) });
+          encoder = await createEncoder(format, { inputRate: chunk.sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) }, encoders);
           lag = encoderLagSamples(encoder.info, chunk.sampleRate);
           inputRate = chunk.sampleRate;
         }

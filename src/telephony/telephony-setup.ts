@@ -7,6 +7,7 @@
 import type { Config } from '../config/config.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -39,6 +40,8 @@ export interface TelephonySetupDeps {
   engines: EngineRegistry | null;
   vad: VadService | null;
   decoder: DecoderPool;
+  /** What calls' voices are encoded with (the server's pools). */
+  encoders: EncoderSource;
   /** Calls are registered by the key they act for, so that revoking it ends them. */
   keySessions?: KeySessions;
 }
@@ -81,6 +84,7 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         maxBufferSeconds: config.realtimeMaxBufferSeconds,
         pacerObserver: { frameLateness: (ms) => metrics.frameLateness.observe(ms / 1000) },
         media: callMedia(deps.decoder, checkUrl),
+        encoders: deps.encoders,
         metrics,
         ...(deps.keySessions ? { keySessions: deps.keySessions } : {}),
       })

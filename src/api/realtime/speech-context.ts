@@ -24,6 +24,7 @@ import type { Ledger, Reservation, ChargeContext } from '../../billing/ledger.js
 import { InsufficientQuotaError } from '../../billing/errors.js';
 import { KeyRevokedError } from '../../store/store-errors.js';
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
@@ -53,6 +54,7 @@ export interface SpeechSocketSetup {
 export interface SpeechSocketDeps {
   ledger: Ledger;
   logger: Logger;
+  encoders: EncoderSource;
 }
 
 /** What a stream tells the socket that owns it. */
@@ -89,7 +91,7 @@ export class SpeechContext {
     readonly contextId?: string,
   ) {
     const { engine, voice, format, variant, speakable, charge } = setup;
-    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.stop.signal });
+    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.stop.signal, encoders: deps.encoders });
     this.done = this.pump();
   }
 

@@ -121,7 +121,7 @@ async function socket(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: 
     setup = toApiError(err);
   }
   const resolved = setup;
-  const socketDeps: SpeechSocketDeps = { ledger: deps.ledger, logger: deps.logger };
+  const socketDeps: SpeechSocketDeps = { ledger: deps.ledger, logger: deps.logger, encoders: deps.encoders };
   return {
     kind: 'duplex',
     // A browser sends its key as a subprotocol beside `realtime`, and needs one it offered answered.

@@ -11,6 +11,7 @@ import type { Store } from '../../store/store.js';
 import type { CallLanguage } from '../call-settings.js';
 import type { Interruption } from './call-voice.js';
 import type { FramePacer } from './frame-pacer.js';
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 
 export interface CallerTurn {
   itemId: string;
@@ -58,7 +59,7 @@ export interface CallDeps {
   pacer: FramePacer;
   vad: VadService | null;
   asr: SpeechModel;
-  tts: { model: string; engine: PhraseEngine; speakable: ReadonlySet<string> | null };
+  tts: { model: string; engine: PhraseEngine; speakable: ReadonlySet<string> | null; encoders: EncoderSource };
   /** The translation model (bilingual calls). */
   mt: SpeechModel | null;
   maxBufferSeconds: number;

@@ -72,7 +72,7 @@ export class CallSession {
     const frameMs = (frameBytes / bytesPerSecond(outboundFormat)) * 1000;
     const paced = deps.pacer.stream((frame) => carrier.media(frame), frameMs);
     this.voice = new CallVoice(
-      { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
+      { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, encoders: deps.tts.encoders, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
       {
         paced,
         leadMs: deps.pacer.leadMs,

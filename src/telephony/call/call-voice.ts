@@ -26,6 +26,7 @@ import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import type { TextChunk } from '../../pipeline/text-phrase-splitter.js';
 import { FRAME_MS, type PacedStream } from './frame-pacer.js';
 import { encodedAudio, TalkCycle } from './talk-cycle.js';
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 
 /** Longest text of one app message, in characters. */
 const MAX_TEXT_CHARACTERS = 10_000;
@@ -48,6 +49,7 @@ export interface VoiceSetup {
   engine: PhraseEngine;
   voice: Voice;
   speakable: ReadonlySet<string> | null;
+  encoders: EncoderSource;
   /** The phone leg's format as a speech format (ulaw, alaw, l16_8000, l16_16000). */
   format: SpeechFormat;
   /** Bytes of one outbound frame (20 ms, or the carrier's frame duration). */
@@ -139,7 +141,7 @@ export class CallVoice {
     const cycle = new TalkCycle(this.nextId++, this.setup, interruptible);
     cycle.ended = true;
     cycle.speaker.end();
-    cycle.source = encodedAudio(this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
+    cycle.source = encodedAudio(this.setup.encoders, this.setup.format, samples, sampleRate, loop, cycle.stop.signal);
     this.cycles.push(cycle);
     cycle.finished = this.play(cycle);
   }

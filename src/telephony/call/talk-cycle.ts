@@ -7,6 +7,7 @@
 import type { Reservation } from '../../billing/ledger.js';
 import { createEncoder } from '../../codecs/encoders/index.js';
 import type { SpeechFormat } from '../../codecs/types.js';
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import { PhraseSpeaker, type PhraseAlignment, type SpokenAudio } from '../../pipeline/phrase-speaker.js';
 import { TextPhraseSplitter } from '../../pipeline/text-phrase-splitter.js';
 import type { VoiceSetup } from './call-voice.js';
@@ -41,7 +42,7 @@ export class TalkCycle {
   ) {
     // Whole seconds per encoder slice: the pacer plays the audio out in real time, and each slice is one trip
     // through the encoder pool, which under load can take longer than a short slice lasts.
-    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal, slices: PHONE_SLICES });
+    this.speaker = new PhraseSpeaker({ engine: setup.engine, voice: setup.voice, format: setup.format, speakable: setup.speakable, account: setup.charge.accountId, signal: this.stop.signal, slices: PHONE_SLICES, encoders: setup.encoders });
     this.source = this.speaker;
   }
 
@@ -79,8 +80,8 @@ export class TalkCycle {
 }
 
 /** `samples` encoded in one-second slices, `loop` times (0: until `signal`). */
-export async function* encodedAudio(format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<SpokenAudio> {
-  const encoder = await createEncoder(format, { inputRate: sampleRate });
+export async function* encodedAudio(encoders: EncoderSource, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<SpokenAudio> {
+  const encoder = await createEncoder(format, { inputRate: sampleRate }, encoders);
   try {
     for (let round = 0; (loop === 0 || round < loop) && !signal.aborted && samples.length; round++) {
       for (let offset = 0; offset < samples.length && !signal.aborted; offset += sampleRate) {
