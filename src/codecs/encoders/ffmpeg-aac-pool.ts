@@ -11,7 +11,7 @@
  */
 import { FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
 
-export { AAC_VBR_QUALITY, FFMPEG_AAC_ARGS, FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
+export { FFMPEG_AAC_ARGS, FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
 
 export interface FfmpegAacPoolOptions {
   /** Warm processes kept ready at all times (default 2; 0 disables pre-spawning). */

@@ -50,8 +50,6 @@ export function vadGeometry(rate: VadRate): VadGeometry {
   return rate === 8000 ? { window: 256, context: 32, history: HALF_BAND_HISTORY } : { window: VAD_WINDOW, context: 64, history: 0 };
 }
 
-/** Samples of the previous window that v5 expects in front of each window at 16 kHz. */
-export const VAD_CONTEXT = 64;
 /** Floats of one stream's recurrent state: 2 layers × 128. */
 export const VAD_STATE = 256;
 const HIDDEN = 128;
