@@ -19,10 +19,10 @@ import type { HttpRoute, RouteDef } from './api/types.js';
 import { startHttpServer } from './transport/http-server.js';
 import { EngineRegistry } from './engines/engine-registry.js';
 import { onCpuOnly } from './engines/onnx/execution-providers.js';
-import { closeSharedAacPool } from './codecs/encoders/ffmpeg-aac-pool.js';
 import { DecoderPool } from './codecs/decode/decoder-pool.js';
 import { startMemoryReducer } from './observability/memory-reducer.js';
-import { closeSharedEncoderPool, configureEncoderPool, sharedEncoderPool } from './codecs/encode-pool/shared-pool.js';
+import { defaultEncoderThreads } from './codecs/encode-pool/shared-pool.js';
+import { SpeechEncoders } from './codecs/encoders/speech-encoders.js';
 import { KeyCache, withKeyCacheInvalidation } from './auth/key-cache.js';
 import { KeySessions, withRevocationEnding } from './auth/key-sessions.js';
 import { StoreUnavailableError } from './store/store-errors.js';
@@ -33,6 +33,7 @@ import { watchCpuLoad } from './observability/cpu-load.js';
 import { avoidIdleCompaction } from './observability/gc-pauses.js';
 import { setupTelephony } from './telephony/telephony-setup.js';
 import { studioSite } from './studio/studio-assets.js';
+import { TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID } from './engines/model-ids.js';
 
 export const KUMA_VERSION = '0.1.0';
 
@@ -62,6 +63,8 @@ export interface KumaServer {
   logger: Logger;
   metrics: Metrics;
   engines: EngineRegistry | null;
+  /** The pools that encode speech (encoder threads, ffmpeg for aac/fmp4), closed with the server. */
+  encoders: SpeechEncoders;
   /** The route table the transport serves (every prefix mounted); the OpenAPI contract test compares it with the document. */
   routes: readonly HttpRoute[];
   /** Resolves when every model is loaded and warmed (rejects if one fails to load). */
@@ -138,16 +141,20 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
   // A server with models decodes uploads: its first decoder process starts now, while the server is still
   // small, not on the first upload's path (a fork stalls the event loop).
   if (engines) decoder.warm();
-  configureEncoderPool(config.encoderThreads);
+  // Speech is encoded by these pools, passed to every route and call that speaks, as the decoder is.
+  const encoders = new SpeechEncoders({
+    threads: config.encoderThreads ?? defaultEncoderThreads(),
+    aac: { size: config.aacPoolSize, maxIdle: config.aacPoolMaxIdle, ffmpegPath: config.ffmpegPath, continuationNiceness: config.aacContinuationNiceness },
+  });
   // Threads start now, not on the first mp3/opus/flac request's path to its first bytes.
-  sharedEncoderPool()?.warm();
+  encoders.warm();
   // One VAD scheduler for every realtime session (their windows are scored together); none without a `vad` model.
   const vadEngine = engines?.get('vad');
   const vad = vadEngine ? new VadScheduler(vadEngine, { rate: config.vadRate }) : null;
   // How busy the machine is, for the realtime courtesies that yield when it is saturated (unref'd timer).
   const cpuLoad = watchCpuLoad();
   // Phone calls: call tokens, carrier streams, webhooks, the AudioSocket listener (src/telephony).
-  const telephony = await setupTelephony({ config, store, ledger, logger, metrics, engines, vad, decoder, keySessions });
+  const telephony = await setupTelephony({ config, store, ledger, logger, metrics, engines, vad, decoder, encoders, keySessions });
   const { routes } = createApi({
     telephonyRoutes: telephony.routes,
     realtime: {
@@ -160,6 +167,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     },
     engines,
     decoder,
+    encoders,
     maxAudioSeconds: config.maxAudioSeconds,
     store,
     keys,
@@ -214,7 +222,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     sharedPort: config.workers > 1,
   }).catch(async (err: unknown) => {
     // Nothing else of this start may outlive it: the decoder, the encoder threads, the store.
-    await Promise.allSettled([telephony.close(0), vad?.close(), decoder.close(), closeSharedEncoderPool(), ownsEngines ? engines?.close() : undefined, ownsStore ? store.close() : undefined]);
+    await Promise.allSettled([telephony.close(0), vad?.close(), decoder.close(), encoders.close(), ownsEngines ? engines?.close() : undefined, ownsStore ? store.close() : undefined]);
     cpuLoad.close();
     keySessions.close();
     throw err;
@@ -232,6 +240,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     logger,
     metrics,
     engines,
+    encoders,
     routes,
     enginesReady,
     limiter,
@@ -251,8 +260,7 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
         cpuLoad.close();
         memoryReducer.close();
         if (ownsEngines) await engines?.close();
-        await closeSharedAacPool();
-        await closeSharedEncoderPool();
+        await encoders.close();
         await decoder.close();
         if (ownsStore) await store.close();
         logger.info('stopped');
@@ -266,7 +274,7 @@ const DEMO_MODELS_DIR = fileURLToPath(new URL('../models/demo/', import.meta.url
 
 /** Whether the speech or translation models come from the demo pack (the Studio then says they are demos). */
 function servesDemoModels(engines: EngineRegistry | null): boolean {
-  return ['sunjata-1', 'jifili-1', 'banjugu-1'].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
+  return [TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID].some((id) => engines?.get(id)?.entry.absoluteDir.startsWith(DEMO_MODELS_DIR));
 }
 
 /** Generates the demo model pack when the config uses it and it is missing or stale (a no-op otherwise). */

@@ -19,7 +19,7 @@ import { resolveFfmpegPath } from '../../src/codecs/encoders/ffmpeg-aac-pool.js'
 const { values } = parseArgs({ options: { sentences: { type: 'string', default: '40' }, 'no-write': { type: 'boolean', default: false } } });
 const RATE = 24000;
 /** The ffmpeg Kuma's AAC pool runs (encoders differ between ffmpeg versions). */
-const FFMPEG = resolveFfmpegPath();
+const FFMPEG = resolveFfmpegPath(process.env.KUMA_FFMPEG_PATH);
 const FLORES = path.resolve('../shared/data/flores200-bam-fra/flores.bam_Latn.txt');
 
 const aac = (bitrate: string, ...extra: string[]): string[] => ['-c:a', 'aac', '-aac_coder', 'fast', ...extra, '-b:a', bitrate, '-f', 'adts'];

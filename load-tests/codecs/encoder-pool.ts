@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import type { SpeechFormat, StreamingEncoder } from '../../src/codecs/types.js';
 import { createInThreadEncoder } from '../../src/codecs/encoders/in-thread.js';
 import { createPooledEncoder } from '../../src/codecs/encode-pool/pooled-encoder.js';
-import { closeSharedEncoderPool, configureEncoderPool, POOLED_FORMATS, sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
+import { EncoderPool } from '../../src/codecs/encode-pool/encoder-pool.js';
+import { defaultEncoderThreads, POOLED_FORMATS } from '../../src/codecs/encode-pool/shared-pool.js';
 import { percentile, recordSection } from '../results.js';
 import { loopActiveMs, speechAt } from './bench-helpers.js';
 
@@ -25,9 +26,10 @@ const { values } = parseArgs({
 });
 const streams = Number(values.streams);
 const seconds = Number(values.seconds);
-configureEncoderPool(values.threads === undefined ? undefined : Number(values.threads));
-const pool = sharedEncoderPool();
-if (!pool) throw new Error('--threads 0: there is no pool to compare with');
+const poolThreads = values.threads === undefined ? defaultEncoderThreads() : Number(values.threads);
+if (!(poolThreads > 0)) throw new Error('--threads 0: there is no pool to compare with');
+// A pool of its own, as a server builds one (codecs/encoders/speech-encoders.ts).
+const pool = new EncoderPool({ size: poolThreads, warmFormats: [...POOLED_FORMATS] });
 pool.warm();
 const input = speechAt(RATE, seconds);
 
@@ -117,7 +119,7 @@ for (const format of POOLED_FORMATS) {
   }
 }
 const threads = pool.size;
-await closeSharedEncoderPool();
+await pool.close();
 recordSection(
   'codecs — encoder pool vs in-thread',
   [

@@ -28,7 +28,7 @@ export function ffmpegBinary(): string {
     execFileSync('ffmpeg', ['-version'], { stdio: 'ignore' });
     cached = 'ffmpeg';
   } catch {
-    cached = resolveFfmpegPath();
+    cached = resolveFfmpegPath(process.env.KUMA_FFMPEG_PATH);
   }
   return cached;
 }

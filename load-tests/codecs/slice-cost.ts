@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     '|---|---:|---:|---|---:|---:|',
   ];
   /** Median µs per slice at each rate, after one untimed stream (JIT and wasm warm, as in a running server). */
-  const measure = async (format: SpeechFormat, create: typeof createInThreadEncoder): Promise<number[]> => {
+  const measure = async (format: SpeechFormat, create: (format: SpeechFormat, options: { inputRate: number }) => Promise<StreamingEncoder>): Promise<number[]> => {
     const cells: number[] = [];
     for (const rate of RATES) {
       await streamCost(format, rate, inputs.get(rate)!, create);

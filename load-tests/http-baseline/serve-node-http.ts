@@ -23,6 +23,7 @@ import { KUMA_VERSION } from '../../src/server.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { corsHeaders } from '../../src/transport/cors.js';
 import { DecoderPool } from '../../src/codecs/decode/decoder-pool.js';
+import { SpeechEncoders } from '../../src/codecs/encoders/speech-encoders.js';
 import { Router } from '../../src/transport/router.js';
 import { LazyAbort } from '../../src/transport/lazy-abort.js';
 import { newRequestId } from '../../src/transport/request-id.js';
@@ -64,6 +65,7 @@ const { routes } = createApi({
   // No models and no uploads: the benchmark measures the transport on GET /models.
   engines: null,
   decoder: new DecoderPool({ size: 1 }),
+  encoders: new SpeechEncoders({ threads: 0, aac: {} }), // nothing is encoded: no models
   maxAudioSeconds: config.maxAudioSeconds,
 });
 const router = new Router(routes);

@@ -11,6 +11,7 @@
  */
 import WebSocket from 'ws';
 import { spokenPhrases, wavBytes } from '../../test/helpers/audio.js';
+import { sseEvents, sseJson } from '../../test/helpers/sse.js';
 
 export interface RestOutcome {
   kind: 'transcription' | 'chat' | 'chat-stream' | 'speech';
@@ -85,8 +86,10 @@ async function restOnce(baseUrl: string, apiKey: string, kind: RestOutcome['kind
     if (kind === 'transcription') outcome.quantity = (JSON.parse(body) as { usage: { seconds: number } }).usage.seconds;
     else if (kind === 'chat') outcome.quantity = (JSON.parse(body) as { usage: { total_tokens: number } }).usage.total_tokens;
     else if (kind === 'chat-stream') {
-      if (!body.includes('data: [DONE]')) return false;
-      outcome.quantity = (JSON.parse(/"usage":(\{[^}]*\})/.exec(body)![1]!) as { total_tokens: number }).total_tokens;
+      // A stream cut short ends without [DONE], or inside an event (the reader throws: caught below, as a cut).
+      const events = sseEvents(body);
+      if (events.at(-1)?.data !== '[DONE]') return false;
+      outcome.quantity = sseJson<{ usage?: { total_tokens: number } }>(body).findLast((chunk) => chunk.usage)!.usage!.total_tokens;
     } else outcome.quantity = [...SPEECH_TEXTS[n % SPEECH_TEXTS.length]!].length;
     outcome.delivered = true;
     outcome.at = performance.now();

@@ -6,6 +6,7 @@
  * the status, and whether the whole body arrived.
  */
 import { spokenPhrases, wavBytes } from '../../test/helpers/audio.js';
+import { sseEvents } from '../../test/helpers/sse.js';
 
 export type Kind = 'speech' | 'speech-sse' | 'transcription' | 'chat' | 'chat-stream';
 
@@ -110,7 +111,13 @@ export async function sendOne(baseUrl: string, apiKey: string, account: string, 
     // An SSE answer that ended without its last event was cut, even if the connection closed cleanly.
     if (res.status === 200 && (kind === 'speech-sse' || kind === 'chat-stream')) {
       const text = Buffer.from(body).toString('utf8');
-      const done = kind === 'chat-stream' ? text.includes('data: [DONE]') : text.includes('speech.audio.done');
+      let last: string | undefined;
+      try {
+        last = sseEvents(text).at(-1)?.data;
+      } catch {
+        last = undefined; // cut inside an event
+      }
+      const done = kind === 'chat-stream' ? last === '[DONE]' : last !== undefined && (JSON.parse(last) as { type?: string }).type === 'speech.audio.done';
       if (!done) (outcome.truncated = true), (outcome.transportError = 'stream ended without its final event');
     }
   } catch (err) {

@@ -23,6 +23,7 @@ import type { VadService } from '../realtime/vad/contract.js';
 import type { InputRateOptions } from '../realtime/input-rate.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { opsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
@@ -52,6 +53,8 @@ export interface ApiDeps {
   readinessChecks: ReadinessCheck[];
   engines: EngineRegistry | null;
   decoder: DecoderPool;
+  /** The server's speech encoders (server.ts). */
+  encoders: EncoderSource;
   maxAudioSeconds: number;
   /** Where keys are looked up (the KeyCache in front of the store); the store itself when absent. */
   keys?: KeyLookup;

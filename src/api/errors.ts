@@ -156,7 +156,3 @@ export function toApiError(err: unknown): ApiError {
 export function isCapacityRefusal(err: unknown): boolean {
   return isCapacityError(err) || err instanceof DecoderBusyError;
 }
-
-export function envelopeOf(err: unknown): ErrorEnvelope {
-  return toApiError(err).toEnvelope();
-}

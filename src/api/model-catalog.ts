@@ -4,6 +4,7 @@
  * answer 404 model_not_found. The vendor name prefixes the legacy ids; the clock is injectable so the
  * calendar can be tested on both sides of the date.
  */
+import { SPEECH_MODEL_ID, TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
 
 export type Capability = 'transcription' | 'speech' | 'translation';
 
@@ -42,9 +43,9 @@ export class ModelCatalog {
   ) {
     this.retiresAtMs = Date.parse(`${retirementDate}T00:00:00Z`);
     this.canonical = [
-      { id: 'sunjata-1', capability: 'transcription', legacy: false },
-      { id: 'jifili-1', capability: 'speech', legacy: false },
-      { id: 'banjugu-1', capability: 'translation', legacy: false },
+      { id: TRANSCRIPTION_MODEL_ID, capability: 'transcription', legacy: false },
+      { id: SPEECH_MODEL_ID, capability: 'speech', legacy: false },
+      { id: TRANSLATION_MODEL_ID, capability: 'translation', legacy: false },
     ];
     this.legacy = [
       { id: `${vendor}-asr-v1`, capability: 'transcription', legacy: true },
@@ -54,15 +55,15 @@ export class ModelCatalog {
       { id: `${vendor}-translate-v2`, capability: 'translation', legacy: true },
     ];
     this.aliases = new Map([
-      [`${vendor}-asr-v3`, 'sunjata-1'],
-      ['whisper-1', 'sunjata-1'],
-      ['gpt-4o-transcribe', 'sunjata-1'],
-      ['gpt-4o-mini-transcribe', 'sunjata-1'],
-      [`${vendor}-tts-v3`, 'jifili-1'],
-      ['tts-1', 'jifili-1'],
-      ['tts-1-hd', 'jifili-1'],
-      ['gpt-4o-mini-tts', 'jifili-1'],
-      [`${vendor}-translate-v1`, 'banjugu-1'],
+      [`${vendor}-asr-v3`, TRANSCRIPTION_MODEL_ID],
+      ['whisper-1', TRANSCRIPTION_MODEL_ID],
+      ['gpt-4o-transcribe', TRANSCRIPTION_MODEL_ID],
+      ['gpt-4o-mini-transcribe', TRANSCRIPTION_MODEL_ID],
+      [`${vendor}-tts-v3`, SPEECH_MODEL_ID],
+      ['tts-1', SPEECH_MODEL_ID],
+      ['tts-1-hd', SPEECH_MODEL_ID],
+      ['gpt-4o-mini-tts', SPEECH_MODEL_ID],
+      [`${vendor}-translate-v1`, TRANSLATION_MODEL_ID],
     ]);
   }
 

@@ -11,7 +11,7 @@ import { InsufficientQuotaError } from './errors.js';
 import type { PriceTable } from './prices.js';
 import { Reservation, type ChargeContext, type ChargeItem, type ReservationHost, type WorkKind } from './reservation.js';
 
-export { Reservation, type ChargeContext, type ChargeItem, type ChargeResult, type WorkKind } from './reservation.js';
+export { Reservation, type ChargeContext, type ChargeItem, type WorkKind } from './reservation.js';
 
 export interface LedgerOptions {
   /** Clock for hold expiry (ms since the epoch). */

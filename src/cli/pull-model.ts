@@ -17,6 +17,7 @@ import type { ModelPack } from '../models-hub/pack.js';
 import { isEntryPoint } from './entry-point.js';
 import { runPackCommand } from './pull-pack-command.js';
 import { UsageError } from './usage-error.js';
+import { TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
 
 export const HELP_TEXT = `Usage: npm run models:pull -- <repo-id> [options]
        npm run models:pull -- --pack bambara [--variant fp32|quantized|fp16] [--dest DIR] [--manifest FILE]
@@ -64,13 +65,13 @@ export interface PullIo {
 
 /** The id a capability is usually served under, for the printed example entry. */
 const SUGGESTED_ID: Partial<Record<EngineType, string>> = {
-  whisper: 'sunjata-1',
-  'ctc-wav2vec2': 'sunjata-1',
+  whisper: TRANSCRIPTION_MODEL_ID,
+  'ctc-wav2vec2': TRANSCRIPTION_MODEL_ID,
   'ctc-nemo': '{vendor}-asr-v1',
-  'vits-hf': 'jifili-1',
+  'vits-hf': SPEECH_MODEL_ID,
   'vits-sherpa': '{vendor}-tts-v1',
   'vits-piper': '{vendor}-tts-v2',
-  nllb: 'banjugu-1',
+  nllb: TRANSLATION_MODEL_ID,
 };
 
 function parse(argv: string[]) {

@@ -55,6 +55,14 @@ export const ConfigSchema = z.object({
    * the I/O thread. Default: one per core, 1 to 4 (src/codecs/encode-pool/shared-pool.ts).
    */
   encoderThreads: z.coerce.number().int().min(0).max(64).optional(),
+  /** The ffmpeg that encodes `aac` and `fmp4`; empty = the static build of the @ffmpeg-installer package. */
+  ffmpegPath: z.string().default(''),
+  /** ffmpeg processes kept started and ready for AAC streams at all times (0 = start one per stream). */
+  aacPoolSize: z.coerce.number().int().min(0).max(256).default(2),
+  /** ffmpeg processes kept after a burst for the next streams; those beyond aacPoolSize stop after 60 s unused. */
+  aacPoolMaxIdle: z.coerce.number().int().min(0).max(4096).default(64),
+  /** Niceness of an ffmpeg process once its stream's first audio went out (below the model replicas' 10). */
+  aacContinuationNiceness: z.coerce.number().int().min(0).max(19).default(15),
   /**
    * Memory (MB) one decoder process may use besides twice the uploads it holds; a file that makes it use
    * more is stopped with 400 and only that process is replaced.
@@ -222,6 +230,10 @@ const ENV_NAMES: Record<string, keyof z.input<typeof ConfigSchema>> = {
   KUMA_DECODER_STREAMS_PER_THREAD: 'decoderStreamsPerThread',
   KUMA_DECODER_MAX_QUEUE: 'decoderMaxQueue',
   KUMA_ENCODER_THREADS: 'encoderThreads',
+  KUMA_FFMPEG_PATH: 'ffmpegPath',
+  KUMA_AAC_POOL_SIZE: 'aacPoolSize',
+  KUMA_AAC_POOL_MAX_IDLE: 'aacPoolMaxIdle',
+  KUMA_AAC_CONTINUATION_NICENESS: 'aacContinuationNiceness',
   KUMA_DECODER_MEMORY_MB: 'decoderMemoryMb',
   KUMA_UPLOAD_SPILL_BYTES: 'uploadSpillBytes',
   KUMA_TMP_DIR: 'tmpDir',

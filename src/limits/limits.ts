@@ -30,10 +30,6 @@ export function applyOverrides(defaults: Limits, overrides: LimitOverrides | und
   };
 }
 
-export function isUnlimited(limits: Limits): boolean {
-  return limits.requestsPerMinute === 0 && limits.tokensPerMinute === 0 && limits.concurrent === 0;
-}
-
 /** The two subjects a request is limited as: its account (all its keys together) and its key. */
 export function limitSubjects(
   defaults: LimitDefaults,

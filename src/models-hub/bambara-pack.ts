@@ -25,6 +25,7 @@
  */
 import type { ModelLicense } from '../engines/manifest.js';
 import type { ModelPack, PinnedFile } from './pack.js';
+import { SPEECH_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
 
 export interface RepoPins {
   repo: string;
@@ -100,7 +101,7 @@ export function bambaraPack(pins: BambaraPins = BAMBARA_PINS): ModelPack {
     summary: 'real Bambara translation (NLLB-200 600M, banjugu-1) and speech (MMS-TTS bam, jifili-1); both CC BY-NC 4.0, non-commercial',
     models: [
       {
-        id: 'banjugu-1',
+        id: TRANSLATION_MODEL_ID,
         engine: 'nllb',
         repo: mt.repo,
         revision: mt.revision,
@@ -124,7 +125,7 @@ export function bambaraPack(pins: BambaraPins = BAMBARA_PINS): ModelPack {
         ],
       },
       {
-        id: 'jifili-1',
+        id: SPEECH_MODEL_ID,
         engine: 'vits-sherpa',
         repo: tts.repo,
         revision: tts.revision,

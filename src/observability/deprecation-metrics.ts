@@ -6,8 +6,6 @@
 import { Counter } from 'prom-client';
 import type { Metrics } from './metrics.js';
 
-export type DeprecatedOutcome = 'served' | 'retired';
-
 const byServer = new WeakMap<Metrics, Counter<'route' | 'outcome'>>();
 
 export function nativeRequestsCounter(metrics: Metrics): Counter<'route' | 'outcome'> {

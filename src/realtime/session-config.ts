@@ -77,6 +77,11 @@ export interface SessionUpdate {
   /** With `model`: the translation model named in its place (null: a speech model was named). */
   translationModel?: string | null;
   language?: string | null;
+  /**
+   * The translation target itself, for a caller that knows it (a phone call's app language), where clients
+   * name it through `language`; null turns translation off. Applied after `language`.
+   */
+  translationTarget?: TranslationTarget | null;
   prompt?: string | null;
   turnDetection?: Partial<TurnDetectionConfig> | null;
 }
@@ -121,6 +126,7 @@ export function applyUpdate(config: SessionConfig, update: SessionUpdate): Sessi
   if (update.translationModel !== undefined) next.translationModel = update.translationModel;
   if (update.language !== undefined) next.language = update.language;
   if (update.language !== undefined || update.translationModel !== undefined) next.target = targetOf(next);
+  if (update.translationTarget !== undefined) next.target = update.translationTarget;
   if (update.prompt !== undefined) next.prompt = update.prompt;
   if (update.turnDetection === null) next.turnDetection = null;
   else if (update.turnDetection) next.turnDetection = validateVad({ ...(config.turnDetection ?? DEFAULT_SERVER_VAD), ...definedOnly(update.turnDetection) });

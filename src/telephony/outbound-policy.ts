@@ -43,8 +43,6 @@ const SCHEMES = new Set(['http:', 'https:', 'ws:', 'wss:']);
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 const LIST_HINT = 'the outbound allow-list (KUMA_OUTBOUND_ALLOW)';
 
-export const EMPTY_OUTBOUND_POLICY: OutboundPolicy = Object.freeze({ anyPublicHost: false, hosts: new Set<string>(), domainSuffixes: [], ranges: [] });
-
 /** Parses KUMA_OUTBOUND_ALLOW (comma-separated); a bad entry throws OutboundPolicyError naming it. Empty = nothing allowed. */
 export function parseOutboundPolicy(spec: string): OutboundPolicy {
   const hosts = new Set<string>();
@@ -86,11 +84,6 @@ function unwrap(address: Address): Address {
  * and its metadata service, CGNAT, multicast, reserved…); IPv6 only inside global unicast 2000::/3 and outside
  * its special ranges (6to4, Teredo and NAT64 prefixes embed IPv4 addresses that could be private).
  */
-export function isPublicAddress(text: string): boolean {
-  if (!isIP(text)) return false;
-  return isPublic(unwrap(ipaddr.parse(text)));
-}
-
 function isPublic(address: Address): boolean {
   if (address.range() !== 'unicast') return false;
   return address.kind() === 'ipv4' || ((address as ipaddr.IPv6).parts[0]! & 0xe000) === 0x2000;

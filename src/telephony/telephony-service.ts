@@ -27,6 +27,7 @@ import { checkCallTokenKey, verifyCallToken, type CallTokenClaims } from './call
 import { CallTokenError } from './errors.js';
 import { checkOutbound, type OutboundPolicy } from './outbound-policy.js';
 import type { PinnedAddress } from './relay/relay-link.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 
 export interface TelephonyModels {
   asr: { id: string; engine: ModelEngine };
@@ -51,6 +52,8 @@ export interface TelephonyDeps {
   metrics?: TelephonyMetrics;
   /** `play` and `sendDigits` for relay apps (absent: refused with an error to the app). */
   media?: RelayBridgeOptions['media'];
+  /** What calls' voices are encoded with (the server's pools). */
+  encoders: EncoderSource;
   /** Open calls by the key they act for: revoking it ends them (`key_revoked`). */
   keySessions?: KeySessions;
 }
@@ -126,7 +129,7 @@ export class TelephonyService implements CallOpener {
         pacer: this.pacer,
         vad: models.vad,
         asr: models.asr,
-        tts: { model: models.tts.id, engine: models.tts.engine, speakable: typeof alphabet === 'string' ? new Set(alphabet) : null },
+        tts: { model: models.tts.id, engine: models.tts.engine, speakable: typeof alphabet === 'string' ? new Set(alphabet) : null, encoders: this.deps.encoders },
         mt: models.mt,
         maxBufferSeconds: this.deps.maxBufferSeconds,
         ...(this.deps.metrics ? { observer: observerOf(this.deps.metrics, identity.carrier) } : {}),

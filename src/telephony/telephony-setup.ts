@@ -7,6 +7,7 @@
 import type { Config } from '../config/config.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EngineRegistry } from '../engines/engine-registry.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -28,6 +29,7 @@ import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
 import { TelephonyService, type TelephonyModels } from './telephony-service.js';
 import { WebhookSender, webhookOptionsOf } from './webhooks/index.js';
 import { startAudioSocketServer, type AudioSocketServer } from '../transport/audiosocket-server.js';
+import { SPEECH_MODEL_ID, TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
 
 export interface TelephonySetupDeps {
   config: Config;
@@ -38,6 +40,8 @@ export interface TelephonySetupDeps {
   engines: EngineRegistry | null;
   vad: VadService | null;
   decoder: DecoderPool;
+  /** What calls' voices are encoded with (the server's pools). */
+  encoders: EncoderSource;
   /** Calls are registered by the key they act for, so that revoking it ends them. */
   keySessions?: KeySessions;
 }
@@ -51,9 +55,9 @@ export interface Telephony {
 }
 
 /** The model ids a call uses. */
-const ASR_MODEL = 'sunjata-1';
-const TTS_MODEL = 'jifili-1';
-const MT_MODEL = 'banjugu-1';
+const ASR_MODEL = TRANSCRIPTION_MODEL_ID;
+const TTS_MODEL = SPEECH_MODEL_ID;
+const MT_MODEL = TRANSLATION_MODEL_ID;
 
 export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephony> {
   const { config, store, logger } = deps;
@@ -80,6 +84,7 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         maxBufferSeconds: config.realtimeMaxBufferSeconds,
         pacerObserver: { frameLateness: (ms) => metrics.frameLateness.observe(ms / 1000) },
         media: callMedia(deps.decoder, checkUrl),
+        encoders: deps.encoders,
         metrics,
         ...(deps.keySessions ? { keySessions: deps.keySessions } : {}),
       })

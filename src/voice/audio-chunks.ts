@@ -13,7 +13,6 @@
 import { MP3_FRAME_SAMPLES } from '../codecs/formats.js';
 import { MP3_BITRATE_KBPS } from '../codecs/encoders/mp3.js';
 import { WAV_HEADER_BYTES } from '../codecs/encoders/wav.js';
-import type { SpeechFormat } from '../codecs/types.js';
 
 export type ChunkedFormat = 'mp3' | 'wav' | 'wav_8k' | 'ulaw_8k';
 
@@ -42,10 +41,6 @@ export function chunkLayout(format: ChunkedFormat, chunkSeconds: number): ChunkL
       return { headerBytes: WAV_HEADER_BYTES, chunkBytes: 2 * Math.max(1, Math.round(chunkSeconds * rate)), byteRate: 2 * rate };
     }
   }
-}
-
-export function isChunkedFormat(format: SpeechFormat): format is ChunkedFormat {
-  return format === 'mp3' || format === 'wav' || format === 'wav_8k' || format === 'ulaw_8k';
 }
 
 /** Bytes in as the encoder makes them; whole chunks out. */

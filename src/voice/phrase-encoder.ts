@@ -16,6 +16,7 @@
  * handed out after pushing N samples cover N − lag of them; after a drain (the lag pushed as silence) or the
  * final flush they cover everything pushed before.
  */
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import { createEncoder } from '../codecs/encoders/index.js';
 import type { EncodingVariant, FormatInfo, SpeechFormat, StreamingEncoder } from '../codecs/types.js';
 
@@ -42,6 +43,8 @@ export interface EncoderOutput {
   variant?: EncodingVariant;
   /** Whose speech this is: the encoder pool shares its turns fairly between accounts. */
   account?: string;
+  /** The server's encoders; the process-wide ones when absent (code outside a server: tests, benches). */
+  encoders?: EncoderSource;
 }
 
 export interface SliceSeconds {
@@ -98,8 +101,8 @@ export class PhraseEncoder {
    */
   async *phrase(samples: Float32Array, sampleRate: number, characters: number): AsyncGenerator<EncodedSlice> {
     if (!this.encoder) {
-      const { format, variant, account } = this.output;
-      this.encoder = await createEncoder(format, { inputRate: sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) });
+      const { format, variant, account, encoders } = this.output;
+      this.encoder = await createEncoder(format, { inputRate: sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) }, encoders);
       this.rate = sampleRate;
       this.lag = encoderLagSamples(this.encoder.info, sampleRate);
     }
@@ -164,8 +167,8 @@ export class PhraseEncoder {
  * Audio that is not speech of text (a call's `play` file, DTMF tones): `samples` encoded in one-second slices,
  * `loop` times (0: until `signal`), then the encoder's end. Nothing in it is charged.
  */
-export async function* encodeClip(format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<Uint8Array> {
-  const encoder = new PhraseEncoder({ format }, { first: 1, max: 1 });
+export async function* encodeClip(encoders: EncoderSource, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<Uint8Array> {
+  const encoder = new PhraseEncoder({ format, encoders }, { first: 1, max: 1 });
   try {
     for (let round = 0; (loop === 0 || round < loop) && !signal.aborted && samples.length; round++) {
       for await (const slice of encoder.phrase(samples, sampleRate, 0)) {

@@ -19,6 +19,7 @@
  * stream's clock (ms since its first sample). The voices do not report durations per character, so a
  * phrase's duration is spread evenly over its characters: an estimate, good to a phrase.
  */
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EncodingVariant, SpeechFormat } from '../codecs/types.js';
 import { speechText } from '../engines/tts/speech-text.js';
 import type { TextChunk } from '../engines/tts/text-chunker.js';
@@ -48,6 +49,8 @@ export interface SpokenAudio {
 }
 
 export interface SpeakerOptions {
+  /** The server's encoders; the process-wide ones when absent (tests). */
+  encoders?: EncoderSource;
   engine: PhraseEngine;
   voice: Voice;
   format: SpeechFormat;
@@ -107,8 +110,8 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<SpokenAudio> {
-    const { format, variant, account } = this.options;
-    const stream = new AlignedStream(new PhraseEncoder({ format, account, ...(variant ? { variant } : {}) }, this.options.slices));
+    const { format, variant, account, encoders } = this.options;
+    const stream = new AlignedStream(new PhraseEncoder({ format, account, ...(variant ? { variant } : {}), ...(encoders ? { encoders } : {}) }, this.options.slices));
     const synthesizer = this.synthesizer;
     try {
       for (;;) {

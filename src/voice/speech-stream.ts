@@ -11,6 +11,7 @@
  * once the stream has ended and its last bytes were taken. The tally is exposed so the caller charges, and
  * reports, exactly that — whether the stream completed, failed midway, or the client left.
  */
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import type { EncodingVariant, SpeechFormat } from '../codecs/types.js';
 import type { AudioChunker } from './audio-chunks.js';
 import { PhraseEncoder } from './phrase-encoder.js';
@@ -46,8 +47,10 @@ export async function* encodeSpeech(
   chunker?: AudioChunker,
   account?: string,
   variant?: EncodingVariant,
+  /** The server's encoders; the process-wide ones when absent (tests). */
+  encoders?: EncoderSource,
 ): AsyncGenerator<Uint8Array> {
-  const encoder = new PhraseEncoder({ format, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) });
+  const encoder = new PhraseEncoder({ format, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}), ...(encoders ? { encoders } : {}) });
   // Back from a yield means the consumer took the bytes and asked for more: they are delivered.
   const delivered = (bytes: number, covered: number) => {
     tally.bytesDelivered += bytes;

@@ -15,6 +15,7 @@
  * idempotent; `interrupt()` is the same for a barge-in. An utterance whose audio has all been taken is closed
  * by its owner in the same way (`finished`).
  */
+import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
 import { InsufficientQuotaError } from '../billing/errors.js';
 import type { ChargeContext, Ledger } from '../billing/ledger.js';
 import type { EncodingVariant, SpeechFormat } from '../codecs/types.js';
@@ -37,6 +38,8 @@ export interface VoiceSetup {
   variant?: EncodingVariant;
   /** Encoder slices (phrase-speaker.ts); a listener's default when absent. */
   slices?: SliceSeconds;
+  /** The server's encoders; the process-wide ones when absent (tests). */
+  encoders?: EncoderSource;
   ledger: Ledger;
   charge: ChargeContext;
   logger: Logger;
@@ -65,7 +68,7 @@ export class Utterance implements Session {
     private readonly events: UtteranceEvents = {},
   ) {
     const { engine, voice, format, variant, speakable, slices, charge } = setup;
-    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.lifecycle.signal, ...(slices ? { slices } : {}) });
+    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.lifecycle.signal, ...(slices ? { slices } : {}), ...(setup.encoders ? { encoders: setup.encoders } : {}) });
     this.bill = new SpeechBill({ ledger: setup.ledger, charge, model: setup.model, logger: setup.logger, label: setup.label });
   }
 

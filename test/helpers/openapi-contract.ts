@@ -7,6 +7,7 @@
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
+import { sseData } from './sse.js';
 
 // ajv-formats is CommonJS: under NodeNext its default import is module.exports, which carries the plugin as .default.
 const addFormats = ajvFormats.default;
@@ -125,21 +126,6 @@ export class OpenApiContract {
     }
     return essence === 'text/event-stream' ? payloads : payloads[0];
   }
-}
-
-/** The SSE `data:` payloads of a whole stream: JSON where it parses, else the raw line (`[DONE]`). */
-export function sseData(stream: string): unknown[] {
-  return stream
-    .split(/\r?\n\r?\n/)
-    .map((event) => event.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n'))
-    .filter((data) => data !== '')
-    .map((data) => {
-      try {
-        return JSON.parse(data);
-      } catch {
-        return data;
-      }
-    });
 }
 
 /** The exact media type, or (for a documented type without parameters) the one with the same essence. */

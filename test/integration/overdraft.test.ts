@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authed, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
 import { maxTranslateTokens } from '../../src/engines/mt/translate-token-bound.js';
+import { sseJson } from '../helpers/sse.js';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -27,8 +28,7 @@ const post = (apiKey: string, path: string, body: unknown) =>
 
 /** SSE `data:` payloads of a finished stream. */
 async function sseData(res: Response): Promise<Array<Record<string, any>>> {
-  const text = await res.text();
-  return text.split('\n').filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]').map((l) => JSON.parse(l.slice(6)));
+  return sseJson(await res.text());
 }
 
 async function ledgerOf(accountId: string) {

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/test-server.js';
 import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { JIFILI_FORMATS } from '../../src/api/compat/speech-rules.js';
-import { sharedEncoderPool } from '../../src/codecs/encode-pool/shared-pool.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-encoder-pool-'));
 const LONG = 'n bɛ taa sugu la sini, an bɛ malo san. '.repeat(8).trim();
@@ -43,7 +42,7 @@ describe('speech through the encoder pool', () => {
   // The pool's stream handling does not depend on the format (byte identity per format is pooled-output.test.ts):
   // the three costly codecs, and one cheap format of each model kind, keep this file short.
   it.each(['mp3', 'opus', 'flac', 'pcm', 'ulaw_8k'] as const)('%s: a client leaving mid-stream frees its encoder; the next request is served', async (format) => {
-    const pool = sharedEncoderPool()!;
+    const pool = t.server.encoders.pool!;
     const controller = new AbortController();
     const res = await speech(format, controller.signal);
     expect(res.status).toBe(200);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { chargesSettled } from '../helpers/settled.js';
 import { decodeSpeech, transcribeWith } from '../helpers/speech-audio.js';
+import { sseJson } from '../helpers/sse.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 
 const TEXT = 'i ni ce a ka kɛnɛ';
@@ -47,7 +48,7 @@ describe('streaming formats', () => {
     const raw = new Uint8Array(await (await speech({ input: TEXT, response_format: 'pcm' })).arrayBuffer());
     const res = await speech({ input: TEXT, response_format: 'pcm', stream_format: 'sse' });
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const events = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    const events = sseJson(await res.text());
     const deltas = events.filter((e) => e.type === 'speech.audio.delta');
     expect(Buffer.concat(deltas.map((e) => Buffer.from(e.audio, 'base64')))).toEqual(Buffer.from(raw));
     expect(events.at(-1)).toEqual({ type: 'speech.audio.done', usage: { input_tokens: [...TEXT].length, output_tokens: 0, total_tokens: [...TEXT].length } });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { chargesSettled } from '../helpers/settled.js';
 import { spokenPhrases, wavBytes } from '../helpers/audio.js';
+import { sseEvents } from '../helpers/sse.js';
 
 const PHRASES = ['i ni ce', 'n fa ni n ba bɛ malo dun', 'ɔ ɲɔ ŋa kɛnɛ'];
 const audio = spokenPhrases(PHRASES);
@@ -94,9 +95,9 @@ describe('the raw wire', () => {
     expect((await post({ response_format: 'vtt' })).headers.get('content-type')).toBe('text/vtt; charset=utf-8');
     const sse = await post({ stream: 'true', response_format: 'text' });
     expect(sse.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const lines = (await sse.text()).split('\n').filter((l) => l.startsWith('data: '));
-    expect(lines.at(-1)).toBe('data: [DONE]');
-    for (const line of lines.slice(0, -1)) expect(() => JSON.parse(line.slice(6))).not.toThrow();
+    const data = sseEvents(await sse.text()).map((event) => event.data);
+    expect(data.at(-1)).toBe('[DONE]');
+    for (const payload of data.slice(0, -1)) expect(() => JSON.parse(payload)).not.toThrow();
   });
 
   it('writes exactly one usage row whose quantity is what the response reported', async () => {

@@ -8,6 +8,7 @@
 import { SPEECH_FORMATS, type SpeechFormat } from '../../codecs/types.js';
 import { describeChar, speechText } from '../../engines/tts/speech-text.js';
 import { ApiError } from '../errors.js';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 export const JIFILI_FORMATS: readonly SpeechFormat[] = ['mp3', 'wav', 'pcm', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4'];
 export const LEGACY_FORMATS: readonly SpeechFormat[] = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm', 'wav_8k', 'ulaw_8k'];
@@ -38,12 +39,12 @@ const SPEAKER: Record<Voice, number> = { moussa: 0, sekou: 1, seydou: 2 };
  * says whether the name is a speech format at all and lists what the model serves.
  */
 export function checkFormat(modelId: string, format: string): SpeechFormat {
-  const served = modelId === 'jifili-1' ? JIFILI_FORMATS : LEGACY_FORMATS;
+  const served = modelId === SPEECH_MODEL_ID ? JIFILI_FORMATS : LEGACY_FORMATS;
   if ((served as readonly string[]).includes(format)) return format as SpeechFormat;
   const known = (SPEECH_FORMATS as readonly string[]).includes(format);
   const problem = known ? `${modelId} does not serve ${format}` : `${JSON.stringify(format)} is not a speech format`;
   const message = `response_format: ${problem}; ${modelId} serves ${served.join(', ')}.`;
-  throw new ApiError(modelId === 'jifili-1' ? 'invalid_request' : 'invalid_value', message, { param: 'response_format' });
+  throw new ApiError(modelId === SPEECH_MODEL_ID ? 'invalid_request' : 'invalid_value', message, { param: 'response_format' });
 }
 
 function resolveVoice(voice: string): Voice | undefined {
@@ -57,7 +58,7 @@ function resolveVoice(voice: string): Voice | undefined {
  * djelia-tts-v1 takes the numeric `speaker` (default 1) and ignores voice.
  */
 export function selectSpeaker(modelId: string, vendor: string, voice: string | undefined, options: { description?: string | null; speaker?: number }): number | undefined {
-  if (modelId === 'jifili-1') {
+  if (modelId === SPEECH_MODEL_ID) {
     if (voice !== undefined && !['moussa', 'alloy', 'nova', 'coral'].includes(voice.trim().toLowerCase())) {
       throw new ApiError('unsupported_voice', `voice: jifili-1 serves the voice moussa (also called alloy, nova or coral), not ${voice}.`, { param: 'voice' });
     }

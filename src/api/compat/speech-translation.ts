@@ -16,9 +16,10 @@ import { engineFor, resolveModel } from './model-resolution.js';
 import { allSegments, startTranscription, type TranscriptionJob } from './transcription-job.js';
 import { joinSegments } from './transcript.js';
 import { chargeOnDelivery } from '../charge-on-delivery.js';
+import { TRANSLATION_MODEL_ID } from '../../engines/model-ids.js';
 
 /** The text model that translates transcripts. */
-export const TRANSLATION_MODEL = 'banjugu-1';
+export const TRANSLATION_MODEL = TRANSLATION_MODEL_ID;
 /**
  * Transcript characters per second of audio held up front. An estimate, not a limit: speech at a brisk pace
  * gives roughly 15 characters (letters and spaces) a second and the demo voice 7; a longer transcript

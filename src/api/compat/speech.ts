@@ -17,6 +17,7 @@ import type { CompatDeps } from './deps.js';
 import { resolveModel } from './model-resolution.js';
 import { checkFormat, JIFILI_FORMATS, JIFILI_MAX_INPUT, LEGACY_FORMATS, selectSpeaker } from './speech-rules.js';
 import { startSpeech } from './speech-synthesis.js';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 type SpeechOptions = { description?: string | null; speaker?: number };
 
@@ -63,7 +64,7 @@ async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSc
   const format = checkFormat(model.id, body.response_format);
   const characters = billableCharacters(body.input);
   if (!body.input.trim()) throw new ApiError('invalid_value', 'input: there is no text to speak.', { param: 'input' });
-  if (model.id === 'jifili-1' && characters > JIFILI_MAX_INPUT) {
+  if (model.id === SPEECH_MODEL_ID && characters > JIFILI_MAX_INPUT) {
     throw new ApiError('invalid_value', `input: at most ${JIFILI_MAX_INPUT} characters for jifili-1 (got ${characters}).`, { param: 'input' });
   }
   const speaker = selectSpeaker(model.id, deps.vendor, body.voice, options);

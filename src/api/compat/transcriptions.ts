@@ -30,9 +30,10 @@ import { closeWhenDone } from './reserved-stream.js';
 import { chargeOnDelivery } from '../charge-on-delivery.js';
 import type { Reservation } from '../../billing/ledger.js';
 import { doneEvents, joinSegments, segmentEvents, transcriptResult, type DurationUsage, type Segment } from './transcript.js';
+import { TRANSCRIPTION_MODEL_ID } from '../../engines/model-ids.js';
 
 /** Models on which `temperature` takes effect (SPEC §4.3, §9); the others ignore it. */
-const TEMPERATURE_MODELS = (vendor: string) => new Set(['sunjata-1', `${vendor}-asr-v2`]);
+const TEMPERATURE_MODELS = (vendor: string) => new Set([TRANSCRIPTION_MODEL_ID, `${vendor}-asr-v2`]);
 
 export function transcriptionRoute(deps: CompatDeps): RouteDef {
   return {

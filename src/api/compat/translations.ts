@@ -17,6 +17,7 @@ import type { CompatDeps } from './deps.js';
 import { resolveModel } from './model-resolution.js';
 import { assertSpeechToTextAdmits } from './uploaded-audio.js';
 import { speechTranslation, transcribeAndTranslate } from './speech-translation.js';
+import { TRANSCRIPTION_MODEL_ID } from '../../engines/model-ids.js';
 
 export function translationRoute(deps: CompatDeps): RouteDef {
   return {
@@ -51,7 +52,7 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
     }
     const target = fields.language ?? 'eng_Latn';
     const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req);
-    const input = asrModel.id === 'sunjata-1' && fields.temperature != null ? { temperature: fields.temperature } : {};
+    const input = asrModel.id === TRANSCRIPTION_MODEL_ID && fields.temperature != null ? { temperature: fields.temperature } : {};
     const { translated, onDelivered } = await transcribeAndTranslate(deps, req, caller, form, speechTranslation(deps, asrModel, input, target));
     if (fields.response_format === 'text') return { kind: 'text', contentType: MEDIA_TYPES.plainText, body: translated, onDelivered };
     return { kind: 'json', body: { text: translated }, onDelivered };

@@ -17,6 +17,7 @@ import { formatInfo, isSpeechFormat, MP3_BITRATE_KBPS } from '../../codecs/forma
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
 import { JIFILI_FORMATS, LEGACY_FORMATS } from '../compat/speech-rules.js';
 import { ApiError } from '../errors.js';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 export interface OutputFormat {
   /** The name asked for, as the client wrote it. */
@@ -45,7 +46,7 @@ const OPUS_BITRATES = new Set([32, 64, 96, 128, 192]);
 
 /** The formats a model serves (those of POST /audio/speech). */
 function servedBy(modelId: string): readonly SpeechFormat[] {
-  return modelId === 'jifili-1' ? JIFILI_FORMATS : LEGACY_FORMATS;
+  return modelId === SPEECH_MODEL_ID ? JIFILI_FORMATS : LEGACY_FORMATS;
 }
 
 /**

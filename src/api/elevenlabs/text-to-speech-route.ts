@@ -23,6 +23,7 @@ import { JIFILI_MAX_INPUT, selectSpeaker } from '../compat/speech-rules.js';
 import { startSpeech } from '../compat/speech-synthesis.js';
 import { ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMAT_NAMES, resolveOutputFormat } from './output-format.js';
 import { kumaModelId, kumaVoice } from './voice-model.js';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 const TextToSpeechRequestSchema = z
   .looseObject({
@@ -67,7 +68,7 @@ async function speak(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise
   const output = resolveOutputFormat(model.id, req.query.get('output_format') || ELEVENLABS_DEFAULT_FORMAT);
   if (!body.text.trim()) throw new ApiError('invalid_value', 'text: there is no text to speak.', { param: 'text' });
   const characters = billableCharacters(body.text);
-  if (model.id === 'jifili-1' && characters > JIFILI_MAX_INPUT) {
+  if (model.id === SPEECH_MODEL_ID && characters > JIFILI_MAX_INPUT) {
     throw new ApiError('invalid_value', `text: at most ${JIFILI_MAX_INPUT} characters for jifili-1 (got ${characters}); send longer text in pieces, or over the stream-input socket.`, { param: 'text' });
   }
   const speaker = selectSpeaker(model.id, deps.vendor, kumaVoice(req.params.voice_id), {});

@@ -6,9 +6,10 @@
  * with the model's default voice. Kuma's own model ids and voice names keep their meaning, and anything
  * else is refused as on POST /audio/speech (so a typo in a Kuma voice name is not silently another voice).
  */
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 /** The model all ElevenLabs model ids stand for, and the default when none is given. */
-export const ELEVENLABS_STAND_IN_MODEL = 'jifili-1';
+export const ELEVENLABS_STAND_IN_MODEL = SPEECH_MODEL_ID;
 
 const ELEVENLABS_VOICE_ID = /^[A-Za-z0-9]{20}$/;
 

@@ -18,9 +18,10 @@ import { jsonContent } from '../schemas/responses.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
 import { readNativeJson } from './native-json-body.js';
 import { parseNative } from './native-validation.js';
+import { TRANSLATION_MODEL_ID } from '../../engines/model-ids.js';
 
 const LANGUAGE_NAMES: Record<(typeof LANGUAGES)[number], string> = { bam_Latn: 'Bambara', fra_Latn: 'French', eng_Latn: 'English' };
-const MODEL = 'banjugu-1';
+const MODEL = TRANSLATION_MODEL_ID;
 const TAGS = ['Native (deprecated)'];
 
 const SupportedLanguagesSchema = z.array(z.object({ code: z.string(), name: z.string() })).meta({ id: 'NativeSupportedLanguages' });

@@ -25,10 +25,11 @@ import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, targetOf as translatio
 import { RealtimeInputError } from '../../realtime/errors.js';
 import { parseClientEvent, RealtimeEventError } from './client-events.js';
 import { openConnection, type ResolvedModel } from './realtime-connection.js';
+import { TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from '../../engines/model-ids.js';
 
 /** The speech model of a translation session that names none, and the text model that translates. */
-const DEFAULT_SPEECH_MODEL = 'sunjata-1';
-const TRANSLATION_MODEL = 'banjugu-1';
+const DEFAULT_SPEECH_MODEL = TRANSCRIPTION_MODEL_ID;
+const TRANSLATION_MODEL = TRANSLATION_MODEL_ID;
 
 export interface RealtimeDeps {
   catalog: ModelCatalog;

@@ -20,6 +20,7 @@
  * charged. When the balance cannot cover the next phrase: an `insufficient_quota` error, no more input, the
  * phrases already held are spoken, then the final message.
  */
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Ledger, ChargeContext } from '../../billing/ledger.js';
 import type { EncodingVariant, SpeechFormat } from '../../codecs/types.js';
@@ -51,6 +52,7 @@ export interface SpeechSocketSetup {
 export interface SpeechSocketDeps {
   ledger: Ledger;
   logger: Logger;
+  encoders: EncoderSource;
 }
 
 /** What a stream tells the socket that owns it. */
@@ -81,7 +83,7 @@ export class SpeechContext implements Session {
     readonly contextId?: string,
   ) {
     const { model, engine, voice, format, variant, speakable, charge } = setup;
-    this.voice = new VoiceSession({ model, engine, voice, format, ...(variant ? { variant } : {}), speakable, ledger: deps.ledger, charge, logger: deps.logger, label: 'speech socket phrase' });
+    this.voice = new VoiceSession({ model, engine, voice, format, ...(variant ? { variant } : {}), speakable, encoders: deps.encoders, ledger: deps.ledger, charge, logger: deps.logger, label: 'speech socket phrase' });
     this.utterance = this.voice.open({ onQuotaExhausted: (err) => this.sendError(toApiError(err), this.owner.quotaCloseCode) });
     this.done = this.pump();
   }

@@ -31,6 +31,7 @@ import { credentialInMessage, errorMessage } from './speech-socket-messages.js';
 import type { SpeechSocketDeps, SpeechSocketSetup } from './speech-context.js';
 import { SpeechSocket } from './speech-socket.js';
 import { MultiContextSocket } from './multi-context-socket.js';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 /** Inactivity (no message from the client while nothing is being spoken) that ends a socket; ElevenLabs' default. */
 export const DEFAULT_INACTIVITY_SECONDS = 20;
@@ -85,7 +86,7 @@ export function speechSocketRoutes(deps: CompatDeps): RouteDef[] {
       openapi: openapi('streamSpeech', 'Speak text as it arrives (WebSocket)'),
       handler: async (req, caller) => {
         const output = req.query.get('output_format');
-        const asked = { model: req.query.get('model') || 'jifili-1', voice: req.query.get('voice'), format: output ?? req.query.get('response_format') ?? 'mp3' };
+        const asked = { model: req.query.get('model') || SPEECH_MODEL_ID, voice: req.query.get('voice'), format: output ?? req.query.get('response_format') ?? 'mp3' };
         return socket(deps, req, caller!, { ...asked, formatParam: output !== null || req.query.get('response_format') === null ? 'output_format' : 'response_format' }, 'single');
       },
     },
@@ -120,7 +121,7 @@ async function socket(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: 
     setup = toApiError(err);
   }
   const resolved = setup;
-  const socketDeps: SpeechSocketDeps = { ledger: deps.ledger, logger: deps.logger };
+  const socketDeps: SpeechSocketDeps = { ledger: deps.ledger, logger: deps.logger, encoders: deps.encoders };
   return {
     kind: 'duplex',
     // A browser sends its key as a subprotocol beside `realtime`, and needs one it offered answered.

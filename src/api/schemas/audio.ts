@@ -4,6 +4,7 @@
  * declared, so they never cause a rejection.
  */
 import { z } from 'zod';
+import { TRANSCRIPTION_MODEL_ID } from '../../engines/model-ids.js';
 
 /** "true"/"false"/"1"/"0" from a form, or a real boolean; empty means not given. */
 const formBoolean = z.preprocess((v) => (v === '' || v === 'null' ? null : v), z.union([z.boolean(), z.stringbool()]).nullable());
@@ -22,7 +23,7 @@ const transcriptFormat = (use: string) =>
   z.enum(TRANSCRIPTION_FORMATS, { error: (issue) => `${JSON.stringify(issue.input)} is not a transcript format; ${use}.` }).default('json');
 
 export const TranscriptionFormSchema = z.object({
-  model: z.string().min(1).default('sunjata-1'),
+  model: z.string().min(1).default(TRANSCRIPTION_MODEL_ID),
   response_format: transcriptFormat(`use one of ${TRANSCRIPTION_FORMATS.join(', ')}`),
   stream: formBoolean.optional(),
   temperature: formTemperature,
@@ -34,7 +35,7 @@ export const TranscriptionFormSchema = z.object({
 });
 
 export const TranslationFormSchema = z.object({
-  model: z.string().min(1).default('sunjata-1'),
+  model: z.string().min(1).default(TRANSCRIPTION_MODEL_ID),
   language: z
     .preprocess((v) => (v === '' || v === 'null' ? null : v), z.enum(['eng_Latn', 'fra_Latn']).nullable())
     .meta({ description: 'The language to translate into; eng_Latn when absent or null' })

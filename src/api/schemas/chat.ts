@@ -3,6 +3,7 @@
  * field of §4.6's ignore list is accepted whatever its value; unknown fields are ignored too.
  */
 import { z } from 'zod';
+import { TRANSLATION_MODEL_ID } from '../../engines/model-ids.js';
 
 export const LANGUAGES = ['bam_Latn', 'fra_Latn', 'eng_Latn'] as const;
 
@@ -24,7 +25,7 @@ export const TranslationOptionsSchema = z
 /** The request; `vendor` is the configured name of the extension object (`djelia`). */
 export function chatRequestSchema(vendor: string) {
   return z.looseObject({
-    model: z.string().min(1).default('banjugu-1'),
+    model: z.string().min(1).default(TRANSLATION_MODEL_ID),
     messages: z.array(ChatMessageSchema).min(1),
     stream: z.boolean().nullable().optional(),
     [vendor]: TranslationOptionsSchema,

@@ -4,6 +4,7 @@
  * model and are applied by the handler (they have their own statuses and codes).
  */
 import { z } from 'zod';
+import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 
 export const SpeechOptionsSchema = z.object({
   description: z.string().max(500).nullable().optional(),
@@ -17,7 +18,7 @@ export const SpeechOptionsSchema = z.object({
 /** `vendor` is the configured name of the extension object (`djelia`). */
 export function speechRequestSchema(vendor: string) {
   return z.looseObject({
-    model: z.string().min(1).default('jifili-1'),
+    model: z.string().min(1).default(SPEECH_MODEL_ID),
     input: z.string(),
     voice: z.string().optional(),
     response_format: z.string().default('mp3'),

@@ -8,7 +8,7 @@
  * Capacity: each process runs up to `streamsPerWorker` streams at once, interleaved step by step; a stream
  * whose consumer is slow (the model is busy) is paused by flow control and costs no CPU, so a long
  * transcription does not hold a whole process. Jobs beyond that wait, up to `maxQueue`, served
- * round-robin across accounts (fair-queue.ts); then `open` fails at once with DecoderBusyError (a 503
+ * round-robin across accounts (round-robin-queue.ts); then `open` fails at once with DecoderBusyError (a 503
  * with Retry-After for clients).
  *
  * Time limit: a job fails with AudioDecodeError('timeout') when its own decoding work passes `timeoutMs`
@@ -28,7 +28,7 @@ import type { DecodeOptions } from './decode-stream.js';
 import { DecodedStream } from './decoded-stream.js';
 import type { ChildReply, ErrorData, PoolToChild } from './decoder-child.js';
 import { DecoderProcess, type DecoderExit } from './decoder-process.js';
-import { FairQueue } from './fair-queue.js';
+import { RoundRobinQueue } from './round-robin-queue.js';
 
 export interface DecoderPoolOptions {
   /** Child processes; default 2. */
@@ -106,7 +106,7 @@ export class DecoderPool {
   private readonly credit: number;
   private readonly memoryMb: number;
   private readonly slots = new Set<Slot>();
-  private readonly queue = new FairQueue<Job>();
+  private readonly queue = new RoundRobinQueue<Job>();
   private readonly watchdog: NodeJS.Timeout;
   private readonly memoryWatch: NodeJS.Timeout;
   private avgJobMs = 1000;

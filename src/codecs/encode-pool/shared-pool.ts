@@ -1,7 +1,7 @@
 /**
- * The process-wide encoder pool that createEncoder() uses, and which formats go to it. Sized by
- * configureEncoderPool() (the server passes KUMA_ENCODER_THREADS; 0 keeps every encoder on the calling
- * thread); without a call, it has defaultEncoderThreads() workers, started on first use.
+ * Which formats go to the encoder worker pool, how many threads it has by default, and a process-wide pool of
+ * that size for code outside a server (tests, benches), started on first use. A server builds its own pool
+ * from KUMA_ENCODER_THREADS (encoders/speech-encoders.ts) and never uses this one.
  */
 import os from 'node:os';
 import type { SpeechFormat } from '../types.js';
@@ -29,23 +29,15 @@ export function defaultEncoderThreads(): number {
   return Math.max(1, Math.min(4, os.availableParallelism()));
 }
 
-let threads: number | undefined;
 let pool: EncoderPool | undefined;
 
-/** Sets the pool size for the pools created from now on (0 = no pool); `undefined` = the default. */
-export function configureEncoderPool(size: number | undefined): void {
-  threads = size;
-}
-
-/** The shared pool, or null when encoding runs on the calling thread (size 0). */
-export function sharedEncoderPool(): EncoderPool | null {
-  const size = threads ?? defaultEncoderThreads();
-  if (size <= 0) return null;
-  pool ??= new EncoderPool({ size, warmFormats: [...POOLED_FORMATS] });
+/** The process-wide pool, with defaultEncoderThreads() workers. */
+export function sharedEncoderPool(): EncoderPool {
+  pool ??= new EncoderPool({ size: defaultEncoderThreads(), warmFormats: [...POOLED_FORMATS] });
   return pool;
 }
 
-/** Stops the shared pool's workers (server shutdown); streams still open on it fail. The next use starts a new one. */
+/** Stops the process-wide pool's workers; streams still open on it fail. The next use starts a new one. */
 export async function closeSharedEncoderPool(): Promise<void> {
   const current = pool;
   pool = undefined;

@@ -8,7 +8,7 @@
  * B's later slices waited a whole rotation). A stream's own requests keep their order.
  */
 
-import { FairQueue } from '../decode/fair-queue.js';
+import { RoundRobinQueue } from '../decode/round-robin-queue.js';
 
 export interface ScheduledStream<T> {
   /** The stream's requests not yet sent, oldest first. */
@@ -23,8 +23,8 @@ export interface ScheduledStream<T> {
 
 export class StreamScheduler<S extends ScheduledStream<T>, T> {
   /** Streams waiting per class, by account: accounts in turn, each account's streams in turn. */
-  private readonly firsts = new FairQueue<S>();
-  private readonly continuations = new FairQueue<S>();
+  private readonly firsts = new RoundRobinQueue<S>();
+  private readonly continuations = new RoundRobinQueue<S>();
 
   /** Adds a request to its stream and puts the stream in line if it was not. */
   enqueue(stream: S, request: T): void {

@@ -27,11 +27,6 @@ const FRAME = 1024;
 const IDLE_TIMEOUT_MS = 100;
 /** How long a push waits for a process that is still initialising before the idle timeout applies. */
 const WARM_UP_TIMEOUT_MS = 2000;
-/**
- * Niceness of an ffmpeg process after its stream's first audio went out (see FfmpegProcess.deprioritize):
- * below the TTS replicas (10), which make every stream's first phrase. `KUMA_AAC_CONTINUATION_NICENESS`.
- */
-const CONTINUATION_NICENESS = Number(process.env.KUMA_AAC_CONTINUATION_NICENESS ?? 15);
 /** Frames a foreign ffmpeg may hold back before we stop waiting for them at all. */
 const MAX_LAG_FRAMES = 4;
 /** ffmpeg gives each frame within milliseconds of its input; this long without one, it is wedged and gets killed. */
@@ -116,7 +111,7 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
       const bytes = this.take(false);
       if (bytes.length > 0 && !this.deprioritized) {
         this.deprioritized = true;
-        this.proc.deprioritize(CONTINUATION_NICENESS);
+        this.proc.deprioritize(this.pool.continuationNiceness);
       }
       return bytes;
     });

@@ -11,14 +11,17 @@
  */
 import { FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
 
-export { AAC_VBR_QUALITY, FFMPEG_AAC_ARGS, FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
+export { FFMPEG_AAC_ARGS, FfmpegProcess, resolveFfmpegPath } from './ffmpeg-process.js';
 
 export interface FfmpegAacPoolOptions {
   /** Warm processes kept ready at all times (default 2; 0 disables pre-spawning). */
   size?: number;
   /** Most idle processes kept after a burst (default 64, at least `size`). */
   maxIdle?: number;
+  /** The ffmpeg binary; default the one in @ffmpeg-installer (resolveFfmpegPath). */
   ffmpegPath?: string;
+  /** Niceness of a process once its stream's first audio went out (default 15; FfmpegProcess.deprioritize). */
+  continuationNiceness?: number;
 }
 
 /**
@@ -46,6 +49,11 @@ export class FfmpegAacPool {
   readonly size: number;
   readonly maxIdle: number;
   readonly ffmpegPath: string;
+  /**
+   * Niceness of a process after its stream's first audio: below the TTS replicas (10), which make every
+   * stream's first phrase (see FfmpegProcess.deprioritize).
+   */
+  readonly continuationNiceness: number;
   private readonly warm: FfmpegProcess[] = [];
   private readonly idleSince = new Map<FfmpegProcess, number>();
   private readonly inUse = new Set<FfmpegProcess>();
@@ -62,7 +70,8 @@ export class FfmpegAacPool {
     if (!Number.isInteger(size) || size < 0) throw new RangeError(`ffmpeg pool size must be a non-negative integer, got ${size}`);
     this.size = size;
     this.maxIdle = Math.max(size, options.maxIdle ?? 64);
-    this.ffmpegPath = options.ffmpegPath ?? resolveFfmpegPath();
+    this.ffmpegPath = resolveFfmpegPath(options.ffmpegPath);
+    this.continuationNiceness = options.continuationNiceness ?? 15;
     this.sweepTimer = setInterval(() => this.sweepIdle(), IDLE_TTL_MS / 4).unref();
     this.refill();
   }
@@ -211,16 +220,14 @@ export class FfmpegAacPool {
 let shared: FfmpegAacPool | undefined;
 
 /**
- * The process-wide pool the encoders use; `KUMA_AAC_POOL_SIZE` processes kept ready (default 2) and up to
- * `KUMA_AAC_POOL_MAX_IDLE` kept after a burst (default 64). Created on first use.
+ * A process-wide pool with the default settings, created on first use: what AAC encoders use when they are
+ * given none (tests, benches). A server never uses it: it builds its own from its config (speech-encoders.ts).
  */
 export function sharedAacPool(): FfmpegAacPool {
-  const size = process.env.KUMA_AAC_POOL_SIZE;
-  const maxIdle = process.env.KUMA_AAC_POOL_MAX_IDLE;
-  return (shared ??= new FfmpegAacPool({ ...(size ? { size: Number(size) } : {}), ...(maxIdle ? { maxIdle: Number(maxIdle) } : {}) }));
+  return (shared ??= new FfmpegAacPool());
 }
 
-/** Kills the shared pool's processes (server shutdown); the next sharedAacPool() starts a new pool. */
+/** Kills the shared pool's processes; the next sharedAacPool() starts a new pool. */
 export async function closeSharedAacPool(): Promise<void> {
   const pool = shared;
   shared = undefined;

@@ -62,10 +62,9 @@ export const FFMPEG_AAC_ARGS: readonly string[] = Object.freeze([
   '-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-q:a', AAC_VBR_QUALITY, '-f', 'adts', '-flush_packets', '1', 'pipe:1',
 ]);
 
-/** `KUMA_FFMPEG_PATH`, else the static binary shipped inside the @ffmpeg-installer npm package. */
-export function resolveFfmpegPath(): string {
-  const fromEnv = process.env.KUMA_FFMPEG_PATH;
-  if (fromEnv) return fromEnv;
+/** The configured ffmpeg (KUMA_FFMPEG_PATH), else the static binary shipped inside the @ffmpeg-installer npm package. */
+export function resolveFfmpegPath(configured = ''): string {
+  if (configured) return configured;
   const require = createRequire(import.meta.url);
   return (require('@ffmpeg-installer/ffmpeg') as { path: string }).path;
 }

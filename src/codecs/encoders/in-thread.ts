@@ -14,8 +14,12 @@ import { createMp3Encoder } from './mp3.js';
 import { createOpusEncoder } from './opus.js';
 import { createPcmEncoder } from './pcm.js';
 import { createWavEncoder } from './wav.js';
+import type { FfmpegAacPool } from './ffmpeg-aac-pool.js';
 
-const FACTORIES: Readonly<Record<SpeechFormat, (options: EncoderOptions) => Promise<StreamingEncoder>>> = {
+/** The ffmpeg pool of the aac and fmp4 encoders, asked for only when one is made; absent = the process-wide one. */
+type AacPoolOf = (() => FfmpegAacPool) | undefined;
+
+const FACTORIES: Readonly<Record<SpeechFormat, (options: EncoderOptions, aacPool: AacPoolOf) => Promise<StreamingEncoder>>> = {
   pcm: (options) => createPcmEncoder('pcm', options),
   l16_8000: (options) => createPcmEncoder('l16_8000', options),
   l16_16000: (options) => createPcmEncoder('l16_16000', options),
@@ -26,17 +30,17 @@ const FACTORIES: Readonly<Record<SpeechFormat, (options: EncoderOptions) => Prom
   alaw: (options) => createG711Encoder('alaw', options),
   mp3: createMp3Encoder,
   opus: createOpusEncoder,
-  aac: createAacEncoder,
-  fmp4: createFmp4Encoder,
+  aac: (options, aacPool) => createAacEncoder(options, aacPool ? { pool: aacPool() } : {}),
+  fmp4: (options, aacPool) => createFmp4Encoder(options, aacPool ? { pool: aacPool() } : {}),
   flac: createFlacEncoder,
 };
 
 /** An encoder for `format` running on this thread. */
-export async function createInThreadEncoder(format: SpeechFormat, options: EncoderOptions): Promise<StreamingEncoder> {
+export async function createInThreadEncoder(format: SpeechFormat, options: EncoderOptions, aacPool?: () => FfmpegAacPool): Promise<StreamingEncoder> {
   const factory = Object.hasOwn(FACTORIES, format) ? FACTORIES[format] : undefined;
   // The format usually comes from a validated request, but a bad value must not surface as "not a function".
   if (!factory) throw new Error(`no encoder for format ${JSON.stringify(format)}`);
   // A variant the format cannot take is refused here, before any codec is created.
   if (options.variant) formatInfo(format, options.variant);
-  return factory(options);
+  return factory(options, aacPool);
 }

@@ -25,7 +25,12 @@
  */
 import { ort, type LoadedSession } from '../onnx/session.js';
 import { HALF_BAND_HISTORY, decimateHalfBand } from './half-band.js';
-import { VAD_WINDOW } from './silero-vad.js';
+
+/**
+ * Samples of one VAD window at 16 kHz (32 ms): the unit every VAD user counts in. Defined here, the
+ * lowest VAD module, so that silero-vad.ts and the realtime side import it without a circle.
+ */
+export const VAD_WINDOW = 512;
 
 /** The rate the model scores at; the job's samples are always 16 kHz. */
 export type VadRate = 16000 | 8000;
@@ -45,8 +50,6 @@ export function vadGeometry(rate: VadRate): VadGeometry {
   return rate === 8000 ? { window: 256, context: 32, history: HALF_BAND_HISTORY } : { window: VAD_WINDOW, context: 64, history: 0 };
 }
 
-/** Samples of the previous window that v5 expects in front of each window at 16 kHz. */
-export const VAD_CONTEXT = 64;
 /** Floats of one stream's recurrent state: 2 layers × 128. */
 export const VAD_STATE = 256;
 const HIDDEN = 128;

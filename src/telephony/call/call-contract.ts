@@ -12,6 +12,7 @@ import type { Store } from '../../store/store.js';
 import type { CallLanguage } from '../call-settings.js';
 import type { Interruption } from './call-voice.js';
 import type { FramePacer } from './frame-pacer.js';
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 
 /**
  * Why a call ended: its record's end reason, its `call.ended` webhook's, its metrics label, and the close
@@ -78,7 +79,7 @@ export interface CallDeps {
   pacer: FramePacer;
   vad: VadService | null;
   asr: SpeechModel;
-  tts: { model: string; engine: PhraseEngine; speakable: ReadonlySet<string> | null };
+  tts: { model: string; engine: PhraseEngine; speakable: ReadonlySet<string> | null; encoders: EncoderSource };
   /** The translation model (bilingual calls). */
   mt: SpeechModel | null;
   maxBufferSeconds: number;

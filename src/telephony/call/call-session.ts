@@ -75,7 +75,7 @@ export class CallSession implements Session<CallEndReason> {
     const frameMs = (frameBytes / bytesPerSecond(outboundFormat)) * 1000;
     const paced = deps.pacer.stream((frame) => carrier.media(frame), frameMs);
     this.voice = new CallVoice(
-      { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
+      { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, encoders: deps.tts.encoders, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
       {
         paced,
         leadMs: deps.pacer.leadMs,
@@ -135,7 +135,7 @@ export class CallSession implements Session<CallEndReason> {
     if (languages.tts) this.setTtsLanguage(languages.tts);
     if (languages.transcription && languages.transcription !== this.settings.transcriptionLanguage) {
       this.settings = { ...this.settings, transcriptionLanguage: languages.transcription };
-      this.realtime.input({ kind: 'update', update: { language: TARGET_OF[languages.transcription] ?? 'bam_Latn' } });
+      this.realtime.input({ kind: 'update', update: { translationTarget: TARGET_OF[languages.transcription] } });
     }
   }
 

@@ -17,6 +17,7 @@
  * charged, when the cycle is done, the characters of the phrases whose frames were all sent to the carrier.
  * Phrases cut by an interruption are not charged. Ending the call is `close(reason)`.
  */
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import type { ChargeContext, Ledger } from '../../billing/ledger.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { isCapacityError } from '../../engines/errors.js';
@@ -46,6 +47,7 @@ export interface CallVoiceSetup {
   engine: PhraseEngine;
   voice: Voice;
   speakable: ReadonlySet<string> | null;
+  encoders: EncoderSource;
   /** The phone leg's format as a speech format (ulaw, alaw, l16_8000, l16_16000). */
   format: SpeechFormat;
   /** Bytes of one outbound frame (20 ms, or the carrier's frame duration). */
@@ -91,8 +93,8 @@ export class CallVoice implements Session {
     private readonly setup: CallVoiceSetup,
     private readonly out: VoiceOutput,
   ) {
-    const { model, engine, voice, speakable, format, ledger, charge, logger } = setup;
-    this.voice = new VoiceSession({ model, engine, voice, speakable, format, slices: PHONE_SLICES, ledger, charge, logger, label: 'call speech' });
+    const { model, engine, voice, speakable, encoders, format, ledger, charge, logger } = setup;
+    this.voice = new VoiceSession({ model, engine, voice, speakable, format, slices: PHONE_SLICES, encoders, ledger, charge, logger, label: 'call speech' });
     this.line = this.lineOf(out.paced);
   }
 
@@ -135,7 +137,7 @@ export class CallVoice implements Session {
    */
   playAudio(samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): void {
     if (this.closed) return;
-    this.start(TalkCycle.clip(this.nextId++, this.setup.format, samples, sampleRate, loop, interruptible));
+    this.start(TalkCycle.clip(this.nextId++, this.setup.encoders, this.setup.format, samples, sampleRate, loop, interruptible));
   }
 
   /** True while a cycle's audio is being made or played: caller speech now is a barge-in. */

@@ -44,7 +44,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     },
     onInvalid: (error) => options.logger.info({ requestId, reason: error.message }, 'relay app sent an invalid message'),
     onClose: (code, reason) => {
-      if (!call.closed) void call.close(code === 1000 ? 'app_disconnected' : 'app_disconnected');
+      if (!call.closed) void call.close('app_disconnected'); // clean (1000) or not: one reason; the log line keeps the code
       options.logger.info({ requestId, code, reason }, 'relay link closed');
     },
   });

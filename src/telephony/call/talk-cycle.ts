@@ -14,6 +14,7 @@
  * queued, and what the carrier confirmed played (mark echoes); an interruption reports the text up to the
  * last whole word whose audio began before the point reached.
  */
+import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import type { SpeechFormat } from '../../codecs/types.js';
 import { encodeClip } from '../../voice/phrase-encoder.js';
 import type { PhraseAlignment, SpokenAudio } from '../../voice/phrase-speaker.js';
@@ -73,9 +74,9 @@ export class TalkCycle {
   }
 
   /** A cycle that plays `samples` (at `sampleRate`, encoded to `format`) `loop` times (0: until stopped). */
-  static clip(id: number, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): TalkCycle {
+  static clip(id: number, encoders: EncoderSource, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): TalkCycle {
     const source = async function* (signal: AbortSignal): AsyncGenerator<SpokenAudio> {
-      for await (const bytes of encodeClip(format, samples, sampleRate, loop, signal)) yield { bytes, alignments: [], charactersComplete: 0 };
+      for await (const bytes of encodeClip(encoders, format, samples, sampleRate, loop, signal)) yield { bytes, alignments: [], charactersComplete: 0 };
     };
     return new TalkCycle(id, null, source, interruptible, false);
   }

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FfmpegAacPool, resolveFfmpegPath } from '../../../../src/codecs/encoders/ffmpeg-aac-pool.js';
 import { isRunning, until } from '../../../helpers/processes.js';
+import { loadConfig } from '../../../../src/config/config.js';
 
 const pools: FfmpegAacPool[] = [];
 function newPool(options: ConstructorParameters<typeof FfmpegAacPool>[0] = {}): FfmpegAacPool {
@@ -119,15 +120,7 @@ describe('FfmpegAacPool', () => {
   });
 
   it('finds ffmpeg through KUMA_FFMPEG_PATH, else in @ffmpeg-installer', () => {
-    const saved = process.env.KUMA_FFMPEG_PATH;
-    try {
-      delete process.env.KUMA_FFMPEG_PATH;
-      expect(resolveFfmpegPath()).toMatch(/@ffmpeg-installer\/.+\/ffmpeg$/);
-      process.env.KUMA_FFMPEG_PATH = '/opt/ffmpeg/bin/ffmpeg';
-      expect(resolveFfmpegPath()).toBe('/opt/ffmpeg/bin/ffmpeg');
-    } finally {
-      if (saved === undefined) delete process.env.KUMA_FFMPEG_PATH;
-      else process.env.KUMA_FFMPEG_PATH = saved;
-    }
+    expect(resolveFfmpegPath(loadConfig({}).ffmpegPath)).toMatch(/@ffmpeg-installer\/.+\/ffmpeg$/);
+    expect(newPool({ size: 0, ffmpegPath: loadConfig({ KUMA_FFMPEG_PATH: '/opt/ffmpeg/bin/ffmpeg' }).ffmpegPath }).ffmpegPath).toBe('/opt/ffmpeg/bin/ffmpeg');
   });
 });

@@ -1,12 +1,12 @@
 /**
- * FairQueue, the decoder pool's wait queue: for any sequence of arrivals, removals and services, items of
+ * RoundRobinQueue, the decoder pool's wait queue: for any sequence of arrivals, removals and services, items of
  * one account come out in the order they arrived, nothing is lost or duplicated, and an item that is the
  * m-th of its account in the queue when it arrives waits for at most m items of any other single account
  * (round-robin: one flooding account cannot push another's item behind its whole backlog).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FairQueue } from '../../../src/codecs/decode/fair-queue.js';
+import { RoundRobinQueue } from '../../../src/codecs/decode/round-robin-queue.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 200);
 
@@ -26,11 +26,11 @@ interface Item {
   servedWhileWaiting: Map<string, number>;
 }
 
-describe('FairQueue', () => {
+describe('RoundRobinQueue', () => {
   it('serves accounts in turn: FIFO per account, nothing lost, and no account waits behind another\'s backlog', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
-        const queue = new FairQueue<Item>();
+        const queue = new RoundRobinQueue<Item>();
         const waiting = new Set<Item>();
         const lastServed = new Map<string, number>();
         let seq = 0;
@@ -72,7 +72,7 @@ describe('FairQueue', () => {
   });
 
   it('one account\'s 48 queued items make another account\'s one item wait for just one of them', () => {
-    const queue = new FairQueue<string>();
+    const queue = new RoundRobinQueue<string>();
     for (let i = 0; i < 48; i++) queue.push('A', `A${i}`);
     queue.push('B', 'B0');
     expect([queue.shift(), queue.shift(), queue.shift()]).toEqual(['A0', 'B0', 'A1']);

@@ -1,12 +1,14 @@
 /**
- * A wait queue served round-robin across keys (accounts): FIFO within a key, one item per key in turn.
+ * A wait queue served round-robin across keys (accounts): FIFO within a key, one item per key in turn —
+ * and nothing more: no priority classes, no tags (the model replicas' queue, engines/runtime/fair-queue.ts,
+ * adds those).
  * So an account that queues 48 uploads makes another account's one upload wait behind at most one of
  * them per free place, not behind all 48 (issue 16's fairness rule, for the decoder pool's queue).
  *
  * The rotation is the Map's insertion order: taking an item moves its key to the back if it still has
  * items, and a key that arrives with nothing queued joins at the back.
  */
-export class FairQueue<T> {
+export class RoundRobinQueue<T> {
   private readonly lanes = new Map<string, T[]>();
   private count = 0;
 
