@@ -19,6 +19,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Store } from '../store/store.js';
 import { ApiError } from './errors.js';
 import type { ApiRequest, Caller, DuplexResult, RouteDef } from './types.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../duplex/close-codes.js';
 
 export interface AuthDeps {
   store: Store;
@@ -139,7 +140,7 @@ export function openSession(deps: AuthDeps, cap: SessionCap, caller: Caller, ope
       if (!peer.signal.aborted) {
         unregister = deps.keySessions?.register(caller.key.id, () => {
           if (handler.onKeyRevoked) handler.onKeyRevoked();
-          else peer.close(1008, 'key_revoked');
+          else peer.close(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
         });
       }
       return handler;

@@ -10,7 +10,7 @@
  * (`KUMA_AUDIOSOCKET_HOST`), not to the internet.
  */
 import net from 'node:net';
-import type { DuplexPeer, SendOutcome } from '../api/types.js';
+import type { DuplexPeer, SendOutcome } from '../duplex/duplex-contract.js';
 import type { Logger } from '../observability/logger.js';
 import { createCarrierAdapter } from '../telephony/carriers/index.js';
 import { callConnection, CallRefused, type CallGrant, type CallOpener } from '../telephony/call/call-connection.js';

@@ -16,10 +16,11 @@
  * owed for `inactivity_timeout` is closed (an `input_timeout_exceeded` error, then its final message); a
  * socket with no context and no message for as long is closed 1008, as the single-stream socket is.
  */
-import type { DuplexHandler, DuplexPeer } from '../types.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 import { errorMessage, parseMultiContextMessage } from './speech-socket-messages.js';
+import type { CloseCode } from '../../duplex/close-codes.js';
 
 /** Contexts open at once on one socket. */
 export const MAX_CONTEXTS = 5;
@@ -35,7 +36,7 @@ interface OpenContext {
 export class MultiContextSocket implements DuplexHandler {
   private readonly contexts = new Map<string, OpenContext>();
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
-  private closing: { code: number; reason: string } | null = null; // close_socket, or shutdown: close once every context ended
+  private closing: { code: CloseCode; reason: string } | null = null; // close_socket, or shutdown: close once every context ended
   private timer: NodeJS.Timeout | undefined;
 
   constructor(

@@ -29,7 +29,7 @@ import { PhraseSpeaker } from '../../pipeline/phrase-speaker.js';
 import type { PhraseEngine, Voice } from '../../pipeline/phrase-synthesis.js';
 import { TextPhraseSplitter, type TextChunk } from '../../pipeline/text-phrase-splitter.js';
 import { ApiError, toApiError } from '../errors.js';
-import type { DuplexPeer } from '../types.js';
+import type { DuplexPeer } from '../../duplex/duplex-contract.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';
 
 /** Longest text of one message, in characters. */

@@ -6,7 +6,7 @@
  * Errors: a bad message (not JSON, a field of the wrong type, text the voice cannot say, too long, too much
  * text waiting) gets an error message and the socket goes on; a server failure closes 1011, inactivity 1008.
  */
-import type { DuplexHandler, DuplexPeer } from '../types.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 import { errorMessage, parseClientMessage } from './speech-socket-messages.js';
