@@ -6,7 +6,7 @@
 import { EngineNotReadyError, EngineOverloadedError, isCapacityError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
-import { AdminAuthError } from '../auth/errors.js';
+import { AdminAuthError, CredentialError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
 import { StoreUnavailableError } from '../store/store-errors.js';
 import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
@@ -125,6 +125,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'The account database is unavailable. Try again shortly.', { headers: { 'retry-after': '2' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof InvalidAmountError) return new ApiError('invalid_value', err.message);
+  if (err instanceof CredentialError) return new ApiError('invalid_api_key', err.message);
   if (err instanceof AdminAuthError) return new ApiError(err.reason === 'api_key' ? 'permission_denied' : 'invalid_api_key', err.message);
   if (err instanceof RateLimitedError) {
     // OpenAI's 429 envelope names the exhausted budget in `type`: `requests` or `tokens`.

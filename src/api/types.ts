@@ -5,9 +5,12 @@
  */
 import type { ZodType } from 'zod';
 import type { MultipartForm } from './uploads.js';
-import type { Account, ApiKeyRecord, LimitOverrides } from '../store/store.js';
 import type { FirstMessageAuth } from './first-message-auth.js';
 import type { DuplexHandler, DuplexPeer } from '../duplex/duplex-contract.js';
+import type { Caller } from '../auth/caller.js';
+
+/** The caller a route's handler is given (auth defines it: src/auth/caller.ts). */
+export type { Caller };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -169,25 +172,6 @@ export interface RouteDef {
   /** A WebSocket route's own bound on what it buffers; routes without one get the transport's default. */
   websocket?: WebSocketRouteLimits;
   handler(req: ApiRequest, caller: Caller | null): Promise<ApiResult>;
-}
-
-/** The authenticated account and key behind a request. */
-export interface Caller {
-  account: Account;
-  key: ApiKeyRecord;
-  /** The rate-limit overrides stored for the account and the key (absent: the defaults apply). */
-  limits?: { account: LimitOverrides; key: LimitOverrides };
-  /** Present when the caller authenticated with a client secret: what was granted when it was minted. */
-  clientSecret?: ClientSecretGrant;
-}
-
-/** The session configuration given when a client secret was minted, for the session to start with. */
-export interface ClientSecretGrant {
-  /** `ga`: minted by POST /realtime/client_secrets (`session` is its `session`); `beta`: by POST /realtime/transcription_sessions (`session` is the body). */
-  shape: 'ga' | 'beta';
-  session: Record<string, unknown>;
-  /** Seconds since the epoch. */
-  expiresAt: number;
 }
 
 /**
