@@ -9,7 +9,8 @@ import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js
 import { AdminAuthError, CredentialError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
 import { StoreUnavailableError } from '../store/store-errors.js';
-import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
+import { OutboundRefusedError } from '../outbound/errors.js';
+import { CallTokenError, WebhookSettingError } from '../telephony/errors.js';
 
 export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: 'authentication_error' },

@@ -25,7 +25,7 @@ import { connectRelay, type RelayBridgeOptions } from './call/relay-bridge.js';
 import { transcriptionSink, type EventSink } from './call/transcription-sink.js';
 import { checkCallTokenKey, verifyCallToken, type CallTokenClaims } from './call-token.js';
 import { CallTokenError } from './errors.js';
-import { checkOutbound, type OutboundPolicy } from './outbound-policy.js';
+import { checkOutbound, type OutboundPolicy } from '../outbound/outbound-policy.js';
 import type { PinnedAddress } from './relay/relay-link.js';
 import { CLOSE_CODES, CLOSE_REASONS } from '../duplex/close-codes.js';
 

@@ -24,7 +24,7 @@ import { CallRefused, type CallGrant } from './call/call-connection.js';
 import { DEFAULT_CALL_LANGUAGE, DEFAULT_INTERRUPTIBLE, normaliseCallLanguage, type CallSettings } from './call-settings.js';
 import { telephonyTokenSecret } from './call-token.js';
 import { callMedia } from './call/call-media.js';
-import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
+import { checkOutbound, parseOutboundPolicy } from '../outbound/outbound-policy.js';
 import { TelephonyService, type TelephonyModels } from './telephony-service.js';
 import { WebhookSender, webhookOptionsOf } from './webhooks/index.js';
 import { startAudioSocketServer, type AudioSocketServer } from '../transport/audiosocket-server.js';
