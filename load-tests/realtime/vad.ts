@@ -25,7 +25,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ModelEngine } from '../../src/engines/runtime/model-engine.js';
-import { VAD_WINDOW } from '../../src/engines/vad/silero-vad.js';
+import { VAD_WINDOW } from '../../src/engines/vad/silero-batch.js';
 import { VadScheduler, type VadSchedulerOptions } from '../../src/realtime/vad/vad-scheduler.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
 import { percentile, recordSection } from '../results.js';

@@ -8,9 +8,7 @@
  */
 import type { ServerVadOptions, TurnEvent, VadChannel, VadService } from './vad/contract.js';
 import { TurnDetector } from './vad/turn-detector.js';
-
-/** Samples per VAD window at 16 kHz (contract.ts: window i covers [512·i, 512·i + 512)). */
-export const VAD_WINDOW = 512;
+import { VAD_WINDOW } from '../engines/vad/silero-batch.js';
 
 export interface ServerVadHandlers {
   onTurn(event: TurnEvent): void;

@@ -5,10 +5,7 @@
  * 112,500 runs. The rule, its thresholds and its reset state are the batch scorer's own (it runs as a batch
  * of one), so realtime sessions and uploads see the same gate.
  */
-import { vadGeometry, dbfsToRms, DEFAULT_GATE_FLOOR_DBFS, VAD_STATE, type VadBatch, type VadBatchResult } from './silero-batch.js';
-
-/** 16 kHz samples per window. */
-const WINDOW = 512;
+import { vadGeometry, dbfsToRms, DEFAULT_GATE_FLOOR_DBFS, VAD_STATE, VAD_WINDOW, type VadBatch, type VadBatchResult } from './silero-batch.js';
 
 export interface BatchScorer {
   scoreBatch(batch: VadBatch, checkpoint?: () => Promise<void>): Promise<VadBatchResult>;
@@ -20,8 +17,8 @@ export class GatedVadStream {
   private context: Float32Array = new Float32Array(this.geometry.context);
   private lastProb = 0;
   private quiet = 0;
-  /** The start of the next window (fewer than WINDOW samples). */
-  private partial = new Float32Array(WINDOW);
+  /** The start of the next window (fewer than VAD_WINDOW samples). */
+  private partial = new Float32Array(VAD_WINDOW);
   private filled = 0;
   private readonly floorRms: number;
 
@@ -35,16 +32,16 @@ export class GatedVadStream {
 
   /** Probabilities of the full windows `samples` completes (a partial window waits for more), in order. */
   async push(samples: Float32Array): Promise<Float32Array> {
-    const windows = Math.floor((this.filled + samples.length) / WINDOW);
-    const rest = (this.filled + samples.length) % WINDOW;
+    const windows = Math.floor((this.filled + samples.length) / VAD_WINDOW);
+    const rest = (this.filled + samples.length) % VAD_WINDOW;
     if (windows === 0) {
       this.partial.set(samples, this.filled);
       this.filled += samples.length;
       return new Float32Array(0);
     }
-    const joined = new Float32Array(windows * WINDOW);
+    const joined = new Float32Array(windows * VAD_WINDOW);
     joined.set(this.partial.subarray(0, this.filled));
-    joined.set(samples.subarray(0, windows * WINDOW - this.filled), this.filled);
+    joined.set(samples.subarray(0, windows * VAD_WINDOW - this.filled), this.filled);
     this.partial.set(samples.subarray(samples.length - rest));
     this.filled = rest;
     const result = await this.scorer.scoreBatch(

@@ -25,7 +25,12 @@
  */
 import { ort, type LoadedSession } from '../onnx/session.js';
 import { HALF_BAND_HISTORY, decimateHalfBand } from './half-band.js';
-import { VAD_WINDOW } from './silero-vad.js';
+
+/**
+ * Samples of one VAD window at 16 kHz (32 ms): the unit every VAD user counts in. Defined here, the
+ * lowest VAD module, so that silero-vad.ts and the realtime side import it without a circle.
+ */
+export const VAD_WINDOW = 512;
 
 /** The rate the model scores at; the job's samples are always 16 kHz. */
 export type VadRate = 16000 | 8000;

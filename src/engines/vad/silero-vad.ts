@@ -13,10 +13,9 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createSession, ort, requireSignature, type LoadedSession, type SessionOptions } from '../onnx/session.js';
 import { GatedVadStream } from './gated-stream.js';
-import { scoreBatch, silenceState, vadGeometry, type VadBatch, type VadBatchResult, type VadRate } from './silero-batch.js';
+import { scoreBatch, silenceState, vadGeometry, VAD_WINDOW, type VadBatch, type VadBatchResult, type VadRate } from './silero-batch.js';
 
 export const VAD_SAMPLE_RATE = 16000;
-export const VAD_WINDOW = 512;
 
 export interface VadOptions {
   threshold: number;

@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planChunks } from '../../../../src/engines/asr/ctc-decode.js';
 import { plannedChunks, type PlannedChunk } from '../../../../src/engines/asr/streamed-chunks.js';
-import { DEFAULT_VAD_OPTIONS, VAD_WINDOW, regionsFromProbabilities } from '../../../../src/engines/vad/silero-vad.js';
+import { DEFAULT_VAD_OPTIONS, regionsFromProbabilities } from '../../../../src/engines/vad/silero-vad.js';
+import { VAD_WINDOW } from '../../../../src/engines/vad/silero-batch.js';
 import { RATE, audioOf, fakeVad, fingerprint, probabilitiesOf, quietest, windows } from './helpers/windowed-audio.js';
 
 const MAX = 3;

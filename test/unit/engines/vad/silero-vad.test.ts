@@ -1,6 +1,7 @@
 /** Silero VAD on a known speech/silence pattern, and the hysteresis rules on made-up probabilities. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SileroVad, regionsFromProbabilities, DEFAULT_VAD_OPTIONS, VAD_WINDOW } from '../../../../src/engines/vad/silero-vad.js';
+import { SileroVad, regionsFromProbabilities, DEFAULT_VAD_OPTIONS } from '../../../../src/engines/vad/silero-vad.js';
+import { VAD_WINDOW } from '../../../../src/engines/vad/silero-batch.js';
 import { speakDemo } from '../../../../models/generator/demo-voice.js';
 
 let vad: SileroVad;

@@ -3,7 +3,8 @@
  * and what Silero gives for one stream alone (VadStream, window by window) under the energy-gate rule.
  */
 import { speakDemo } from '../../../../models/generator/demo-voice.js';
-import { VAD_WINDOW, type SileroVad, type VadStream } from '../../../../src/engines/vad/silero-vad.js';
+import type { SileroVad, VadStream } from '../../../../src/engines/vad/silero-vad.js';
+import { VAD_WINDOW } from '../../../../src/engines/vad/silero-batch.js';
 import { GATE_MAX_PREVIOUS, SILENCE_WARMUP_WINDOWS, vadGeometry, type VadRate } from '../../../../src/engines/vad/silero-batch.js';
 import { HALF_BAND_HISTORY, decimateHalfBand } from '../../../../src/engines/vad/half-band.js';
 

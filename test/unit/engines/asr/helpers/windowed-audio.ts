@@ -5,7 +5,7 @@
  * the cut search read.
  */
 import type { AudioView, VadModel } from '../../../../../src/engines/asr/streamed-audio.js';
-import { VAD_WINDOW } from '../../../../../src/engines/vad/silero-vad.js';
+import { VAD_WINDOW } from '../../../../../src/engines/vad/silero-batch.js';
 
 export const RATE = 16000;
 
