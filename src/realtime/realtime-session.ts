@@ -22,6 +22,7 @@
  *   VAD found no speech in it, and silence is never billed.
  */
 import { randomBytes } from 'node:crypto';
+import { SessionLifecycle, type Session } from '../primitives/session-lifecycle.js';
 import { RealtimeInputError } from './errors.js';
 import { InputDecoder } from './input-decoder.js';
 import { admitAppend, DEFAULT_INPUT_RATE, InputRateBound } from './input-rate.js';
@@ -30,13 +31,14 @@ import { msToSamples, SampleBuffer, samplesToMs } from './sample-buffer.js';
 import { ServerVad } from './server-vad.js';
 import { VAD_WINDOW } from '../engines/vad/silero-batch.js';
 import { applyUpdate, type SessionConfig, type SessionUpdate } from './session-config.js';
-import type { FatalCode, SessionInput, SessionOutput } from './session-events.js';
+import type { FatalCode, RealtimeCloseReason, SessionInput, SessionOutput } from './session-events.js';
 import type { TurnRecognizer } from './turn-transcriber.js';
 import { turnRecognizer } from './turn-recognizers.js';
 import type { TurnEvent } from './vad/contract.js';
 import type { RealtimeSessionDeps } from './session-deps.js';
 
 export type { RealtimeSessionDeps, SessionObserver } from './session-deps.js';
+export type { RealtimeCloseReason } from './session-events.js';
 
 /** OpenAI refuses to commit less than 100 ms of audio. */
 const MIN_COMMIT_SAMPLES = msToSamples(100);
@@ -55,7 +57,7 @@ interface OpenTurn {
   transcriber: TurnRecognizer;
 }
 
-export class RealtimeSession {
+export class RealtimeSession implements Session<RealtimeCloseReason> {
   private config: SessionConfig;
   private decoder: InputDecoder | null = null;
   private readonly buffer = new SampleBuffer();
@@ -72,8 +74,10 @@ export class RealtimeSession {
   private readonly inbox: SessionInput[] = [];
   private busy = false;
   private items: Promise<void> = Promise.resolve();
-  private state: 'open' | 'closing' | 'ended' = 'open';
-  private readonly cancel = new AbortController();
+  /** A graceful close is under way (the last turn is committed, every item finishes): inputs are refused. */
+  private closing = false;
+  /** Closed: every job is cancelled, every hold released, nothing more is emitted. */
+  private readonly lifecycle = new SessionLifecycle<RealtimeCloseReason>();
   /** The server last refused interim work (too busy): the client was told, and is told again when it resumes. */
   private interimsPaused = false;
   /** What item delivery (item-delivery.ts) needs from the session. */
@@ -86,11 +90,20 @@ export class RealtimeSession {
   ) {
     this.config = initial;
     this.inputRate = new InputRateBound(deps.inputRate ?? DEFAULT_INPUT_RATE, deps.now);
-    this.delivery = { deps, signal: this.cancel.signal, emit, fatal: (code, message) => this.fatal(code, message) };
+    this.delivery = { deps, signal: this.lifecycle.signal, emit, fatal: (code, message) => this.fatal(code, message) };
   }
 
   get configuration(): SessionConfig {
     return this.config;
+  }
+
+  get closed(): boolean {
+    return this.lifecycle.closed;
+  }
+
+  /** Aborted when the session closes: its model runs and holds end with it. */
+  get signal(): AbortSignal {
+    return this.lifecycle.signal;
   }
 
   /**
@@ -122,16 +135,17 @@ export class RealtimeSession {
     this.fatal('key_revoked', KEY_REVOKED_MESSAGE);
   }
 
-  /** The client is gone: cancels every job, releases every hold, emits nothing more. */
-  abort(): void {
-    if (this.state === 'ended') return;
-    this.state = 'ended';
-    this.dispose();
+  /**
+   * Closes the session now (its client is gone): cancels every job, releases every hold, emits nothing
+   * more. Idempotent. (A graceful close, which finishes what was said, is the `close` input.)
+   */
+  close(reason: RealtimeCloseReason): void {
+    if (this.lifecycle.close(reason)) this.dispose();
   }
 
   private handle(command: SessionInput): void {
-    if (this.state !== 'open') {
-      if (this.state === 'closing') this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
+    if (this.lifecycle.closed || this.closing) {
+      if (!this.lifecycle.closed) this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
       return;
     }
     try {
@@ -139,7 +153,7 @@ export class RealtimeSession {
       if (command.kind === 'append') return this.append(command.audio);
       if (command.kind === 'commit') return this.commit();
       if (command.kind === 'clear') return this.clear();
-      return this.close();
+      return this.closeGracefully();
     } catch (err) {
       if (!(err instanceof RealtimeInputError)) throw err;
       this.emit({ type: 'rejected', error: err, input: command.kind, ref: command.ref });
@@ -169,7 +183,7 @@ export class RealtimeSession {
     const previous = this.config;
     const formatChanged = first || next.format.codec !== previous.format.codec || next.format.rate !== previous.format.rate;
     const decoder = formatChanged ? await InputDecoder.create(next.format) : this.decoder;
-    if (this.state === 'ended') return decoder?.close();
+    if (this.lifecycle.closed) return decoder?.close();
     if (formatChanged) {
       this.decoder?.close();
       this.decoder = decoder;
@@ -253,8 +267,8 @@ export class RealtimeSession {
    * item finishes. With server_vad, the VAD first scores the audio it was given, so that the last turn is
    * decided on scored audio (and speech sent just before the close is not lost).
    */
-  private close(): void {
-    this.state = 'closing';
+  private closeGracefully(): void {
+    this.closing = true;
     if (this.vad && this.buffer.end - this.scoredEnd >= VAD_WINDOW) {
       this.closeAfterScoring = true;
       return;
@@ -270,12 +284,12 @@ export class RealtimeSession {
       this.emit({ type: 'speech_stopped', itemId: turn.itemId, audioEndMs: samplesToMs(this.buffer.end) });
       this.commitRange(turn.start, this.buffer.end, turn.itemId, turn.transcriber, { stoppedAt: performance.now() });
     } else if (!this.vad && this.config.model && this.buffer.heldSamples >= MIN_COMMIT_SAMPLES) this.commit();
-    void this.items.then(() => this.end());
+    void this.items.then(() => this.end('finished'));
   }
 
   /** Whether VAD results still matter: the session is open, or its close waits for them. */
   private get listening(): boolean {
-    return this.state === 'open' || (this.state === 'closing' && this.closeAfterScoring);
+    return !this.lifecycle.closed && (!this.closing || this.closeAfterScoring);
   }
 
   private onTurn(event: TurnEvent): void {
@@ -329,7 +343,7 @@ export class RealtimeSession {
 
   private transcriberFor(itemId: string): TurnRecognizer {
     const deps = this.deps.interimAllowed ? { ...this.deps, interimAllowed: () => this.interimGate() } : this.deps;
-    return turnRecognizer(this.config.model!, deps, this.cancel.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
+    return turnRecognizer(this.config.model!, deps, this.lifecycle.signal, (delta) => this.emit({ type: 'delta', itemId, delta }));
   }
 
   /**
@@ -357,20 +371,20 @@ export class RealtimeSession {
   }
 
   private fatal(code: FatalCode, message: string): void {
-    if (this.state === 'ended') return;
+    if (this.lifecycle.closed) return;
     this.emit({ type: 'fatal', code, message });
-    this.end();
+    this.end(code);
   }
 
-  private end(): void {
-    if (this.state === 'ended') return;
-    this.state = 'ended';
+  /** The session ends on its own (its items finished after a graceful close, or a fatal error): `closed` is the last output. */
+  private end(reason: RealtimeCloseReason): void {
+    if (!this.lifecycle.close(reason)) return;
     this.dispose();
     this.emit({ type: 'closed' });
   }
 
+  /** The teardown, once: the lifecycle's signal has just cancelled every job. */
   private dispose(): void {
-    this.cancel.abort();
     this.turn?.transcriber.cancel();
     this.turn = null;
     this.vad?.close();

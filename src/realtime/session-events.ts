@@ -17,6 +17,12 @@ export type SessionInput =
 /** Why a session ended on its own: its balance ran out, its key was revoked, or the server failed it. */
 export type FatalCode = 'insufficient_quota' | 'key_revoked' | 'server_error';
 
+/**
+ * Why a session closed: its client (the socket, or the call that owns it) is gone, its items all finished
+ * after a graceful close, or a fatal error ended it.
+ */
+export type RealtimeCloseReason = 'client_gone' | 'finished' | FatalCode;
+
 export interface ItemFailure {
   code: string;
   message: string;

@@ -140,7 +140,7 @@ export class TelephonyService implements CallOpener {
       adapter.frameBytes(start),
     );
     // The call token's (or the AudioSocket key's) key: revoking it ends the call; the call's end unregisters it.
-    const unregister = this.deps.keySessions?.register(grant.keyId, () => void call.end('key_revoked'));
+    const unregister = this.deps.keySessions?.register(grant.keyId, () => void call.close('key_revoked'));
     if (unregister) call.signal.addEventListener('abort', unregister, { once: true });
     return call;
   }
@@ -150,7 +150,7 @@ export class TelephonyService implements CallOpener {
     try {
       return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.vetRelayUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
     } catch (err) {
-      void call.end('app_unreachable');
+      void call.close('app_unreachable');
       throw new CallRefused(CLOSE_CODES.internalError, CLOSE_REASONS.appUnreachable, `The relay application could not be reached: ${(err as Error).message}`);
     }
   }

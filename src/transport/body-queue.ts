@@ -1,64 +1,67 @@
 /**
- * The request body as a pull-based async iterable over uWS's push-based `onData`. Chunks are copied
- * (uWS reuses its ArrayBuffers) into a bounded queue; past the high-water mark the socket is paused, and
- * it is resumed once the consumer has drained half of it, so a slow consumer never makes us buffer an
+ * The request body as a pull-based async iterable over uWS's push-based `onData`: an AsyncQueue of byte
+ * chunks. Chunks are copied (uWS reuses its ArrayBuffers); past the high-water mark the socket is paused,
+ * and it is resumed once the consumer has drained half of it, so a slow consumer never makes us buffer an
  * upload without bound.
  *
  * The last chunk never pauses (nothing more is coming to hold back), and a resume that comes after the
  * body's end says so: uWS's resume() arms its 10 s HTTP idle timer, which after the end nothing would
  * reset, so the socket's owner must keep it from closing a request still being worked on (ResponseSink).
+ *
+ * A reader that stops early (`break`) leaves the rest where it is: the exchange decides, once the handler
+ * has answered, whether to drain it or close the connection (discard(), drainRest()).
  */
+import { AsyncQueue } from '../primitives/async-queue.js';
 
 export class BodyQueue implements AsyncIterable<Uint8Array> {
-  private readonly chunks: Buffer[] = [];
-  private queuedBytes = 0;
+  private readonly queue: AsyncQueue<Buffer>;
   private receivedBytes = 0;
-  private ended = false;
-  private failure: Error | null = null;
-  private wake: (() => void) | null = null;
-  private paused = false;
+  private failed = false;
   private discarding = false;
   private discardedBytes = 0;
-  private iterated = false;
 
   constructor(
-    private readonly pauseSocket: () => void,
+    pauseSocket: () => void,
     /** `bodyEnded`: the whole body is in (see the class comment). */
-    private readonly resumeSocket: (bodyEnded: boolean) => void,
-    private readonly highWaterBytes = 1024 * 1024,
-  ) {}
+    resumeSocket: (bodyEnded: boolean) => void,
+    highWaterBytes = 1024 * 1024,
+  ) {
+    this.queue = new AsyncQueue<Buffer>({
+      label: 'The request body',
+      sizeOf: (chunk) => chunk.byteLength,
+      highWater: highWaterBytes,
+      onPause: pauseSocket,
+      onResume: resumeSocket,
+    });
+  }
 
   /** Called from uWS onData. */
   push(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.discarding) this.discardedBytes += chunk.byteLength;
     else if (chunk.byteLength > 0) {
-      this.chunks.push(Buffer.from(new Uint8Array(chunk)));
-      this.queuedBytes += chunk.byteLength;
       this.receivedBytes += chunk.byteLength;
-      if (this.queuedBytes > this.highWaterBytes && !this.paused && !isLast) {
-        this.paused = true;
-        this.pauseSocket();
-      }
+      this.queue.push(Buffer.from(new Uint8Array(chunk)), { last: isLast });
     }
-    if (isLast) this.ended = true;
-    this.notify();
+    if (isLast) this.queue.end(); // an empty last chunk, or one dropped while discarding
+    this.drainWaiter?.();
   }
 
   /** A request with no body: the iterable ends at once. */
   end(): void {
-    this.ended = true;
-    this.notify();
+    this.queue.end();
+    this.drainWaiter?.();
   }
 
   /** The connection went away: pending and future reads reject. */
   fail(err: Error): void {
-    this.failure ??= err;
-    this.notify();
+    this.failed = true;
+    this.queue.fail(err);
+    this.drainWaiter?.();
   }
 
   /** True once the client has sent the whole body. */
   get complete(): boolean {
-    return this.ended;
+    return this.queue.ended;
   }
 
   get bytesReceived(): number {
@@ -68,12 +71,7 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
   /** Drops what is queued and whatever still arrives (the handler answered without reading it all). */
   discard(): void {
     this.discarding = true;
-    this.chunks.length = 0;
-    this.queuedBytes = 0;
-    if (this.paused) {
-      this.paused = false;
-      this.resumeSocket(this.ended);
-    }
+    this.queue.cancel(); // resumes a paused socket, so that the rest can arrive and be dropped
   }
 
   /**
@@ -93,39 +91,18 @@ export class BodyQueue implements AsyncIterable<Uint8Array> {
         resolve(complete);
       };
       this.drainWaiter = () => {
-        if (this.ended) finish(true);
-        else if (this.failure || this.discardedBytes > limitBytes) finish(false);
+        if (this.complete) finish(true);
+        else if (this.failed || this.discardedBytes > limitBytes) finish(false);
       };
       this.drainWaiter();
     });
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    if (this.iterated) throw new Error('The request body can be read only once');
-    this.iterated = true;
-    while (true) {
-      if (this.failure) throw this.failure;
-      const next = this.chunks.shift();
-      if (next) {
-        this.queuedBytes -= next.byteLength;
-        if (this.paused && this.queuedBytes <= this.highWaterBytes / 2) {
-          this.paused = false;
-          this.resumeSocket(this.ended);
-        }
-        yield next;
-        continue;
-      }
-      if (this.ended) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    const chunks = this.queue[Symbol.asyncIterator]();
+    // No return(): a reader that breaks must not cancel the queue (see the class comment).
+    return { next: () => chunks.next() };
   }
 
   private drainWaiter: (() => void) | null = null;
-
-  private notify(): void {
-    this.drainWaiter?.();
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
 }

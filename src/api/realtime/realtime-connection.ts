@@ -141,7 +141,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       },
       onClose() {
         metrics.sessions.dec({ kind });
-        session.abort();
+        session.close('client_gone');
       },
       onShutdown() {
         // Finish what was said: the turn in progress is committed and its transcript delivered, if the grace period allows.

@@ -7,6 +7,7 @@
  * here gives one credit back. A consumer that stops reading pauses the decode, one that leaves
  * (`return()`, `close()`) cancels it. A failure after some windows is thrown after those windows, in order.
  */
+import { AsyncQueue } from '../../primitives/async-queue.js';
 import type { DecodeSummary, StreamHeader } from './decode-stream.js';
 
 export interface StreamControl {
@@ -17,17 +18,22 @@ export interface StreamControl {
 }
 
 export class DecodedStream implements AsyncIterable<Float32Array> {
-  private readonly windows: Float32Array[] = [];
-  private error: Error | null = null;
+  private readonly windows: AsyncQueue<Float32Array>;
   private result: DecodeSummary | null = null;
-  private closedWith: 'done' | Error | null = null;
-  private read = false;
-  private wake: (() => void) | null = null;
 
   constructor(
     readonly header: StreamHeader,
-    private readonly control: StreamControl,
-  ) {}
+    control: StreamControl,
+  ) {
+    this.windows = new AsyncQueue<Float32Array>({
+      label: 'A decoded stream',
+      // Once the worker has sent its last message it decodes nothing more: no credit to give back.
+      onTake: () => {
+        if (!this.windows.ended) control.credit();
+      },
+      onCancel: () => control.cancel(),
+    });
+  }
 
   /** Duration, rates and channels: set once the worker has decoded the last window. */
   get summary(): DecodeSummary | null {
@@ -39,28 +45,20 @@ export class DecodedStream implements AsyncIterable<Float32Array> {
     return this.windows.length;
   }
 
-  /** Whether the worker has sent its last message: the summary or the failure. */
-  private get settled(): boolean {
-    return this.result !== null || this.error !== null;
-  }
-
   /** Pool side: a window arrived. */
   push(samples: Float32Array): void {
-    if (this.closedWith) return;
     this.windows.push(samples);
-    this.notify();
   }
 
   /** Pool side: the last window has been sent. */
   end(summary: DecodeSummary): void {
     this.result = summary;
-    this.notify();
+    this.windows.end();
   }
 
   /** Pool side: decoding failed (after the windows already pushed). */
   fail(error: Error): void {
-    this.error ??= error;
-    this.notify();
+    this.windows.end(error);
   }
 
   /**
@@ -68,41 +66,10 @@ export class DecodedStream implements AsyncIterable<Float32Array> {
    * or to come rejects with it (an aborted request); without, reads end as if the stream had ended.
    */
   close(reason?: Error): void {
-    if (this.closedWith) return;
-    this.closedWith = reason ?? 'done';
-    this.windows.length = 0;
-    if (!this.settled) this.control.cancel();
-    this.notify();
+    this.windows.cancel(reason);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Float32Array> {
-    if (this.read) throw new Error('A decoded stream can be read only once');
-    this.read = true;
-    return {
-      next: async (): Promise<IteratorResult<Float32Array>> => {
-        for (;;) {
-          if (this.closedWith === 'done') return { done: true, value: undefined };
-          if (this.closedWith) throw this.closedWith;
-          const window = this.windows.shift();
-          if (window) {
-            if (!this.settled) this.control.credit();
-            return { done: false, value: window };
-          }
-          if (this.error) throw this.error;
-          if (this.result) return { done: true, value: undefined };
-          await new Promise<void>((resolve) => (this.wake = resolve));
-        }
-      },
-      return: async (): Promise<IteratorResult<Float32Array>> => {
-        this.close();
-        return { done: true, value: undefined };
-      },
-    };
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
+    return this.windows[Symbol.asyncIterator]();
   }
 }

@@ -15,6 +15,7 @@ import type { ModelEntry } from '../manifest.js';
 import { EngineCancelledError, EngineFailedError, type EngineOverloadedError } from '../errors.js';
 import { INPUT_CREDIT, transferables, type WorkerToMain } from './protocol.js';
 import { ReplicaPool, type EngineThreads, type JobOptions, type Replica } from './replica-pool.js';
+import { AsyncQueue } from '../../primitives/async-queue.js';
 
 export type { EngineThreads, JobOptions } from './replica-pool.js';
 
@@ -175,45 +176,39 @@ export class ModelEngine {
    */
   private open(replica: Replica): JobHandle {
     const id = this.nextJobId++;
-    const queue: WorkerToMain[] = [];
-    let crash: Error | null = null;
+    // The job's messages, in order; a crash ends them with its error after those already here.
+    const messages = new AsyncQueue<WorkerToMain>();
     let workerDone = false;
     let cancelled = false;
-    let wake: (() => void) | null = null;
     let killTimer: NodeJS.Timeout | null = null;
+    let markDone!: () => void;
+    const done = new Promise<void>((resolve) => (markDone = resolve));
     const settle = () => {
       workerDone = true;
       if (killTimer) clearTimeout(killTimer);
-    };
-    const notify = () => {
-      const w = wake;
-      wake = null;
-      w?.();
+      markDone();
     };
     const cancel = () => {
-      if (workerDone || cancelled) return notify();
+      if (workerDone || cancelled) return;
       cancelled = true;
       this.pool.post(replica, { type: 'cancel', id });
       // A worker that never confirms (stuck in native code) is killed; its exit settles the job as a crash.
       killTimer = setTimeout(() => this.pool.kill(replica), this.cancelGraceMs);
-      notify();
     };
     const handle: JobHandle = {
       id,
       onInputCredit: null,
       cancel,
       next: async (): Promise<WorkerToMain> => {
-        while (true) {
-          const m = queue.shift();
-          if (m) return m;
-          if (crash) throw crash;
-          await new Promise<void>((resolve) => (wake = resolve));
-        }
+        const step = await messages.next();
+        // Only a crash ends the messages, and it ends them with its error: never done.
+        if (step.done) throw new EngineFailedError(this.entry.id, 'the job ended without a last message');
+        return step.value;
       },
       close: async (): Promise<void> => {
         if (!workerDone) {
           cancel();
-          while (!workerDone) await new Promise<void>((resolve) => (wake = resolve));
+          await done;
         }
         replica.jobs.delete(id);
       },
@@ -223,13 +218,11 @@ export class ModelEngine {
         // Input credit is flow control for the feeder, not a message of the job's output.
         if (m.type === 'input_credit') return handle.onInputCredit?.(m.amount);
         if (isLast(m)) settle();
-        queue.push(m);
-        notify();
+        messages.push(m);
       },
       onCrash: (err) => {
-        crash = err;
         settle();
-        notify();
+        messages.end(err);
       },
     });
     return handle;

@@ -10,7 +10,7 @@ import { loadRunner } from '../runner-registry.js';
 import { EngineCancelledError } from '../errors.js';
 import type { Runner, RunnerContext } from '../runner.js';
 import { transferables, type MainToWorker, type WorkerInit, type WorkerToMain } from './protocol.js';
-import { StreamedInput } from './streamed-input.js';
+import { AsyncQueue } from '../../primitives/async-queue.js';
 import { lowerThreadPriority } from '../../threads/thread-priority.js';
 import { gateRunWidth, shareWeightsAcrossReplicas, useExecutionProviders } from '../onnx/session.js';
 
@@ -21,7 +21,7 @@ interface JobState {
   controller: AbortController;
   credit: number;
   wakeCredit: (() => void) | null;
-  input: StreamedInput | null;
+  input: AsyncQueue<unknown> | null;
 }
 
 const jobs = new Map<number, JobState>();
@@ -62,7 +62,7 @@ async function start(): Promise<void> {
 async function runJob(id: number, method: string, input: unknown, credit: number, streamedInput: boolean): Promise<void> {
   const controller = new AbortController();
   const { signal } = controller;
-  const streamed = streamedInput ? new StreamedInput(signal, () => send({ type: 'input_credit', id, amount: 1 })) : null;
+  const streamed = streamedInput ? inputQueue(signal, () => send({ type: 'input_credit', id, amount: 1 })) : null;
   const state: JobState = { controller, credit, wakeCredit: null, input: streamed };
   jobs.set(id, state);
   const ctx: RunnerContext = {
@@ -101,6 +101,19 @@ async function runJob(id: number, method: string, input: unknown, credit: number
 port.on('message', (message: MainToWorker) => {
   if (message.type === 'cancel') jobs.get(message.id)?.wakeCredit?.();
 });
+
+/**
+ * A job's streamed input, read once by the runner as `ctx.input`. Taking an item gives the main thread one
+ * input credit back, so the queue never holds more than INPUT_CREDIT items. An abort of the job fails it:
+ * a runner waiting for input, or reading later, gets EngineCancelledError whatever was still queued.
+ */
+function inputQueue(signal: AbortSignal, onTaken: () => void): AsyncQueue<unknown> {
+  const queue = new AsyncQueue<unknown>({ label: 'A job input stream', onTake: onTaken });
+  const cancel = () => queue.fail(new EngineCancelledError());
+  if (signal.aborted) cancel();
+  else signal.addEventListener('abort', cancel, { once: true });
+  return queue;
+}
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;

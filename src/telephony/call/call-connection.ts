@@ -13,9 +13,10 @@
 import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
+import { SessionLifecycle } from '../../primitives/session-lifecycle.js';
 import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFrame, type CarrierInbound } from '../carriers/contract.js';
 import type { CallSession } from './call-session.js';
-import type { CallApp, CallCarrier, CallIdentity } from './call-contract.js';
+import type { CallApp, CallCarrier, CallEndReason, CallIdentity } from './call-contract.js';
 import type { CallSettings } from '../call-settings.js';
 import { CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
 
@@ -29,11 +30,17 @@ export interface CallGrant {
   settings: CallSettings;
 }
 
+/** Why a stream is refused before (or as) its call is opened. */
+export type CallRefusalReason = 'invalid_call_token' | 'call_limit' | 'insufficient_quota' | 'app_unreachable';
+
+/** Why a carrier stream closes: its call ended, it was refused, it never sent `start`, or the carrier said `stop`. */
+type StreamCloseReason = CallEndReason | CallRefusalReason | 'start_timeout' | 'stop';
+
 /** A refusal the connection turns into a close code and reason. */
 export class CallRefused extends Error {
   constructor(
     readonly code: CloseCode,
-    readonly reason: string,
+    readonly reason: CallRefusalReason,
     message: string,
   ) {
     super(message);
@@ -59,12 +66,13 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   let call: CallSession | null = null;
   let grant: CallGrant | null = preGrant;
   let starting = false;
-  let closed = false;
+  /** The stream is done (Kuma closed it, the carrier sent `stop`, or the socket is gone): frames are ignored, nothing is sent. */
+  const stream = new SessionLifecycle<StreamCloseReason>();
   const startTimer = setTimeout(() => close(CLOSE_CODES.policyViolation, CLOSE_REASONS.startTimeout, `No start message within ${opener.startTimeoutMs / 1000} s.`), opener.startTimeoutMs);
   startTimer.unref();
 
   const send = (frame: CarrierFrame | null): boolean => {
-    if (!frame || closed) return false;
+    if (!frame || stream.closed) return false;
     return ('text' in frame ? peer.sendText(frame.text) : peer.sendBinary(frame.binary)) !== 'closed';
   };
   const carrier: CallCarrier = {
@@ -78,13 +86,13 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     },
   };
 
-  function close(code: CloseCode, reason: string, message: string): void {
-    if (closed) return;
-    closed = true;
+  function close(code: CloseCode, reason: Exclude<StreamCloseReason, 'stop'>, message: string): void {
+    if (!stream.close(reason)) return;
     clearTimeout(startTimer);
     opener.logger.info({ requestId: callId, carrier: adapter.carrier, code, reason, message }, 'call stream closed');
     peer.close(code, reason);
-    void call?.end(reason === CLOSE_REASONS.startTimeout ? 'error' : reason);
+    // Only a call's own end reasons reach it: a refused token or cap and a start timeout come before there is a call.
+    void call?.close(reason === 'start_timeout' || reason === 'invalid_call_token' || reason === 'call_limit' ? 'error' : reason);
   }
 
   async function begin(start: CallStart): Promise<void> {
@@ -92,7 +100,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     clearTimeout(startTimer);
     try {
       grant ??= await opener.authorize(start.customParameters.token ?? null, start);
-      if (closed) return;
+      if (stream.closed) return;
       peer.authenticated(); // a pre-auth stream leaves the caps on unauthenticated sockets
       call = await opener.createCall(grant, { callId, carrier: adapter.carrier }, start, carrier, adapter);
       // The call's place under the account's cap comes back when the stream closes — at once if it already
@@ -100,9 +108,9 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       const releaseGrant = grant;
       if (peer.signal.aborted) opener.released(releaseGrant);
       else peer.signal.addEventListener('abort', () => opener.released(releaseGrant), { once: true });
-      if (closed) return void call.end('caller_hangup');
+      if (stream.closed) return void call.close('caller_hangup');
       const app = await opener.connectApp(call, grant);
-      if (closed) return;
+      if (stream.closed) return;
       call.open(app);
     } catch (err) {
       if (err instanceof CallRefused) return close(err.code, err.reason, err.message);
@@ -120,7 +128,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
         return;
       case 'media':
         // Audio before the call is authenticated and open is not processed (and not kept).
-        if (call && !call.ended) call.media(event.audio);
+        if (call && !call.closed) call.media(event.audio);
         return;
       case 'dtmf':
         call?.dtmf(event.digit);
@@ -129,9 +137,9 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
         call?.mark(event.name);
         return;
       case 'stop':
-        closed = true;
+        stream.close('stop');
         clearTimeout(startTimer);
-        void call?.end('caller_hangup');
+        void call?.close('caller_hangup');
         peer.close(CLOSE_CODES.normal, CLOSE_REASONS.stop);
         return;
       default:
@@ -140,7 +148,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   }
 
   const onFrame = (size: number, parse: () => CarrierInbound[]): void => {
-    if (closed) return;
+    if (stream.closed) return;
     // A carrier's frames are small (20–100 ms of audio, or a start message): a huge one is not a carrier.
     if (size > CARRIER_MAX_FRAME_BYTES) return close(CLOSE_CODES.messageTooBig, CLOSE_REASONS.frameTooBig, `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
     let events: CarrierInbound[];
@@ -159,11 +167,11 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     onBinary: (bytes) => onFrame(bytes.length, () => adapter.parseBinary(bytes)),
     onClose() {
       clearTimeout(startTimer);
-      closed = true;
-      void call?.end('caller_hangup');
+      stream.close('caller_hangup');
+      void call?.close('caller_hangup');
     },
     onShutdown() {
-      void call?.end(CLOSE_REASONS.shutdown);
+      void call?.close(CLOSE_REASONS.shutdown);
     },
   };
 }

@@ -13,6 +13,7 @@
  * - The record: turns, caller seconds, characters, cost (from the ledger rows under the call's id), reason.
  */
 import { isCapacityError } from '../../engines/errors.js';
+import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import { KeyRevokedError } from '../../store/store-errors.js';
 import { RealtimeSession } from '../../realtime/realtime-session.js';
 import { DEFAULT_SERVER_VAD, type SessionConfig, type TranslationTarget } from '../../realtime/session-config.js';
@@ -20,7 +21,7 @@ import type { SessionOutput } from '../../realtime/session-events.js';
 import type { CallRecord } from '../../store/store.js';
 import type { CallAudioFormat, CallStart } from '../carriers/contract.js';
 import { CallVoice } from './call-voice.js';
-import type { CallApp, CallCarrier, CallDeps, CallIdentity } from './call-contract.js';
+import type { CallApp, CallCarrier, CallDeps, CallEndReason, CallIdentity } from './call-contract.js';
 import { ReplyTranslator } from './reply-translator.js';
 import { CallTally, ReplyLatency } from './call-tally.js';
 import { bytesPerSecond, callSpeechFormat, silenceByteOf } from './call-audio-format.js';
@@ -31,15 +32,17 @@ const FINISH_HEARING_MS = 5_000;
 
 const TARGET_OF: Record<CallLanguage, TranslationTarget | null> = { bam: null, fra: 'fra_Latn', eng: 'eng_Latn' };
 
-export class CallSession {
+export class CallSession implements Session<CallEndReason> {
   private readonly realtime: RealtimeSession;
   readonly voice: CallVoice;
   private translator: ReplyTranslator | null = null;
-  private readonly cancel = new AbortController();
+  /** Closed when the call's teardown begins: its signal stops the app side's work (relay link, play fetches, reply translation). */
+  private readonly lifecycle = new SessionLifecycle<CallEndReason>();
   private readonly turnsStarted = new Map<string, number>();
   private readonly tally: CallTally;
   private readonly latency = new ReplyLatency();
-  private endReason: string | null = null;
+  /** Why the call is ending, from the moment `close` is called: from then on it takes nothing more from the caller or the app. */
+  private endReason: CallEndReason | null = null;
   private app: CallApp | null = null;
   /** App events from before the app side was connected. */
   private readonly waiting: Array<(app: CallApp) => void> = [];
@@ -78,7 +81,7 @@ export class CallSession {
         leadMs: deps.pacer.leadMs,
         mark: (name) => carrier.mark(name),
         clear: () => carrier.clear(),
-        quotaExhausted: () => this.end('insufficient_quota'),
+        quotaExhausted: () => this.close('insufficient_quota'),
         cycleDone: (characters) => (this.tally.charactersSynthesized += characters),
         firstAudio: () => this.replyAudible(),
       },
@@ -141,14 +144,15 @@ export class CallSession {
    * In transcription mode the turn the caller was speaking is still transcribed and delivered (up to
    * FINISH_HEARING_MS): a caller who hangs up right after speaking has said something the app wants — unless
    * the call cannot pay for it (`insufficient_quota`) or its key was revoked (`key_revoked`: nothing more is
-   * done or charged for it; the turn in progress is dropped).
+   * done or charged for it; the turn in progress is dropped). Meanwhile the call is closing: it takes nothing
+   * more from the caller or the app, and is `closed` (its signal fired) once that turn was heard. Idempotent.
    */
-  async end(reason: string): Promise<void> {
+  async close(reason: CallEndReason): Promise<void> {
     if (this.endReason) return;
     this.endReason = reason;
     if (this.settings.mode === 'transcription' && reason !== 'insufficient_quota' && reason !== 'key_revoked') await this.finishHearing();
-    this.cancel.abort();
-    this.realtime.abort();
+    this.lifecycle.close(reason);
+    this.realtime.close('client_gone');
     await this.voice.close();
     if (reason !== 'caller_hangup') this.carrier.hangup(reason);
     try {
@@ -174,13 +178,13 @@ export class CallSession {
     });
   }
 
-  /** Aborted when the call ends. */
+  /** Aborted when the call closes. */
   get signal(): AbortSignal {
-    return this.cancel.signal;
+    return this.lifecycle.signal;
   }
 
-  get ended(): boolean {
-    return this.endReason !== null;
+  get closed(): boolean {
+    return this.lifecycle.closed;
   }
 
   private setTtsLanguage(language: CallLanguage): void {
@@ -194,7 +198,7 @@ export class CallSession {
     const charge = { requestId: this.identity.callId, accountId: this.identity.accountId, keyId: this.identity.keyId, requireActiveKey: true };
     this.translator = new ReplyTranslator(
       { engine: this.deps.mt.engine, model: this.deps.mt.id, source, ledger: this.deps.ledger, charge },
-      this.cancel.signal,
+      this.lifecycle.signal,
       async (piece) => {
         this.tally.charactersTranslated += piece.characters;
         // The bilingual bridge's record of each reply: what the app wrote and what the caller hears.
@@ -203,7 +207,7 @@ export class CallSession {
       },
       (err) => {
         // The key was revoked (by another process, not yet swept): the reply is not charged, and the call ends.
-        if (err instanceof KeyRevokedError) return void this.end('key_revoked');
+        if (err instanceof KeyRevokedError) return void this.close('key_revoked');
         // A translation model at capacity is load, not a fault: warn, never error.
         this.deps.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed');
       },
@@ -262,7 +266,7 @@ export class CallSession {
         this.deps.logger.warn({ requestId: this.identity.callId, item: output.itemId, code: output.error.code }, 'a caller turn was not transcribed');
         return;
       case 'fatal':
-        void this.end(output.code === 'server_error' ? 'error' : output.code);
+        void this.close(output.code === 'server_error' ? 'error' : output.code);
         return;
       default:
         return;

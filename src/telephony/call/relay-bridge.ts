@@ -45,7 +45,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     },
     onInvalid: (error) => options.logger.info({ requestId, reason: error.message }, 'relay app sent an invalid message'),
     onClose: (code, reason) => {
-      if (!call.ended) void call.end(code === 1000 ? 'app_disconnected' : 'app_disconnected');
+      if (!call.closed) void call.close(code === 1000 ? 'app_disconnected' : 'app_disconnected');
       options.logger.info({ requestId, code, reason }, 'relay link closed');
     },
   });
@@ -60,7 +60,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
         return call.setLanguages({ tts: message.ttsLanguage ? normaliseCallLanguage(message.ttsLanguage) : undefined, transcription: message.transcriptionLanguage ? normaliseCallLanguage(message.transcriptionLanguage) : undefined });
       case 'end':
         options.logger.info({ requestId, handoffData: message.handoffData?.slice(0, 2000) }, 'relay app ended the call');
-        return call.end('app_ended');
+        return call.close('app_ended');
       case 'sendDigits':
         if (!options.media) throw new Error('sendDigits is not available on this server');
         return options.media.digits(call, message.digits);

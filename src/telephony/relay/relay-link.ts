@@ -13,6 +13,7 @@
  * then), so the caller always holds `link` when its handlers run.
  */
 import WebSocket from 'ws';
+import { SessionLifecycle } from '../../primitives/session-lifecycle.js';
 import { RelayLinkError, RelayMessageError } from './relay-errors.js';
 import { errorMessage, invalidMessageDescription, parseAppMessage, type AppMessage, type KumaMessage } from './relay-messages.js';
 import { ABNORMAL_CLOSURE, CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
@@ -79,8 +80,13 @@ function pinnedLookup(pinned: PinnedAddress) {
   };
 }
 
+/**
+ * The link follows the sessions' lifecycle idiom (`closed`, a `signal` that fires once it ends, an end that
+ * happens once), but its `close` takes a WebSocket close code as well as a reason: the app reads both.
+ */
 export class RelayLink {
-  private closed = false;
+  /** Ended, with the close reason onClose reports: by Kuma, by the app, or the connection dropping. */
+  private readonly lifecycle = new SessionLifecycle<string>();
   private awaitingPong = false;
   private pingTimer: NodeJS.Timeout | undefined;
   /** Events that came before `connect` resolved, delivered once the caller holds the link (see connect). */
@@ -136,7 +142,7 @@ export class RelayLink {
     try {
       await opened(ws, timeoutMs, options.signal);
     } catch (error) {
-      link.closed = true; // the caller gets the rejection, never an onClose
+      link.lifecycle.close('the relay link did not open'); // the caller gets the rejection, never an onClose
       link.held = null;
       throw error;
     }
@@ -147,7 +153,17 @@ export class RelayLink {
   }
 
   get isOpen(): boolean {
-    return !this.closed && this.ws.readyState === WebSocket.OPEN;
+    return !this.lifecycle.closed && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** The link has ended (onClose has been, or is about to be, called). */
+  get closed(): boolean {
+    return this.lifecycle.closed;
+  }
+
+  /** Aborted once the link has ended, however it ended. */
+  get signal(): AbortSignal {
+    return this.lifecycle.signal;
   }
 
   /** Sends one message as JSON text; false (never a throw) when the link is gone or has just given up. */
@@ -164,7 +180,7 @@ export class RelayLink {
 
   /** Closes the link (idempotent); onClose reports it with this code and reason. */
   close(code: CloseCode = RELAY_CLOSE.normal, reason = ''): void {
-    if (this.closed) return;
+    if (this.lifecycle.closed) return;
     if (this.ws.readyState === WebSocket.OPEN) {
       this.ws.close(code, reason);
       // The app may never answer the close frame; report the end now rather than after ws's 30 s wait.
@@ -208,7 +224,7 @@ export class RelayLink {
   }
 
   private receive(data: Buffer, isBinary: boolean): void {
-    if (this.closed) return;
+    if (this.lifecycle.closed) return;
     let message: AppMessage;
     const text = isBinary ? null : data.toString('utf8');
     try {
@@ -235,14 +251,13 @@ export class RelayLink {
 
   /** Gives up on an unresponsive app: no close handshake (it would wait behind the unread bytes). */
   private abandon(reason: string): void {
-    if (this.closed) return;
+    if (this.lifecycle.closed) return;
     this.ws.terminate();
     this.finish(RELAY_CLOSE.unresponsive, reason);
   }
 
   private finish(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (!this.lifecycle.close(reason)) return;
     clearInterval(this.pingTimer);
     this.options.signal?.removeEventListener('abort', this.onAbort);
     this.emit(() => {

@@ -37,7 +37,7 @@ describe('callConnection', () => {
     let released = 0;
     const opener: CallOpener = {
       authorize: async () => grant,
-      createCall: () => new Promise((resolve) => (finishCreate = () => resolve({ end: async (reason: string) => void ended.push(reason), ended: false } as unknown as CallSession))),
+      createCall: () => new Promise((resolve) => (finishCreate = () => resolve({ close: async (reason: string) => void ended.push(reason), closed: false } as unknown as CallSession))),
       connectApp: async () => {
         throw new Error('not reached');
       },
