@@ -31,7 +31,7 @@ import { limitDefaultsOf } from './limits/limits.js';
 import { VadScheduler } from './realtime/vad/vad-scheduler.js';
 import { watchCpuLoad } from './observability/cpu-load.js';
 import { avoidIdleCompaction } from './observability/gc-pauses.js';
-import { setupTelephony } from './telephony/telephony-setup.js';
+import { setupTelephony } from './telephony-wiring.js';
 import { studioSite } from './studio/studio-assets.js';
 import { TRANSCRIPTION_MODEL_ID, SPEECH_MODEL_ID, TRANSLATION_MODEL_ID } from './engines/model-ids.js';
 
@@ -253,7 +253,8 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
           logger.info({ ms: config.drainDelayMs }, 'draining: /readyz answers 503 while this node still serves');
           await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs));
         }
-        await http.close(config.shutdownGraceMs);
+        // WebSocket sessions (carrier calls among them) and AudioSocket calls are told at once and share the grace.
+        await Promise.all([http.close(config.shutdownGraceMs), telephony.endCalls(config.shutdownGraceMs)]);
         await telephony.close(config.shutdownGraceMs);
         keySessions.close();
         await vad?.close();

@@ -67,7 +67,7 @@ export interface ApiDeps {
   maxRealtimeSessionsPerKey?: number;
   /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */
   keySessions?: KeySessions;
-  /** Telephony (/telephony/v1): call tokens, carrier streams, control sockets (src/telephony/telephony-setup.ts). */
+  /** Telephony (/telephony/v1): call tokens, carrier streams, control sockets (src/telephony-wiring.ts). */
   telephonyRoutes?: RouteDef[];
   /** Extra routes (tests mount probes here; later features add theirs). */
   extraRoutes?: RouteDef[];

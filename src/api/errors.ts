@@ -6,10 +6,11 @@
 import { EngineNotReadyError, EngineOverloadedError, isCapacityError } from '../engines/errors.js';
 import { AudioDecodeError, DecoderBusyError, DecoderRestartedError } from '../codecs/types.js';
 import { InsufficientQuotaError, InvalidAmountError } from '../billing/errors.js';
-import { AdminAuthError } from '../auth/errors.js';
+import { AdminAuthError, CredentialError } from '../auth/errors.js';
 import { RateLimitedError } from '../limits/errors.js';
 import { StoreUnavailableError } from '../store/store-errors.js';
-import { CallTokenError, OutboundRefusedError, WebhookSettingError } from '../telephony/errors.js';
+import { OutboundRefusedError } from '../outbound/errors.js';
+import { CallTokenError, WebhookSettingError } from '../telephony/errors.js';
 import { TextTooLongError, TooMuchTextWaitingError } from '../voice/voice-session.js';
 
 export const ERROR_CODES = {
@@ -126,6 +127,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'The account database is unavailable. Try again shortly.', { headers: { 'retry-after': '2' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof InvalidAmountError) return new ApiError('invalid_value', err.message);
+  if (err instanceof CredentialError) return new ApiError('invalid_api_key', err.message);
   // The speech sockets' text limits: the piece is refused whole and may be sent again.
   if (err instanceof TextTooLongError) return new ApiError('invalid_value', `text: at most ${err.limit} characters per message (got ${err.characters}); send the text in smaller pieces.`, { param: 'text' });
   if (err instanceof TooMuchTextWaitingError) {

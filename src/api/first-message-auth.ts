@@ -14,14 +14,16 @@
  *   it gets the held messages (the first one too: its text is input like any other) in order.
  */
 import { ApiError, toApiError } from './errors.js';
-import type { DuplexHandler, DuplexPeer, DuplexResult } from './types.js';
+import type { DuplexResult } from './types.js';
+import type { DuplexHandler, DuplexPeer } from '../duplex/duplex-contract.js';
+import { CLOSE_CODES, type CloseCode } from '../duplex/close-codes.js';
 
 /** What a route that takes a credential in its first message provides. */
 export interface FirstMessageAuth {
   /** The credential a first message carries, or undefined. */
   credential(frame: string): string | undefined;
   /** The message that tells the client why its socket is refused, in the route's own shape (close 1008 follows). */
-  refusal(err: ApiError, closeCode: number): string;
+  refusal(err: ApiError, closeCode: CloseCode): string;
 }
 
 /** The late checks: the route's session for this credential, or a throw (the ApiError to report). */
@@ -128,7 +130,7 @@ class FirstMessageGate implements DuplexHandler {
     this.state = 'closed';
     this.held = [];
     clearTimeout(this.timer);
-    this.peer.sendText(this.spec.refusal(err, 1008));
-    this.peer.close(1008, err.code);
+    this.peer.sendText(this.spec.refusal(err, CLOSE_CODES.policyViolation));
+    this.peer.close(CLOSE_CODES.policyViolation, err.code);
   }
 }

@@ -10,6 +10,7 @@
  */
 import { authenticateApiKey, extractApiKey, keyFromSubprotocols, type KeyLookup } from '../auth/api-keys.js';
 import { giveBackClientSecret, isClientSecret, redeemClientSecret, SECRET_NOT_ACCEPTED_MESSAGE } from '../auth/client-secrets.js';
+import { CredentialError } from '../auth/errors.js';
 import type { KeySessions } from '../auth/key-sessions.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
@@ -17,8 +18,9 @@ import { limitSubjects, type LimitDefaults } from '../limits/limits.js';
 import type { SessionCap } from '../limits/session-cap.js';
 import type { Logger } from '../observability/logger.js';
 import type { Store } from '../store/store.js';
-import { ApiError } from './errors.js';
+import { ApiError, toApiError } from './errors.js';
 import type { ApiRequest, Caller, DuplexResult, RouteDef } from './types.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../duplex/close-codes.js';
 
 export interface AuthDeps {
   store: Store;
@@ -47,6 +49,14 @@ export function presentedCredential(def: RouteDef, req: ApiRequest): string | un
 }
 
 /**
+ * Auth's refusal of a credential is answered here as the 401 it maps to, like every refusal of this
+ * function: an answer to the client, not a failure to log.
+ */
+function refusedCredential(err: unknown): never {
+  throw err instanceof CredentialError ? toApiError(err) : err;
+}
+
+/**
  * Authenticates `presented` for `def` and admits the caller under the rate limits and its balance; throws
  * the ApiError to answer. A client secret is taken out of the store here and put back (through `opening`)
  * if the session does not open after all.
@@ -56,7 +66,7 @@ export async function authorize(deps: AuthDeps, def: RouteDef, req: ApiRequest, 
   if (presented !== undefined && isClientSecret(presented)) {
     // Checked before the lookup: a secret presented where it is not accepted is refused without consuming it.
     if (!def.clientSecrets) throw new ApiError('invalid_api_key', SECRET_NOT_ACCEPTED_MESSAGE);
-    const redeemed = await redeemClientSecret(deps.store, presented);
+    const redeemed = await redeemClientSecret(deps.store, presented).catch(refusedCredential);
     caller = redeemed.caller;
     // Taken out of the store now, so that of two upgrades racing with one secret only this one has it; put
     // back if this upgrade is refused after all (any check below, the handler, the session cap, no 101).
@@ -66,7 +76,7 @@ export async function authorize(deps: AuthDeps, def: RouteDef, req: ApiRequest, 
       ),
     );
   } else {
-    caller = await authenticateApiKey(deps.keys ?? deps.store, presented);
+    caller = await authenticateApiKey(deps.keys ?? deps.store, presented).catch(refusedCredential);
   }
   // Limits before the balance: both refusals are free, and the in-memory check is the cheaper one. An
   // admitted request holds its places until its response has ended, however it ends.
@@ -139,7 +149,7 @@ export function openSession(deps: AuthDeps, cap: SessionCap, caller: Caller, ope
       if (!peer.signal.aborted) {
         unregister = deps.keySessions?.register(caller.key.id, () => {
           if (handler.onKeyRevoked) handler.onKeyRevoked();
-          else peer.close(1008, 'key_revoked');
+          else peer.close(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
         });
       }
       return handler;

@@ -5,8 +5,12 @@
  */
 import type { ZodType } from 'zod';
 import type { MultipartForm } from './uploads.js';
-import type { Account, ApiKeyRecord, LimitOverrides } from '../store/store.js';
 import type { FirstMessageAuth } from './first-message-auth.js';
+import type { DuplexHandler, DuplexPeer } from '../duplex/duplex-contract.js';
+import type { Caller } from '../auth/caller.js';
+
+/** The caller a route's handler is given (auth defines it: src/auth/caller.ts). */
+export type { Caller };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -85,50 +89,6 @@ export interface DuplexResult extends ResultBase {
    */
   preAuth?: boolean;
   open(peer: DuplexPeer): DuplexHandler;
-}
-
-/** How a send went: on its way, queued past the transport's high-water mark (await `drained()`), or the socket is gone. */
-export type SendOutcome = 'sent' | 'backpressure' | 'closed';
-
-/** The open WebSocket as a duplex handler sees it. Nothing here knows about uWebSockets.js. */
-export interface DuplexPeer {
-  readonly requestId: string;
-  /** Aborted once the socket has closed, for whatever reason (the client, `close()`, server shutdown). */
-  readonly signal: AbortSignal;
-  sendText(text: string): SendOutcome;
-  sendBinary(bytes: Uint8Array): SendOutcome;
-  /** Bytes queued toward the client and not yet written to the network. */
-  bufferedAmount(): number;
-  /** Resolves once `bufferedAmount()` is back under the transport's low-water mark, or the socket closed. */
-  drained(): Promise<void>;
-  /**
-   * Resolves true once everything sent so far has left this process (written to the network: a crash now
-   * would not lose it), false when the socket closed first. What a charge for delivered output waits for.
-   */
-  flushed(): Promise<boolean>;
-  /** Closes with a WebSocket close code (1000 normal, 1001 going away, 1008 policy, 1009 too big, 1011 internal, 1013 try again later); reason ≤ 123 bytes. */
-  close(code: number, reason: string): void;
-  /** The caller of a `preAuth` socket is now known: its place under the unauthenticated caps is given back (a no-op otherwise). */
-  authenticated(): void;
-}
-
-/**
- * Receives a session's frames, in order. A handler that throws costs its own socket (closed 1011), never
- * the process. `onClose` is called exactly once, after which the peer's sends answer 'closed'.
- */
-export interface DuplexHandler {
-  /** A text frame, UTF-8 decoded. */
-  onText(text: string): void;
-  /** A binary frame, already copied out of the transport's buffer. */
-  onBinary(bytes: Uint8Array): void;
-  onClose(code: number, reason: string): void;
-  /** The server is shutting down: finish the current item if you can; the transport closes with 1001 after its grace period. */
-  onShutdown?(): void;
-  /**
-   * The API key the session was opened with (or that minted its client secret) has been revoked: end now,
-   * telling the client why (close 1008 `key_revoked`). Without this hook the socket is closed 1008 `key_revoked`.
-   */
-  onKeyRevoked?(): void;
 }
 
 interface StreamHeaders {
@@ -212,25 +172,6 @@ export interface RouteDef {
   /** A WebSocket route's own bound on what it buffers; routes without one get the transport's default. */
   websocket?: WebSocketRouteLimits;
   handler(req: ApiRequest, caller: Caller | null): Promise<ApiResult>;
-}
-
-/** The authenticated account and key behind a request. */
-export interface Caller {
-  account: Account;
-  key: ApiKeyRecord;
-  /** The rate-limit overrides stored for the account and the key (absent: the defaults apply). */
-  limits?: { account: LimitOverrides; key: LimitOverrides };
-  /** Present when the caller authenticated with a client secret: what was granted when it was minted. */
-  clientSecret?: ClientSecretGrant;
-}
-
-/** The session configuration given when a client secret was minted, for the session to start with. */
-export interface ClientSecretGrant {
-  /** `ga`: minted by POST /realtime/client_secrets (`session` is its `session`); `beta`: by POST /realtime/transcription_sessions (`session` is the body). */
-  shape: 'ga' | 'beta';
-  session: Record<string, unknown>;
-  /** Seconds since the epoch. */
-  expiresAt: number;
 }
 
 /**

@@ -3,7 +3,7 @@
  * one, and how a presented key is turned into the account and key record it belongs to.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../api/errors.js';
+import { CredentialError } from './errors.js';
 import type { Account, ApiKeyRecord, LimitOverrides, Store } from '../store/store.js';
 
 /** Any RFC 4122-shaped UUID, either case: clients validate the key's shape and refuse anything else. */
@@ -70,23 +70,23 @@ export function digestsEqual(aHex: string, bHex: string): boolean {
 }
 
 /**
- * Resolves a presented key to its account and active key record, or throws `invalid_api_key`.
+ * Resolves a presented key to its account and active key record, or throws a CredentialError.
  * Revoked keys are not found by the store, so they fail exactly like unknown ones.
  */
 export async function authenticateApiKey(store: KeyLookup, presented: string | undefined): Promise<AuthenticatedKey> {
   const candidate = presented?.trim();
-  if (!candidate) throw new ApiError('invalid_api_key', MISSING_KEY_MESSAGE);
+  if (!candidate) throw new CredentialError('missing_key', MISSING_KEY_MESSAGE);
 
   // Hash before looking at the shape, so a malformed key costs the same work as a well-formed one and
   // response timing says nothing about which check failed; malformed keys then skip the DB lookup.
   const computedHash = hashApiKey(candidate);
-  if (!isWellFormedApiKey(candidate)) throw new ApiError('invalid_api_key', INCORRECT_KEY_MESSAGE);
+  if (!isWellFormedApiKey(candidate)) throw new CredentialError('incorrect_key', INCORRECT_KEY_MESSAGE);
 
   const found = await store.findKeyByHash(computedHash);
   // The index lookup matched on equality already; the constant-time re-check guards against a store
   // implementation whose lookup is looser (e.g. case-folding collation) ever accepting a wrong key.
   if (!found || !digestsEqual(found.keyHash, computedHash) || found.key.revokedAt !== null) {
-    throw new ApiError('invalid_api_key', INCORRECT_KEY_MESSAGE);
+    throw new CredentialError('incorrect_key', INCORRECT_KEY_MESSAGE);
   }
   return { account: found.account, key: found.key, limits: found.limits };
 }

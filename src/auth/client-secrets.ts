@@ -10,8 +10,8 @@
  * the 101) the secret is put back unchanged (`giveBackClientSecret`) and opens a later connection.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { ApiError } from '../api/errors.js';
-import type { Caller, ClientSecretGrant } from '../api/types.js';
+import type { Caller, ClientSecretGrant } from './caller.js';
+import { CredentialError } from './errors.js';
 import type { ClientSecretRecord, Store } from '../store/store.js';
 
 export const CLIENT_SECRET_PREFIX = 'ek_';
@@ -63,7 +63,7 @@ export interface RedeemedClientSecret {
 
 /**
  * Takes a presented secret out of the store and returns the caller it stands for (the minting key, which must
- * still be active), with the session configuration given at minting; throws `invalid_api_key` otherwise. An
+ * still be active), with the session configuration given at minting; throws a CredentialError otherwise. An
  * expired secret, or one whose key was revoked, is used up: it could never open anything.
  */
 export async function redeemClientSecret(
@@ -72,11 +72,11 @@ export async function redeemClientSecret(
   now = Date.now(),
 ): Promise<RedeemedClientSecret> {
   const record = await store.consumeClientSecret(hashClientSecret(presented.trim()));
-  if (!record) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
-  if (record.expiresAt <= now) throw new ApiError('invalid_api_key', EXPIRED_SECRET_MESSAGE);
+  if (!record) throw new CredentialError('invalid_client_secret', INVALID_SECRET_MESSAGE);
+  if (record.expiresAt <= now) throw new CredentialError('expired_client_secret', EXPIRED_SECRET_MESSAGE);
   const [key, account] = await Promise.all([store.getKey(record.keyId), store.getAccount(record.accountId)]);
   // A key revoked after minting takes its secrets with it.
-  if (!key || key.revokedAt !== null || !account) throw new ApiError('invalid_api_key', INVALID_SECRET_MESSAGE);
+  if (!key || key.revokedAt !== null || !account) throw new CredentialError('invalid_client_secret', INVALID_SECRET_MESSAGE);
   const [accountLimits, keyLimits] = await Promise.all([store.getRateLimits(account.id), store.getRateLimits(key.id)]);
   return {
     caller: {

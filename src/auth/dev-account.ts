@@ -3,7 +3,7 @@
  * usable at once. The key is returned for printing to the operator's terminal, never logged.
  */
 import type { Store } from '../store/store.js';
-import { MICROS_PER_UNIT } from '../billing/prices.js';
+import { MICROS_PER_UNIT } from '../config/prices.js';
 import { generateApiKey, hashApiKey } from './api-keys.js';
 
 export async function ensureDevAccount(store: Store, balanceUnits: number): Promise<{ apiKey: string; accountId: string } | null> {

@@ -1,7 +1,25 @@
 /**
- * The auth domain's errors that are not API-key failures. Auth knows nothing of HTTP: src/api/errors.ts
- * maps them (AdminAuthError: no or incorrect admin key → 401, an API key on the admin API → 403).
+ * The auth domain's errors. Auth knows nothing of HTTP: src/api/errors.ts maps them (CredentialError: a
+ * missing, unknown, revoked or malformed key, or an unusable client secret → 401 `invalid_api_key`;
+ * AdminAuthError: no or incorrect admin key → 401, an API key on the admin API → 403).
  */
+
+/** Why a presented credential was refused: no API key, one that is not (or no longer) valid, or a client secret that cannot be used. */
+export type CredentialFailure = 'missing_key' | 'incorrect_key' | 'invalid_client_secret' | 'expired_client_secret';
+
+/** A credential that does not authenticate anyone; the message says what to do and never echoes the credential. */
+export class CredentialError extends Error {
+  /** The code clients know this refusal by, whichever credential it was (OpenAI's `invalid_api_key`). */
+  readonly code = 'invalid_api_key';
+
+  constructor(
+    readonly reason: CredentialFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CredentialError';
+  }
+}
 
 /** Why a request to the admin API was refused: no admin key, one that is unknown or revoked, or an API key instead. */
 export type AdminAuthFailure = 'missing' | 'incorrect' | 'api_key';

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NewUsageRecord, Store, UsageUnit } from '../store/store.js';
 import { InsufficientQuotaError } from './errors.js';
-import type { PriceTable } from './prices.js';
+import type { PriceTable } from '../config/prices.js';
 import { Reservation, type ChargeContext, type ChargeItem, type ReservationHost, type WorkKind } from './reservation.js';
 
 export { Reservation, type ChargeContext, type ChargeItem, type WorkKind } from './reservation.js';

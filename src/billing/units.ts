@@ -4,7 +4,7 @@
  * InvalidAmountError, which each caller turns into its own kind of refusal (a usage error, a 400).
  */
 import { InvalidAmountError } from './errors.js';
-import { MICROS_PER_UNIT } from './prices.js';
+import { MICROS_PER_UNIT } from '../config/prices.js';
 
 const AMOUNT_PATTERN = /^(-)?(\d+)(?:\.(\d{1,6}))?$/;
 

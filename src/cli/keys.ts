@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
-import { MICROS_PER_UNIT } from '../billing/prices.js';
+import { MICROS_PER_UNIT } from '../config/prices.js';
 import { InvalidAmountError } from '../billing/errors.js';
 import { formatUnits, parseUnits } from '../billing/units.js';
 import { loadConfig } from '../config/config.js';

@@ -5,8 +5,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { PriceTableSchema } from '../billing/prices.js';
-import { parseOutboundPolicy } from '../telephony/outbound-policy.js';
+import { PriceTableSchema } from './prices.js';
+import { parseOutboundPolicy } from '../outbound/outbound-policy.js';
 
 /**
  * '' (not set) or a postgres:// / postgresql:// URL. Only the scheme is checked here: libpq-style URLs that

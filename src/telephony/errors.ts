@@ -20,28 +20,6 @@ export class CallTokenError extends Error {
   }
 }
 
-/** Why an outbound URL was refused (src/telephony/outbound-policy.ts). */
-export type OutboundFailure = 'bad_url' | 'bad_scheme' | 'not_allowed_host' | 'private_address' | 'unresolvable';
-
-export class OutboundRefusedError extends Error {
-  constructor(
-    readonly code: OutboundFailure,
-    /** Says which rule refused and what to do about it; names the host, never resolver internals. */
-    readonly reason: string,
-  ) {
-    super(reason);
-    this.name = 'OutboundRefusedError';
-  }
-}
-
-/** An entry of KUMA_OUTBOUND_ALLOW that is neither a host name, a wildcard, an address nor a CIDR range. */
-export class OutboundPolicyError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'OutboundPolicyError';
-  }
-}
-
 /** Why an account's webhook setting was refused (src/telephony/webhooks/account-webhook.ts). */
 export type WebhookSettingFailure = 'invalid_url' | 'no_secret_to_keep';
 

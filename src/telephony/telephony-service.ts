@@ -25,9 +25,10 @@ import { connectRelay, type RelayBridgeOptions } from './call/relay-bridge.js';
 import { transcriptionSink, type EventSink } from './call/transcription-sink.js';
 import { checkCallTokenKey, verifyCallToken, type CallTokenClaims } from './call-token.js';
 import { CallTokenError } from './errors.js';
-import { checkOutbound, type OutboundPolicy } from './outbound-policy.js';
+import { checkOutbound, type OutboundPolicy } from '../outbound/outbound-policy.js';
 import type { PinnedAddress } from './relay/relay-link.js';
 import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../duplex/close-codes.js';
 
 export interface TelephonyModels {
   asr: { id: string; engine: ModelEngine };
@@ -87,19 +88,19 @@ export class TelephonyService implements CallOpener {
 
   /** A token → the grant; used before the upgrade (`?token=`) and on `start` (custom parameters). */
   async authorize(token: string | null, start: CallStart | null): Promise<CallGrant> {
-    if (!token) throw new CallRefused(1008, 'invalid_call_token', 'No call token: give ?token= on the stream URL or a "token" custom parameter (mint one with POST /telephony/v1/tokens).');
+    if (!token) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, 'No call token: give ?token= on the stream URL or a "token" custom parameter (mint one with POST /telephony/v1/tokens).');
     let claims: CallTokenClaims;
     try {
       claims = verifyCallToken(this.deps.tokenSecret, token);
       await checkCallTokenKey(this.deps.store, claims);
     } catch (err) {
-      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${(err as Error).message}`);
+      if (err instanceof CallTokenError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${(err as Error).message}`);
       throw err;
     }
     const settings = settingsOf(claims);
     const override = start?.customParameters.relay_url;
     if (override && claims.allowRelayOverride) settings.relayUrl = override;
-    if (settings.mode === 'relay' && !settings.relayUrl) throw new CallRefused(1008, 'invalid_call_token', 'A relay call needs a relay URL: the token has none and the call gave no relay_url parameter.');
+    if (settings.mode === 'relay' && !settings.relayUrl) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, 'A relay call needs a relay URL: the token has none and the call gave no relay_url parameter.');
     return { accountId: claims.accountId, keyId: claims.keyId, settings };
   }
 
@@ -109,14 +110,14 @@ export class TelephonyService implements CallOpener {
       await checkCallTokenKey(this.deps.store, grant);
       await this.deps.ledger.assertCanStart(grant.accountId);
     } catch (err) {
-      if (err instanceof CallTokenError) throw new CallRefused(1008, 'invalid_call_token', `The call token was refused: ${err.message}`);
-      if (err instanceof InsufficientQuotaError) throw new CallRefused(1008, 'insufficient_quota', 'The account has no balance left for calls.');
+      if (err instanceof CallTokenError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${err.message}`);
+      if (err instanceof InsufficientQuotaError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.insufficientQuota, 'The account has no balance left for calls.');
       throw err;
     }
     try {
       this.releases.set(grant, this.cap.acquire(grant.accountId));
     } catch (err) {
-      if (err instanceof RateLimitedError) throw new CallRefused(1008, 'call_limit', `The account already has ${this.deps.maxCallsPerAccount} calls in progress.`);
+      if (err instanceof RateLimitedError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.callLimit, `The account already has ${this.deps.maxCallsPerAccount} calls in progress.`);
       throw err;
     }
     const { models } = this.deps;
@@ -153,7 +154,7 @@ export class TelephonyService implements CallOpener {
       return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.vetRelayUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
     } catch (err) {
       void call.close('app_unreachable');
-      throw new CallRefused(1011, 'app_unreachable', `The relay application could not be reached: ${(err as Error).message}`);
+      throw new CallRefused(CLOSE_CODES.internalError, CLOSE_REASONS.appUnreachable, `The relay application could not be reached: ${(err as Error).message}`);
     }
   }
 

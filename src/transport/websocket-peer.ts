@@ -8,16 +8,15 @@
  * `preAuthMaxBufferedBytes` until its handler calls authenticated().
  */
 import type uWS from 'uWebSockets.js';
-import type { DuplexHandler, DuplexPeer, SendOutcome } from '../api/types.js';
+import type { DuplexHandler, DuplexPeer, SendOutcome } from '../duplex/duplex-contract.js';
 import type { Logger } from '../observability/logger.js';
+import { CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../duplex/close-codes.js';
 
 /** uWS's send() results (WebSocket.send in index.d.ts). */
 const SEND_BACKPRESSURE = 0;
 const SEND_DROPPED = 2;
 /** WebSocket close reasons are limited to 123 bytes of UTF-8 (RFC 6455 §5.5: 125-byte control payload). */
 const MAX_REASON_BYTES = 123;
-
-export const NOT_READING_REASON = 'client is not reading';
 
 export interface PeerLimits {
   /** A socket with more than this queued toward the client is closed 1008 (bounds memory per silent reader). */
@@ -106,7 +105,7 @@ export class WebSocketPeer implements DuplexPeer {
     return new Promise<boolean>((resolve) => this.flushWaiters.push(resolve));
   }
 
-  close(code: number, reason: string): void {
+  close(code: CloseCode, reason: string): void {
     if (this.closed) return;
     if (this.isPreAuth) this.counters.refused(REASON_LABEL.test(reason) ? reason : 'other');
     this.end(code, reason);
@@ -194,10 +193,10 @@ export class WebSocketPeer implements DuplexPeer {
     this.logger.info({ requestId: this.requestId, route: this.route, buffered, preAuth }, preAuth ? 'pre-auth WebSocket client is not reading: dropped' : 'WebSocket client is not reading: closed 1008');
     this.counters.refused('not_reading');
     if (preAuth) this.ws.close();
-    else this.end(1008, NOT_READING_REASON);
+    else this.end(CLOSE_CODES.policyViolation, CLOSE_REASONS.notReading);
   }
 
-  private end(code: number, reason: string): void {
+  private end(code: CloseCode, reason: string): void {
     if (this.closed) return;
     // uWS calls the close handler (and so onClosed) synchronously from end().
     this.ws.end(code, truncateUtf8(reason, MAX_REASON_BYTES));

@@ -28,6 +28,7 @@ import { PreAuthGate, preAuthRefusalError, type PreAuthLimits } from './preauth-
 import { readRequestHead } from './request-head.js';
 import type { ServerState } from './server-state.js';
 import { WebSocketPeer, type PeerLimits } from './websocket-peer.js';
+import { ABNORMAL_CLOSURE, CLOSE_CODES, CLOSE_REASONS, messageTooBigReason } from '../duplex/close-codes.js';
 
 export interface WebSocketOptions extends PreAuthLimits {
   /** Seconds without any frame (pongs count) before uWS closes the socket; pings go out automatically. */
@@ -146,7 +147,7 @@ export class WebSocketSessions {
         };
       });
     }
-    for (const peer of [...this.open]) peer.close(1001, 'server shutting down');
+    for (const peer of [...this.open]) peer.close(CLOSE_CODES.goingAway, CLOSE_REASONS.serverShuttingDown);
   }
 
   private onUpgrade(res: uWS.HttpResponse, req: uWS.HttpRequest, via: UpgradeVia): void {
@@ -179,7 +180,7 @@ export class WebSocketSessions {
       peer.handler = data.result.open(peer);
     } catch (err) {
       logger.error({ requestId: data.requestId, err }, 'WebSocket open threw');
-      peer.close(1011, 'internal error');
+      peer.close(CLOSE_CODES.internalError, CLOSE_REASONS.internalError);
     }
   }
 
@@ -190,7 +191,7 @@ export class WebSocketSessions {
     peer.counters.framesIn.inc();
     if (message.byteLength > this.options.maxMessageBytes) {
       peer.counters.refused('message_too_big');
-      peer.close(1009, `message too big (limit ${this.options.maxMessageBytes} bytes)`);
+      peer.close(CLOSE_CODES.messageTooBig, messageTooBigReason(this.options.maxMessageBytes));
       return;
     }
     const handler = peer.handler;
@@ -202,7 +203,7 @@ export class WebSocketSessions {
     } catch (err) {
       // A handler bug costs its own socket, never the process.
       logger.error({ requestId: peer.requestId, err }, 'WebSocket handler threw');
-      peer.close(1011, 'internal error');
+      peer.close(CLOSE_CODES.internalError, CLOSE_REASONS.internalError);
     }
   }
 
@@ -214,7 +215,7 @@ export class WebSocketSessions {
     this.open.delete(peer);
     this.server.options.metrics.websocketSessions.dec({ route: peer.route });
     const reason = Buffer.from(message).toString('utf8');
-    if (code === 1006 && reason === UWS_TOO_BIG) peer.counters.refused('message_too_big');
+    if (code === ABNORMAL_CLOSURE && reason === UWS_TOO_BIG) peer.counters.refused('message_too_big');
     peer.onClosed(code, reason);
     if (this.open.size === 0) this.idleWaiter?.();
   }

@@ -19,7 +19,8 @@
  * Lifecycle (primitives/session-lifecycle.ts): `close(reason)` ends the socket's session — every context
  * stops now; a context that ends on its own (its final message sent) closes alone.
  */
-import type { DuplexHandler, DuplexPeer } from '../types.js';
+import { CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
@@ -40,7 +41,7 @@ export class MultiContextSocket implements DuplexHandler, Session {
   private readonly lifecycle = new SessionLifecycle();
   private readonly contexts = new Map<string, OpenContext>();
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
-  private closing: { code: number; reason: string } | null = null; // close_socket, or shutdown: close once every context ended
+  private closing: { code: CloseCode; reason: string } | null = null; // close_socket, or shutdown: close once every context ended
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -86,7 +87,7 @@ export class MultiContextSocket implements DuplexHandler, Session {
   /** The server is stopping: every context speaks what it received, as if its input had ended; then close 1001. */
   onShutdown(): void {
     this.enqueue(async () => {
-      this.closing ??= { code: 1001, reason: 'server shutting down' };
+      this.closing ??= { code: CLOSE_CODES.goingAway, reason: CLOSE_REASONS.serverShuttingDown };
       await Promise.all([...this.contexts.values()].map((context) => context.stream.endInput()));
       this.closeIfDone();
     });
@@ -95,8 +96,8 @@ export class MultiContextSocket implements DuplexHandler, Session {
   /** The socket's key was revoked: an error message, then close 1008 `key_revoked`; every context is cancelled. */
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
-    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), 1008, 'key_revoked');
-    this.closeWith(1008, 'key_revoked');
+    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
+    this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
   }
 
   private enqueue(task: () => Promise<void>): void {
@@ -172,7 +173,7 @@ export class MultiContextSocket implements DuplexHandler, Session {
   }
 
   private async closeSocket(): Promise<void> {
-    this.closing ??= { code: 1000, reason: 'done' };
+    this.closing ??= { code: CLOSE_CODES.normal, reason: CLOSE_REASONS.done };
     await Promise.all([...this.contexts].map(([id, context]) => (context.closing ? Promise.resolve() : this.closeContext(id, context))));
     this.closeIfDone();
   }
@@ -183,7 +184,7 @@ export class MultiContextSocket implements DuplexHandler, Session {
   }
 
   /** Ends the session for `reason`, then closes the WebSocket with `code` and the same reason. */
-  private closeWith(code: number, reason: string): void {
+  private closeWith(code: CloseCode, reason: string): void {
     this.close(reason);
     this.peer.close(code, reason);
   }
@@ -192,7 +193,7 @@ export class MultiContextSocket implements DuplexHandler, Session {
   private fail(err: unknown, contextId?: string): void {
     if (this.peer.signal.aborted) return;
     const apiError = toApiError(err);
-    const code = apiError.status === 503 ? 1013 : 1011;
+    const code = apiError.status === 503 ? CLOSE_CODES.tryAgainLater : CLOSE_CODES.internalError;
     if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code, undefined, contextId);
@@ -226,8 +227,8 @@ export class MultiContextSocket implements DuplexHandler, Session {
       if (this.contexts.size > 0) return this.armSocketTimer();
       const seconds = this.setup.inactivityMs / 1000;
       const err = new ApiError('invalid_request', `No message for ${seconds} s and no context open: the socket is closed.`);
-      this.peer.sendText(errorMessage(err, 1008, 'input_timeout_exceeded'));
-      this.closeWith(1008, 'input_timeout_exceeded');
+      this.peer.sendText(errorMessage(err, CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded));
+      this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded);
     }, this.setup.inactivityMs);
     this.timer.unref();
   }

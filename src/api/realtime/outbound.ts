@@ -5,8 +5,9 @@
  * `flushed()` tells when every event sent so far has left the process: what an item's charge waits for.
  */
 import { randomBytes } from 'node:crypto';
-import type { DuplexPeer } from '../types.js';
+import type { DuplexPeer } from '../../duplex/duplex-contract.js';
 import type { ServerEvent } from './server-events.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../../duplex/close-codes.js';
 
 export class Outbound {
   private readonly queue: string[] = [];
@@ -28,7 +29,7 @@ export class Outbound {
     if (this.waiting) {
       this.queue.push(text);
       this.queuedBytes += text.length;
-      if (this.queuedBytes > this.maxQueuedBytes) this.peer.close(1008, 'client is not reading');
+      if (this.queuedBytes > this.maxQueuedBytes) this.peer.close(CLOSE_CODES.policyViolation, CLOSE_REASONS.notReading);
       return;
     }
     if (this.peer.sendText(text) === 'backpressure') this.waitForDrain();

@@ -10,12 +10,14 @@ import type { SessionConfig, SpeechModel } from '../../realtime/session-config.j
 import type { FatalCode, SessionOutput } from '../../realtime/session-events.js';
 import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
-import type { Caller, DuplexHandler, DuplexPeer } from '../types.js';
+import type { Caller } from '../types.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { AudioScratch, parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
 import { ConversationItems } from './conversation-items.js';
 import { Outbound } from './outbound.js';
 import type { RealtimeDeps } from './realtime-route.js';
 import { formatOutput, sessionObject, type OutputState, type ServerEvent } from './server-events.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../../duplex/close-codes.js';
 
 /** Server events that may wait for a slow reader before it is cut off (the transport holds more). */
 const MAX_QUEUED_EVENT_BYTES = 1024 * 1024;
@@ -68,7 +70,7 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       case 'closed':
         if (translation) out.send({ type: 'session.closed' });
         // 1008 for a session ended by policy (quota, a revoked key), 1011 for a server failure, 1000 for a graceful close.
-        return peer.close(fatal === 'server_error' ? 1011 : fatal ? 1008 : 1000, fatal ?? 'session closed');
+        return peer.close(fatal === 'server_error' ? CLOSE_CODES.internalError : fatal ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal, fatal ?? CLOSE_REASONS.sessionClosed);
       default:
         for (const event of formatOutput(options.shape, output, state)) out.send(event);
         if (items) for (const event of items.eventsFor(output, output.type === 'completed' ? output.translation?.text : undefined)) out.send(event);

@@ -20,6 +20,7 @@
  * charged. When the balance cannot cover the next phrase: an `insufficient_quota` error, no more input, the
  * phrases already held are spoken, then the final message.
  */
+import type { CloseCode } from '../../duplex/close-codes.js';
 import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Ledger, ChargeContext } from '../../billing/ledger.js';
@@ -31,7 +32,7 @@ import type { Utterance } from '../../voice/utterance.js';
 import { SpeechLimitError } from '../../voice/voice-session.js';
 import { VoiceSession } from '../../voice/voice-session.js';
 import { ApiError, toApiError } from '../errors.js';
-import type { DuplexPeer } from '../types.js';
+import type { DuplexPeer } from '../../duplex/duplex-contract.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';
 
 export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS } from '../../voice/voice-session.js';
@@ -59,7 +60,7 @@ export interface SpeechSocketDeps {
 export interface SpeechContextOwner {
   readonly peer: DuplexPeer;
   /** The close code an `insufficient_quota` error announces: the socket's, or null when only this stream ends. */
-  readonly quotaCloseCode: number | null;
+  readonly quotaCloseCode: CloseCode | null;
   /** Audio went out: the inactivity clocks restart. */
   onAudio(): void;
   /** The final message was sent (not after a close); `exhausted` when the balance ended the input. */

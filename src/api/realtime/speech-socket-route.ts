@@ -19,7 +19,8 @@
 import { z } from 'zod';
 import { ApiError, toApiError } from '../errors.js';
 import { EngineNotReadyError } from '../../engines/errors.js';
-import type { ApiRequest, ApiResult, Caller, DuplexHandler, DuplexPeer, OpenApiInfo, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { ApiRequest, ApiResult, Caller, OpenApiInfo, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import type { CompatDeps } from '../compat/deps.js';
 import { engineFor, resolveModel } from '../compat/model-resolution.js';
 import { selectSpeaker } from '../compat/speech-rules.js';
@@ -32,6 +33,7 @@ import type { SpeechSocketDeps, SpeechSocketSetup } from './speech-context.js';
 import { SpeechSocket } from './speech-socket.js';
 import { MultiContextSocket } from './multi-context-socket.js';
 import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
+import { CLOSE_CODES } from '../../duplex/close-codes.js';
 
 /** Inactivity (no message from the client while nothing is being spoken) that ends a socket; ElevenLabs' default. */
 export const DEFAULT_INACTIVITY_SECONDS = 20;
@@ -165,7 +167,7 @@ function refuse(peer: DuplexPeer, err: ApiError): DuplexHandler {
   // After open() has returned, so the transport has the handler before the socket closes.
   setImmediate(() => {
     // 1013 (try again later) for what a retry can get past: a model still loading or not loaded here.
-    const code = err.status === 503 ? 1013 : 1008;
+    const code = err.status === 503 ? CLOSE_CODES.tryAgainLater : CLOSE_CODES.policyViolation;
     peer.sendText(errorMessage(err, code));
     peer.close(code, err.code);
   });

@@ -10,7 +10,8 @@
  * left, the key was revoked, a failure, inactivity, or the final message — which stops its stream; the
  * WebSocket close code that goes with each reason is sent here.
  */
-import type { DuplexHandler, DuplexPeer } from '../types.js';
+import { CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { ApiError, isCapacityRefusal, toApiError } from '../errors.js';
 import { SessionLifecycle, type Session } from '../../primitives/session-lifecycle.js';
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
@@ -19,7 +20,7 @@ import { errorMessage, parseClientMessage } from './speech-socket-messages.js';
 export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 
 export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session {
-  readonly quotaCloseCode = 1008;
+  readonly quotaCloseCode = CLOSE_CODES.policyViolation;
   private readonly lifecycle = new SessionLifecycle();
   private readonly stream: SpeechContext;
   private work: Promise<void> = Promise.resolve(); // client messages, one after the other
@@ -76,8 +77,8 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
    */
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
-    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), 1008, 'key_revoked');
-    this.closeWith(1008, 'key_revoked');
+    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
+    this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
   }
 
   onAudio(): void {
@@ -85,15 +86,15 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
   }
 
   onFinal(exhausted: boolean): void {
-    if (exhausted) this.closeWith(1008, 'insufficient_quota');
-    else this.closeWith(1000, 'done');
+    if (exhausted) this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.insufficientQuota);
+    else this.closeWith(CLOSE_CODES.normal, CLOSE_REASONS.done);
   }
 
   /** A failure of the server's own (synthesis, encoding, store): logged, then close 1011 with a safe message. */
   onFailure(err: unknown): void {
     if (this.peer.signal.aborted) return;
     const apiError = toApiError(err);
-    const code = apiError.status === 503 ? 1013 : 1011;
+    const code = apiError.status === 503 ? CLOSE_CODES.tryAgainLater : CLOSE_CODES.internalError;
     // A model at capacity (1013, try again later) is load, not a fault: warn, never error.
     if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
@@ -102,7 +103,7 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
   }
 
   /** Ends the session for `reason`, then closes the WebSocket with `code` and the same reason. */
-  private closeWith(code: number, reason: string): void {
+  private closeWith(code: CloseCode, reason: string): void {
     this.close(reason);
     this.peer.close(code, reason);
   }
@@ -146,8 +147,8 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
       if (this.stream.inputEnded || this.stream.owesAudio) return this.armTimer();
       const seconds = this.setup.inactivityMs / 1000;
       const err = new ApiError('invalid_request', `No message for ${seconds} s while nothing was being spoken: the socket is closed. Send {"text": ""} to end the input when you are done.`);
-      this.peer.sendText(errorMessage(err, 1008, 'input_timeout_exceeded'));
-      this.closeWith(1008, 'input_timeout_exceeded');
+      this.peer.sendText(errorMessage(err, CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded));
+      this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded);
     }, this.setup.inactivityMs);
     this.timer.unref();
   }

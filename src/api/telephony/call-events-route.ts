@@ -7,7 +7,9 @@
  */
 import type { TelephonyService } from '../../telephony/telephony-service.js';
 import { ApiError } from '../errors.js';
-import type { ApiResult, DuplexPeer, RouteDef } from '../types.js';
+import type { ApiResult, RouteDef } from '../types.js';
+import type { DuplexPeer } from '../../duplex/duplex-contract.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../../duplex/close-codes.js';
 
 /** Envelopes that may wait for a control socket that does not read before it is cut off. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -36,10 +38,10 @@ export function callEventsRoute(telephony: TelephonyService): RouteDef {
           const unsubscribe = telephony.hub.subscribe(
             callId,
             (envelope) => {
-              if (peer.bufferedAmount() > MAX_BUFFERED_BYTES) return peer.close(1008, 'client is not reading');
+              if (peer.bufferedAmount() > MAX_BUFFERED_BYTES) return peer.close(CLOSE_CODES.policyViolation, CLOSE_REASONS.notReading);
               peer.sendText(JSON.stringify(envelope));
             },
-            () => peer.close(1000, 'call ended'),
+            () => peer.close(CLOSE_CODES.normal, CLOSE_REASONS.callEnded),
           );
           return {
             onText() {},

@@ -17,7 +17,8 @@ import { callConnection, CallRefused, CARRIER_MAX_FRAME_BYTES, type CallGrant } 
 import type { TelephonyService } from '../../telephony/telephony-service.js';
 import { verifyTwilioSignature } from '../../telephony/twilio-signature.js';
 import { ApiError } from '../errors.js';
-import type { ApiRequest, ApiResult, DuplexPeer, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { ApiRequest, ApiResult, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { DuplexPeer } from '../../duplex/duplex-contract.js';
 
 export interface CarrierRouteDeps {
   telephony: TelephonyService;

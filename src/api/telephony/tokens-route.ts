@@ -6,8 +6,8 @@
  */
 import { mintCallToken } from '../../telephony/call-token.js';
 import { DEFAULT_CALL_LANGUAGE, DEFAULT_INTERRUPTIBLE, normaliseCallLanguage, type CallLanguage } from '../../telephony/call-settings.js';
-import { OutboundRefusedError } from '../../telephony/errors.js';
-import { checkOutbound, type LookupAll, type OutboundPolicy } from '../../telephony/outbound-policy.js';
+import { OutboundRefusedError } from '../../outbound/errors.js';
+import { checkOutbound, type LookupAll, type OutboundPolicy } from '../../outbound/outbound-policy.js';
 import { ApiError } from '../errors.js';
 import { CallTokenRequestSchema, CallTokenResponseSchema, DEFAULT_CALL_TOKEN_TTL_S, type CallTokenRequest } from '../schemas/telephony-tokens.js';
 import { jsonContent } from '../schemas/responses.js';

@@ -4,6 +4,7 @@
  * the WebSocket with it as a subprotocol entry, as OpenAI's browser clients do. Interim text is shown as the
  * deltas arrive; each completed turn is listed with its times, then translated (POST /chat/completions).
  */
+import { CLOSE_CODES, CLOSE_REASONS } from '../../duplex/close-codes.js';
 import { clock, element, make, StatusLine } from './dom.js';
 import type { Client } from './http.js';
 import { MicCapture, toBase64 } from './mic-capture.js';
@@ -42,7 +43,7 @@ export function setUpLivePanel(api: Client): void {
   const stop = (message = 'Stopped.') => {
     if (!session) return;
     session.mic?.stop();
-    if (session.socket.readyState <= WebSocket.OPEN) session.socket.close(1000, 'done');
+    if (session.socket.readyState <= WebSocket.OPEN) session.socket.close(CLOSE_CODES.normal, CLOSE_REASONS.done);
     session = null;
     pausedNote.hidden = true;
     startButton.disabled = false;
@@ -75,7 +76,7 @@ export function setUpLivePanel(api: Client): void {
         };
         socket.onmessage = (message) => onEvent(JSON.parse(String(message.data)) as RealtimeEvent, turns);
         socket.onclose = (event) => {
-          if (session === current) stop(event.code === 1000 ? 'Session ended.' : `The session closed: ${event.reason || `code ${event.code}`}.`);
+          if (session === current) stop(event.code === CLOSE_CODES.normal ? 'Session ended.' : `The session closed: ${event.reason || `code ${event.code}`}.`);
         };
         current.mic = await MicCapture.start((frame) => {
           const append = JSON.stringify({ type: 'input_audio_buffer.append', audio: toBase64(frame) });

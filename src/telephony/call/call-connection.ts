@@ -10,7 +10,7 @@
  * `insufficient_quota`, 1008 `key_revoked` (the key that minted the call token, or the AudioSocket key, was
  * revoked), 1011 `app_unreachable` (the relay app could not be reached), 1000 when the call ends normally.
  */
-import type { DuplexHandler, DuplexPeer } from '../../api/types.js';
+import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { isCapacityError } from '../../engines/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { SessionLifecycle } from '../../primitives/session-lifecycle.js';
@@ -18,6 +18,7 @@ import { CarrierFrameError, type CallStart, type CarrierAdapter, type CarrierFra
 import type { CallSession } from './call-session.js';
 import type { CallApp, CallCarrier, CallEndReason, CallIdentity } from './call-contract.js';
 import type { CallSettings } from '../call-settings.js';
+import { CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
 
 /** Largest carrier frame taken (a start message with many custom parameters is a few kB). */
 export const CARRIER_MAX_FRAME_BYTES = 64 * 1024;
@@ -38,7 +39,7 @@ type StreamCloseReason = CallEndReason | CallRefusalReason | 'start_timeout' | '
 /** A refusal the connection turns into a close code and reason. */
 export class CallRefused extends Error {
   constructor(
-    readonly code: number,
+    readonly code: CloseCode,
     readonly reason: CallRefusalReason,
     message: string,
   ) {
@@ -67,7 +68,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   let starting = false;
   /** The stream is done (Kuma closed it, the carrier sent `stop`, or the socket is gone): frames are ignored, nothing is sent. */
   const stream = new SessionLifecycle<StreamCloseReason>();
-  const startTimer = setTimeout(() => close(1008, 'start_timeout', `No start message within ${opener.startTimeoutMs / 1000} s.`), opener.startTimeoutMs);
+  const startTimer = setTimeout(() => close(CLOSE_CODES.policyViolation, CLOSE_REASONS.startTimeout, `No start message within ${opener.startTimeoutMs / 1000} s.`), opener.startTimeoutMs);
   startTimer.unref();
 
   const send = (frame: CarrierFrame | null): boolean => {
@@ -81,11 +82,11 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     hangup: (reason) => {
       for (const frame of adapter.hangup()) send(frame);
       // Ended by policy (the balance, the key's revocation): 1008; otherwise a normal end.
-      close(reason === 'insufficient_quota' || reason === 'key_revoked' ? 1008 : 1000, reason, `The call ended: ${reason}.`);
+      close(reason === CLOSE_REASONS.insufficientQuota || reason === CLOSE_REASONS.keyRevoked ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal, reason, `The call ended: ${reason}.`);
     },
   };
 
-  function close(code: number, reason: Exclude<StreamCloseReason, 'stop'>, message: string): void {
+  function close(code: CloseCode, reason: Exclude<StreamCloseReason, 'stop'>, message: string): void {
     if (!stream.close(reason)) return;
     clearTimeout(startTimer);
     opener.logger.info({ requestId: callId, carrier: adapter.carrier, code, reason, message }, 'call stream closed');
@@ -115,14 +116,14 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       if (err instanceof CallRefused) return close(err.code, err.reason, err.message);
       // A model at capacity is load, not a fault: warn, never error (the carrier is closed 1011 either way).
       opener.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: callId, err: (err as Error).message }, 'call failed to start');
-      close(1011, 'server_error', 'The call could not be started.');
+      close(CLOSE_CODES.internalError, CLOSE_REASONS.serverError, 'The call could not be started.');
     }
   }
 
   function handle(event: CarrierInbound): void {
     switch (event.type) {
       case 'start':
-        if (starting) return close(1008, 'malformed_frame', 'A second start message on one stream.');
+        if (starting) return close(CLOSE_CODES.policyViolation, CLOSE_REASONS.malformedFrame, 'A second start message on one stream.');
         void begin(event.start);
         return;
       case 'media':
@@ -139,7 +140,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
         stream.close('stop');
         clearTimeout(startTimer);
         void call?.close('caller_hangup');
-        peer.close(1000, 'stop');
+        peer.close(CLOSE_CODES.normal, CLOSE_REASONS.stop);
         return;
       default:
         return;
@@ -149,12 +150,12 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   const onFrame = (size: number, parse: () => CarrierInbound[]): void => {
     if (stream.closed) return;
     // A carrier's frames are small (20–100 ms of audio, or a start message): a huge one is not a carrier.
-    if (size > CARRIER_MAX_FRAME_BYTES) return close(1009, 'frame_too_big', `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
+    if (size > CARRIER_MAX_FRAME_BYTES) return close(CLOSE_CODES.messageTooBig, CLOSE_REASONS.frameTooBig, `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
     let events: CarrierInbound[];
     try {
       events = parse();
     } catch (err) {
-      if (err instanceof CarrierFrameError) return close(1008, 'malformed_frame', err.message);
+      if (err instanceof CarrierFrameError) return close(CLOSE_CODES.policyViolation, CLOSE_REASONS.malformedFrame, err.message);
       throw err;
     }
     for (const event of events) handle(event);
@@ -170,7 +171,7 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
       void call?.close('caller_hangup');
     },
     onShutdown() {
-      void call?.close('shutdown');
+      void call?.close(CLOSE_REASONS.shutdown);
     },
   };
 }

@@ -15,6 +15,7 @@ import { dtmfMessage, errorMessage, interruptMessage, promptMessage, setupMessag
 import type { CallSession } from './call-session.js';
 import type { CallApp } from './call-contract.js';
 import { LANGUAGE_TAGS, normaliseCallLanguage } from '../call-settings.js';
+import { CLOSE_CODES, CLOSE_REASONS } from '../../duplex/close-codes.js';
 
 export interface RelayBridgeOptions {
   checkUrl(url: URL): Promise<PinnedAddress | void>;
@@ -99,7 +100,7 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     },
     ended(reason) {
       // The app learns a revocation from the close reason (other ends it knows of, or caused).
-      link.close(1000, reason === 'key_revoked' ? 'call ended: key_revoked' : 'call ended');
+      link.close(CLOSE_CODES.normal, reason === CLOSE_REASONS.keyRevoked ? CLOSE_REASONS.callEndedKeyRevoked : CLOSE_REASONS.callEnded);
     },
   };
 }

@@ -16,6 +16,7 @@ import WebSocket from 'ws';
 import { SessionLifecycle } from '../../primitives/session-lifecycle.js';
 import { RelayLinkError, RelayMessageError } from './relay-errors.js';
 import { errorMessage, invalidMessageDescription, parseAppMessage, type AppMessage, type KumaMessage } from './relay-messages.js';
+import { ABNORMAL_CLOSURE, CLOSE_CODES, CLOSE_REASONS, type CloseCode } from '../../duplex/close-codes.js';
 
 export interface RelayLinkEvents {
   /** A well-formed message from the application. */
@@ -65,10 +66,10 @@ export const RELAY_LINK_DEFAULTS = {
 
 /** Close codes the link itself uses, so the call core and logs can tell them apart. */
 export const RELAY_CLOSE = {
-  normal: 1000,
-  goingAway: 1001,
+  normal: CLOSE_CODES.normal,
+  goingAway: CLOSE_CODES.goingAway,
   /** The app stopped reading (buffered past the bound) or stopped answering pings. */
-  unresponsive: 1011,
+  unresponsive: CLOSE_CODES.internalError,
 } as const;
 
 /** A dns.lookup that answers the vetted address (TLS still checks the certificate against the host name). */
@@ -93,7 +94,7 @@ export class RelayLink {
   private handlerError: unknown;
   private socketError: Error | undefined;
   private closeDelivered = false;
-  private readonly onAbort = () => this.close(RELAY_CLOSE.goingAway, 'call ended');
+  private readonly onAbort = () => this.close(RELAY_CLOSE.goingAway, CLOSE_REASONS.callEnded);
 
   /** Listens from before the upgrade completes: ws may emit a message the app sent at once in the same tick as 'open'. */
   private constructor(
@@ -109,9 +110,9 @@ export class RelayLink {
 
   /** ws reports a connection it dropped itself (oversized or broken frames) as 1006; say what happened. */
   private describeClose(code: number, reason: string): [number, string] {
-    if (code !== 1006 || this.socketError === undefined) return [code, reason];
+    if (code !== ABNORMAL_CLOSURE || this.socketError === undefined) return [code, reason];
     if ((this.socketError as { code?: string }).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-      return [1009, `the relay application sent a message over ${this.options.maxMessageBytes ?? RELAY_LINK_DEFAULTS.maxMessageBytes} bytes`];
+      return [CLOSE_CODES.messageTooBig, `the relay application sent a message over ${this.options.maxMessageBytes ?? RELAY_LINK_DEFAULTS.maxMessageBytes} bytes`];
     }
     return [code, `the relay connection failed: ${this.socketError.message}`];
   }
@@ -178,7 +179,7 @@ export class RelayLink {
   }
 
   /** Closes the link (idempotent); onClose reports it with this code and reason. */
-  close(code: number = RELAY_CLOSE.normal, reason = ''): void {
+  close(code: CloseCode = RELAY_CLOSE.normal, reason = ''): void {
     if (this.lifecycle.closed) return;
     if (this.ws.readyState === WebSocket.OPEN) {
       this.ws.close(code, reason);
@@ -193,7 +194,7 @@ export class RelayLink {
   private started(): void {
     this.pingTimer = setInterval(() => this.ping(), this.options.pingIntervalMs ?? RELAY_LINK_DEFAULTS.pingIntervalMs);
     this.pingTimer.unref();
-    if (this.options.signal?.aborted) this.close(RELAY_CLOSE.goingAway, 'call ended');
+    if (this.options.signal?.aborted) this.close(RELAY_CLOSE.goingAway, CLOSE_REASONS.callEnded);
     else this.options.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 

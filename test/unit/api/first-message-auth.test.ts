@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { firstMessageSession, MAX_HELD_BYTES, MAX_HELD_FRAMES, type FirstMessageAuth } from '../../../src/api/first-message-auth.js';
-import type { DuplexHandler, DuplexPeer, DuplexResult } from '../../../src/api/types.js';
+import type { DuplexResult } from '../../../src/api/types.js';
+import type { DuplexHandler, DuplexPeer } from '../../../src/duplex/duplex-contract.js';
 
 function fakePeer() {
   const controller = new AbortController();

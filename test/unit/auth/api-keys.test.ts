@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../../src/api/errors.js';
+import { ApiError, toApiError } from '../../../src/api/errors.js';
 import {
   authenticateApiKey, extractApiKey, generateApiKey, hashApiKey, INCORRECT_KEY_MESSAGE, isWellFormedApiKey, MISSING_KEY_MESSAGE,
 } from '../../../src/auth/api-keys.js';
@@ -36,7 +36,7 @@ async function issueKey(label = 'test') {
 }
 
 async function expectInvalidKey(presented: string | undefined, message: string) {
-  const error = await authenticateApiKey(store, presented).catch((e: unknown) => e);
+  const error = await authenticateApiKey(store, presented).catch((e: unknown) => toApiError(e));
   expect(error).toBeInstanceOf(ApiError);
   expect(error).toMatchObject({ code: 'invalid_api_key', status: 401, message });
   if (presented?.trim()) expect((error as ApiError).message).not.toContain(presented.trim());

@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toApiError } from '../../../src/api/errors.js';
 import { INSUFFICIENT_QUOTA_MESSAGE, InsufficientQuotaError } from '../../../src/billing/errors.js';
 import { Ledger, type ChargeItem } from '../../../src/billing/ledger.js';
-import { PriceTableSchema, type PriceTable } from '../../../src/billing/prices.js';
+import { PriceTableSchema, type PriceTable } from '../../../src/config/prices.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import { KeyRevokedError } from '../../../src/store/store-errors.js';
 import type { Account, NewUsageRecord, Store, UsageUnit } from '../../../src/store/store.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../../../src/billing/ledger.js';
-import { PriceTableSchema } from '../../../src/billing/prices.js';
+import { PriceTableSchema } from '../../../src/config/prices.js';
 import { deliverItem, type CommittedItem, type DeliveryContext } from '../../../src/realtime/item-delivery.js';
 import type { RealtimeSessionDeps } from '../../../src/realtime/realtime-session.js';
 import type { SessionOutput } from '../../../src/realtime/session-events.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger } from '../../../src/billing/ledger.js';
-import { PriceTableSchema } from '../../../src/billing/prices.js';
+import { PriceTableSchema } from '../../../src/config/prices.js';
 import { chunkText } from '../../../src/engines/tts/text-chunker.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';

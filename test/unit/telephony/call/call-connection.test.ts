@@ -3,7 +3,7 @@
  * is being created still gives the call's place back (the account's concurrent-call cap), exactly once.
  */
 import { describe, expect, it } from 'vitest';
-import type { DuplexPeer } from '../../../../src/api/types.js';
+import type { DuplexPeer } from '../../../../src/duplex/duplex-contract.js';
 import { createCarrierAdapter } from '../../../../src/telephony/carriers/index.js';
 import { callConnection, type CallGrant, type CallOpener } from '../../../../src/telephony/call/call-connection.js';
 import type { CallSession } from '../../../../src/telephony/call/call-session.js';

@@ -1,35 +1,37 @@
 /**
- * Builds the server's telephony from its configuration: the call-token secret (configured, or made once and
- * kept in the store), the outbound allow-list, the webhook sender, the TelephonyService with the models a
+ * Wires the server's telephony from its configuration (top floor, beside server.ts: it joins the telephony
+ * domain to the API routes and to the AudioSocket listener): the call-token secret (configured, or made once
+ * and kept in the store), the outbound allow-list, the webhook sender, the TelephonyService with the models a
  * call uses, its routes, and the AudioSocket listener when a port is configured. Without the models a call
  * needs (speech-to-text, voice, VAD) only the token route is served (the carrier paths answer 404).
  */
-import type { Config } from '../config/config.js';
-import type { Ledger } from '../billing/ledger.js';
-import type { DecoderPool } from '../codecs/decode/decoder-pool.js';
-import type { EncoderSource } from '../codecs/encoders/speech-encoders.js';
-import type { EngineRegistry } from '../engines/engine-registry.js';
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import { telephonyMetrics } from '../observability/telephony-metrics.js';
-import type { VadService } from '../realtime/vad/contract.js';
-import type { Store } from '../store/store.js';
-import type { KeySessions } from '../auth/key-sessions.js';
-import type { RouteDef } from '../api/types.js';
-import { carrierRoutes } from '../api/telephony/carrier-routes.js';
-import { callEventsRoute } from '../api/telephony/call-events-route.js';
-import { callTokenRoute } from '../api/telephony/tokens-route.js';
-import { CallTokenRequestSchema } from '../api/schemas/telephony-tokens.js';
-import { authenticateApiKey } from '../auth/api-keys.js';
-import { CallRefused, type CallGrant } from './call/call-connection.js';
-import { DEFAULT_CALL_LANGUAGE, DEFAULT_INTERRUPTIBLE, normaliseCallLanguage, type CallSettings } from './call-settings.js';
-import { telephonyTokenSecret } from './call-token.js';
-import { callMedia } from './call/call-media.js';
-import { checkOutbound, parseOutboundPolicy } from './outbound-policy.js';
-import { TelephonyService, type TelephonyModels } from './telephony-service.js';
-import { WebhookSender, webhookOptionsOf } from './webhooks/index.js';
-import { startAudioSocketServer, type AudioSocketServer } from '../transport/audiosocket-server.js';
-import { SPEECH_MODEL_ID, TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from '../engines/model-ids.js';
+import type { Config } from './config/config.js';
+import type { Ledger } from './billing/ledger.js';
+import type { DecoderPool } from './codecs/decode/decoder-pool.js';
+import type { EngineRegistry } from './engines/engine-registry.js';
+import type { Logger } from './observability/logger.js';
+import type { Metrics } from './observability/metrics.js';
+import { telephonyMetrics } from './observability/telephony-metrics.js';
+import type { VadService } from './realtime/vad/contract.js';
+import type { Store } from './store/store.js';
+import type { KeySessions } from './auth/key-sessions.js';
+import type { RouteDef } from './api/types.js';
+import { carrierRoutes } from './api/telephony/carrier-routes.js';
+import { callEventsRoute } from './api/telephony/call-events-route.js';
+import { callTokenRoute } from './api/telephony/tokens-route.js';
+import { CallTokenRequestSchema } from './api/schemas/telephony-tokens.js';
+import { authenticateApiKey } from './auth/api-keys.js';
+import { CLOSE_CODES, CLOSE_REASONS } from './duplex/close-codes.js';
+import { CallRefused, type CallGrant } from './telephony/call/call-connection.js';
+import { DEFAULT_CALL_LANGUAGE, DEFAULT_INTERRUPTIBLE, normaliseCallLanguage, type CallSettings } from './telephony/call-settings.js';
+import { telephonyTokenSecret } from './telephony/call-token.js';
+import { callMedia } from './telephony/call/call-media.js';
+import { checkOutbound, parseOutboundPolicy } from './outbound/outbound-policy.js';
+import { TelephonyService, type TelephonyModels } from './telephony/telephony-service.js';
+import { WebhookSender, webhookOptionsOf } from './telephony/webhooks/index.js';
+import { startAudioSocketListener, type AudioSocketListener } from './telephony/carriers/audiosocket-listener.js';
+import type { EncoderSource } from './codecs/encoders/speech-encoders.js';
+import { SPEECH_MODEL_ID, TRANSCRIPTION_MODEL_ID, TRANSLATION_MODEL_ID } from './engines/model-ids.js';
 
 export interface TelephonySetupDeps {
   config: Config;
@@ -51,6 +53,12 @@ export interface Telephony {
   routes: RouteDef[];
   /** The AudioSocket listener's port (null: off). */
   audioSocketPort: number | null;
+  /**
+   * Server shutdown, beside the transport's (whose WebSocket carrier calls end the same way): the AudioSocket
+   * calls are told, end as `shutdown`, and are given `graceMs` to close before the rest are cut.
+   */
+  endCalls(graceMs: number): Promise<void>;
+  /** After the calls ended: the service stops, and the webhooks still owed get up to `graceMs` to go out. */
   close(graceMs: number): Promise<void>;
 }
 
@@ -91,7 +99,7 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
     : null;
   const routes: RouteDef[] = [callTokenRoute({ tokenSecret, outbound: policy })];
   if (service) routes.push(...carrierRoutes({ telephony: service, twilioAuthToken: config.twilioAuthToken, publicUrl: config.publicUrl }), callEventsRoute(service));
-  let audioSocket: AudioSocketServer | null = null;
+  let audioSocket: AudioSocketListener | null = null;
   if (service && config.audioSocketPort !== undefined) {
     const settings = audioSocketSettings(config.audioSocketSettings);
     const grant = async (): Promise<CallGrant> => {
@@ -99,17 +107,18 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
         const caller = await authenticateApiKey(store, config.audioSocketApiKey || undefined);
         return { accountId: caller.account.id, keyId: caller.key.id, settings };
       } catch {
-        throw new CallRefused(1008, 'invalid_call_token', 'KUMA_AUDIOSOCKET_API_KEY is missing, unknown or revoked.');
+        throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, 'KUMA_AUDIOSOCKET_API_KEY is missing, unknown or revoked.');
       }
     };
-    audioSocket = await startAudioSocketServer({ host: config.audioSocketHost, port: config.audioSocketPort, opener: service, grant, logger });
+    audioSocket = await startAudioSocketListener({ host: config.audioSocketHost, port: config.audioSocketPort, opener: service, grant, logger });
   }
   return {
     service,
     routes,
     audioSocketPort: audioSocket?.port ?? null,
+    endCalls: async (graceMs) => audioSocket?.close(graceMs),
     async close(graceMs) {
-      await audioSocket?.close();
+      await audioSocket?.close(graceMs);
       service?.close();
       await webhooks.close(graceMs);
     },

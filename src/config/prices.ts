@@ -1,7 +1,8 @@
 /**
  * The price table: what one unit of each kind of work costs, in micro-units (1 unit = 1_000_000 micros,
  * think of a unit as one US dollar). Defaults are documented in the README; operators override them with
- * KUMA_PRICE_* variables.
+ * KUMA_PRICE_* variables. It is configuration (src/config/config.ts reads it); the ledger in src/billing
+ * charges by it.
  */
 import { z } from 'zod';
 

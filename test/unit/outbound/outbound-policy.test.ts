@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OutboundPolicyError, OutboundRefusedError } from '../../../src/telephony/errors.js';
-import { checkOutbound, parseOutboundPolicy, type LookupAll } from '../../../src/telephony/outbound-policy.js';
+import { OutboundPolicyError, OutboundRefusedError } from '../../../src/outbound/errors.js';
+import { checkOutbound, parseOutboundPolicy, type LookupAll } from '../../../src/outbound/outbound-policy.js';
 
 /** IANA IPv4 special-purpose blocks (plus multicast and 240/4): none of them is "public" for Kuma. */
 const V4_SPECIAL: [string, number][] = [
