@@ -39,6 +39,27 @@ describe('docs/ARCHITECTURE.md', () => {
   });
 });
 
+describe('WebSocket closes in src/', () => {
+  /** Every .ts file under `dir`. */
+  const sources = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? sources(`${dir}/${entry.name}`) : entry.name.endsWith('.ts') ? [`${dir}/${entry.name}`] : []));
+
+  it('name their code from the registry: no literal close code is passed to a close', () => {
+    // A close, a refusal or an error message given a four-digit literal where a CLOSE_CODES name belongs.
+    const literal = /\b(?:close|closeWith|CallRefused|errorMessage|sendError)\((?:[^()]*?,\s*)?1\d{3}\s*[,)]|\bcode: 1\d{3}\b/;
+    const offenders = sources('src')
+      .filter((file) => file !== 'src/duplex/close-codes.ts')
+      .flatMap((file) =>
+        fs
+          .readFileSync(file, 'utf8')
+          .split('\n')
+          .map((line, i) => ({ where: `${file}:${i + 1}`, line: line.trim() }))
+          .filter(({ line }) => !line.startsWith('*') && !line.startsWith('//') && literal.test(line)),
+      );
+    expect(offenders).toEqual([]);
+  });
+});
+
 describe("the README's Layout", () => {
   it('lists exactly the folders and top-level files of src/', () => {
     const readme = fs.readFileSync('README.md', 'utf8');
