@@ -17,6 +17,7 @@
 import type { JobOptions } from '../engines/runtime/model-engine.js';
 import type { PlannedPhrase } from '../engines/tts/phrase-plan.js';
 import { AsyncQueue } from '../primitives/async-queue.js';
+import { untilAborted } from '../primitives/until-aborted.js';
 import type { PcmChunk } from './speech-stream.js';
 
 /** Phrases synthesized ahead of the one the consumer holds. One keeps a fast reader's next phrase ready. */
@@ -162,7 +163,8 @@ export class PhraseSynthesizer {
         const input = { text: phrase.text, spoken: phrase.spoken, boundaryAfter: phrase.boundaryAfter, index: this.started++, ...voice };
         const out = await engine.run<{ samples: Float32Array; sampleRate: number }>('synthesizePhrase', input, signal, { account, priority });
         this.inFlight = null;
-        if (!this.ready.push({ ...phrase, samples: out.samples, sampleRate: out.sampleRate })) await this.room();
+        // No room for another until the consumer takes one; a stop ends the wait.
+        if (!this.ready.push({ ...phrase, samples: out.samples, sampleRate: out.sampleRate })) await untilAborted(this.ready.drained(), signal);
       }
     } catch (error) {
       this.failed = { error, whileStopping: signal.aborted };
@@ -171,20 +173,6 @@ export class PhraseSynthesizer {
       this.pending.end();
       this.ready.end();
     }
-  }
-
-  /** Resolves once the consumer has taken enough for the next job, or production was stopped. */
-  private room(): Promise<void> {
-    const signal = this.controller.signal;
-    if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const go = () => {
-        signal.removeEventListener('abort', go);
-        resolve();
-      };
-      signal.addEventListener('abort', go, { once: true });
-      void this.ready.drained().then(go);
-    });
   }
 }
 
