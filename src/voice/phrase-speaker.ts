@@ -115,24 +115,17 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
     const synthesizer = this.synthesizer;
     try {
       for (;;) {
-        const next = synthesizer.take();
-        if (next) {
-          yield* stream.phrase(next);
-          continue;
-        }
-        if (synthesizer.stopped) break;
-        const caughtUp = synthesizer.caughtUp;
-        if (caughtUp && synthesizer.allAdded) break;
-        if (caughtUp && !synthesizer.opening) {
+        if (!synthesizer.hasReady && !synthesizer.stopped && synthesizer.caughtUp && !synthesizer.allAdded && !synthesizer.opening) {
           // Everything said so far is encoded and no text waits: let the last words leave now, not with the next text.
           yield* stream.drain();
           synthesizer.opening = true;
-          // Look again: while the drained audio was being taken, more text or the end may have come, and their
-          // wake found no consumer asleep. Only a check with no await before the sleep below is safe.
+          // Look again: more text, or the end, may have come while the drained audio was being taken.
           continue;
         }
-        if (synthesizer.hasReady || synthesizer.stopped) continue;
-        await synthesizer.changed();
+        // The next phrase, or the end: all phrases spoken, a phrase failed, or stopped (what was ready comes first).
+        const next = await synthesizer.next();
+        if (!next) break;
+        yield* stream.phrase(next);
       }
       // A failed phrase ends the stream after the audio before it, which leaves first.
       if (!synthesizer.cancelled) yield* stream.finish();

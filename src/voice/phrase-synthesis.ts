@@ -16,6 +16,8 @@
  */
 import type { JobOptions } from '../engines/runtime/model-engine.js';
 import type { PlannedPhrase } from '../engines/tts/phrase-plan.js';
+import { AsyncQueue } from '../primitives/async-queue.js';
+import { untilAborted } from '../primitives/until-aborted.js';
 import type { PcmChunk } from './speech-stream.js';
 
 /** Phrases synthesized ahead of the one the consumer holds. One keeps a fast reader's next phrase ready. */
@@ -47,41 +49,42 @@ export interface SynthesizedPhrase extends PhraseToSynthesize {
 }
 
 export class PhraseSynthesizer {
-  private readonly queue: PhraseToSynthesize[] = [];
-  private readonly ready: SynthesizedPhrase[] = [];
+  /** Phrases added and not yet begun; their size is their characters. Taking one puts it in flight. */
+  private readonly pending = new AsyncQueue<PhraseToSynthesize>({ sizeOf: (p) => p.characters, onTake: (p) => (this.inFlight = p) });
+  /** Synthesized phrases not yet taken: the producer pauses at `ahead` of them. Taking one ends the opening. */
+  private readonly ready: AsyncQueue<SynthesizedPhrase>;
   private readonly controller = new AbortController();
   private inFlight: PhraseToSynthesize | null = null;
-  private ended = false; // no more phrases will be added
-  private exited = false; // the producer has stopped: everything it will make is in `ready`
   private failed: { error: unknown; whileStopping: boolean } | null = null;
   private started = 0;
+  private readonly production: Promise<void>;
   /** Nothing is being encoded or waiting (the consumer says so after a pause): the next job is an opening. */
   opening = true;
-  private wakeConsumer: (() => void) | null = null;
-  private wakeProducer: (() => void) | null = null;
   private readonly unlink: () => void;
 
   constructor(private readonly options: SynthesisOptions) {
+    const ahead = options.ahead ?? PHRASES_AHEAD;
+    this.ready = new AsyncQueue({ highWater: ahead - 1, lowWater: ahead - 1, onTake: () => (this.opening = false) });
+    // Stopped: no more phrases are taken in, and the consumer gets the phrases ready, then the end, without
+    // waiting for the job in flight to be cancelled.
+    this.controller.signal.addEventListener('abort', () => (this.pending.end(), this.ready.end()), { once: true });
     const stop = () => this.stop();
     if (options.signal.aborted) this.controller.abort();
     else options.signal.addEventListener('abort', stop, { once: true });
     this.unlink = () => options.signal.removeEventListener('abort', stop);
-    this.controller.signal.addEventListener('abort', () => this.wake(), { once: true });
-    void this.produce();
+    this.production = this.produce();
   }
 
   /** Queues a phrase; ignored once production stopped (stopped, or a phrase failed). */
   add(phrase: PhraseToSynthesize): void {
     if (this.stopped) return;
-    if (this.ended) throw new Error('PhraseSynthesizer: add() after end()');
-    this.queue.push(phrase);
-    this.wake();
+    if (this.pending.ended) throw new Error('PhraseSynthesizer: add() after end()');
+    this.pending.push(phrase);
   }
 
   /** No more phrases: production ends once the queued ones are synthesized. */
   end(): void {
-    this.ended = true;
-    this.wake();
+    this.pending.end();
   }
 
   /** Cancels the job in flight and starts no more. */
@@ -90,19 +93,10 @@ export class PhraseSynthesizer {
     this.controller.abort();
   }
 
-  /** The next synthesized phrase, if one is ready; taking it makes room for the next job. */
-  take(): SynthesizedPhrase | undefined {
-    const next = this.ready.shift();
-    if (next) {
-      this.opening = false;
-      this.wake(); // room for the next phrase: synthesize it while this one is encoded and sent
-    }
-    return next;
-  }
-
-  /** Resolves at the next change (a phrase ready, the end, a stop); check the state again after it. */
-  changed(): Promise<void> {
-    return new Promise((resolve) => (this.wakeConsumer = resolve));
+  /** The next synthesized phrase, once one is ready (taking it makes room for the next job); undefined at the end. */
+  async next(): Promise<SynthesizedPhrase | undefined> {
+    const result = await this.ready.next();
+    return result.done ? undefined : result.value;
   }
 
   /** Stopped, or a phrase failed: nothing more will be synthesized. */
@@ -122,12 +116,12 @@ export class PhraseSynthesizer {
 
   /** No more phrases will come: end() was called, or production stopped. */
   get allAdded(): boolean {
-    return this.ended;
+    return this.pending.ended;
   }
 
   /** Nothing queued and nothing being synthesized. */
   get caughtUp(): boolean {
-    return !this.queue.length && !this.inFlight;
+    return !this.pending.length && !this.inFlight;
   }
 
   get hasReady(): boolean {
@@ -136,66 +130,48 @@ export class PhraseSynthesizer {
 
   /** Phrases queued, being synthesized or waiting to be taken. */
   get owed(): boolean {
-    return this.queue.length > 0 || this.inFlight !== null || this.ready.length > 0;
+    return this.pending.length > 0 || this.inFlight !== null || this.ready.length > 0;
   }
 
   /** Characters queued and not yet synthesized (the job in flight included). */
   get unsynthesizedCharacters(): number {
-    return this.queue.reduce((n, q) => n + q.characters, this.inFlight?.characters ?? 0);
+    return this.pending.size + (this.inFlight?.characters ?? 0);
   }
 
-  /** The synthesized phrases in order; ends when production does, throwing a phrase's failure. Leaving stops it. */
+  /**
+   * The synthesized phrases in order; ends when production does, throwing a phrase's failure (or the
+   * cancelled job's error, when stopped during one). Leaving stops it.
+   */
   async *[Symbol.asyncIterator](): AsyncGenerator<SynthesizedPhrase> {
     try {
-      for (;;) {
-        const next = this.take();
-        if (next) {
-          yield next;
-          continue;
-        }
-        if (this.failed) throw this.failed.error;
-        if (this.exited) return;
-        await this.changed();
-      }
+      for await (const phrase of this.ready) yield phrase;
+      await this.production;
+      if (this.failed) throw this.failed.error;
     } finally {
       this.stop();
     }
-  }
-
-  private wake(): void {
-    const c = this.wakeConsumer;
-    const p = this.wakeProducer;
-    this.wakeConsumer = this.wakeProducer = null;
-    c?.();
-    p?.();
   }
 
   private async produce(): Promise<void> {
     const { engine, voice, account } = this.options;
     const signal = this.controller.signal;
     try {
-      for (;;) {
-        while (!signal.aborted && (this.ready.length >= (this.options.ahead ?? PHRASES_AHEAD) || (!this.queue.length && !this.ended))) {
-          await new Promise<void>((resolve) => (this.wakeProducer = resolve));
-        }
-        const phrase = this.queue.shift();
-        if (signal.aborted || !phrase) return;
-        this.inFlight = phrase;
+      // Leaving this loop (stopped, or a phrase failed) drops the phrases still queued.
+      for await (const phrase of this.pending) {
+        if (signal.aborted) return;
         const priority = this.opening ? 'opening' : 'continuation';
         const input = { text: phrase.text, spoken: phrase.spoken, boundaryAfter: phrase.boundaryAfter, index: this.started++, ...voice };
         const out = await engine.run<{ samples: Float32Array; sampleRate: number }>('synthesizePhrase', input, signal, { account, priority });
         this.inFlight = null;
-        this.ready.push({ ...phrase, samples: out.samples, sampleRate: out.sampleRate });
-        this.wake();
+        // No room for another until the consumer takes one; a stop ends the wait.
+        if (!this.ready.push({ ...phrase, samples: out.samples, sampleRate: out.sampleRate })) await untilAborted(this.ready.drained(), signal);
       }
     } catch (error) {
       this.failed = { error, whileStopping: signal.aborted };
     } finally {
       this.inFlight = null;
-      this.ended = true;
-      this.exited = true;
-      this.queue.length = 0;
-      this.wake();
+      this.pending.end();
+      this.ready.end();
     }
   }
 }

@@ -16,6 +16,7 @@
  */
 import type { EncoderSource } from '../../codecs/encoders/speech-encoders.js';
 import type { SpeechFormat } from '../../codecs/types.js';
+import { untilAborted } from '../../primitives/until-aborted.js';
 import { encodeClip } from '../../voice/phrase-encoder.js';
 import type { PhraseAlignment, SpokenAudio } from '../../voice/phrase-speaker.js';
 import type { Utterance } from '../../voice/utterance.js';
@@ -172,19 +173,6 @@ export class TalkCycle {
     this.remainder = new Uint8Array(0);
     return frame;
   }
-}
-
-/** Resolves when `promise` does or `signal` aborts, whichever comes first. */
-function untilAborted(promise: Promise<void>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    signal.addEventListener('abort', done, { once: true });
-    void promise.then(done);
-  });
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
