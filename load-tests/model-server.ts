@@ -25,7 +25,20 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   // KUMA_BENCH_NODE_FLAGS: extra node flags for the server (e.g. --trace-gc, which NODE_OPTIONS refuses).
   const nodeFlags = (process.env.KUMA_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   // --no-memory-reducer: as npm start runs the server (src/observability/gc-pauses.ts).
-  const child = spawn(process.execPath, ['--no-memory-reducer', ...nodeFlags, ...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []), '--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-memory-reducer',
+      ...nodeFlags,
+      ...(process.env.KUMA_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.KUMA_BENCH_PROF] : []),
+      '--import',
+      'tsx',
+      'load-tests/serve-with-models.ts',
+      path.join(dir, 'kuma.sqlite'),
+      manifest,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) },
+  );
   const hello = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
     let greeted = false;
@@ -42,7 +55,10 @@ export async function startModelServer(models: Array<Record<string, unknown>>, c
   // Models load and warm in the background after the server listens: a benchmark that measured meanwhile
   // (its model-only baseline, its first level) would share the cores with the loading.
   for (const until = Date.now() + 300_000; ; await new Promise((resolve) => setTimeout(resolve, 200))) {
-    const ready = await fetch(`http://127.0.0.1:${hello.port}/readyz`).then((res) => res.ok, () => false);
+    const ready = await fetch(`http://127.0.0.1:${hello.port}/readyz`).then(
+      (res) => res.ok,
+      () => false,
+    );
     if (ready) break;
     if (Date.now() > until) throw new Error("the server's models were not ready within 300 s");
   }

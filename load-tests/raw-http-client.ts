@@ -41,7 +41,12 @@ export class RawHttpClient {
   async post(request: RawPost): Promise<RawResponse> {
     const socket = await this.connected();
     const body = Buffer.from(request.body);
-    const head = [`POST ${request.path} HTTP/1.1`, `Host: ${this.host}:${this.port}`, `Content-Length: ${body.length}`, ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+    const head = [
+      `POST ${request.path} HTTP/1.1`,
+      `Host: ${this.host}:${this.port}`,
+      `Content-Length: ${body.length}`,
+      ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`),
+    ].join('\r\n');
     return new Promise((resolve, reject) => {
       const sentAt = performance.now();
       const reader = new ResponseReader((response) => {

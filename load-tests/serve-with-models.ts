@@ -13,7 +13,9 @@ import { generateApiKey, hashApiKey } from '../src/auth/api-keys.js';
  */
 const PASSED_ENV_PREFIXES = ['KUMA_REALTIME_', 'KUMA_WS_', 'KUMA_TELEPHONY_', 'KUMA_ENGINE_'];
 function realtimeEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => name === 'KUMA_OUTBOUND_ALLOW' || PASSED_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))));
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => name === 'KUMA_OUTBOUND_ALLOW' || PASSED_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))),
+  );
 }
 
 const [dbPath, manifest] = process.argv.slice(2);
@@ -21,7 +23,17 @@ if (!dbPath || !manifest) {
   process.stderr.write('usage: serve.ts <dbPath> <manifest>\n');
   process.exit(2);
 }
-const config = loadConfig(realtimeEnv(), { host: '127.0.0.1', port: 0, dbPath, modelsManifest: manifest, demoPack: false, logLevel: 'warn', rateLimits: false, ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}), ...(process.env.KUMA_ENGINE_NICENESS ? { engineNiceness: Number(process.env.KUMA_ENGINE_NICENESS) } : {}) });
+const config = loadConfig(realtimeEnv(), {
+  host: '127.0.0.1',
+  port: 0,
+  dbPath,
+  modelsManifest: manifest,
+  demoPack: false,
+  logLevel: 'warn',
+  rateLimits: false,
+  ...(process.env.KUMA_ENCODER_THREADS ? { encoderThreads: Number(process.env.KUMA_ENCODER_THREADS) } : {}),
+  ...(process.env.KUMA_ENGINE_NICENESS ? { engineNiceness: Number(process.env.KUMA_ENGINE_NICENESS) } : {}),
+});
 const server = await startKuma({ config });
 await server.enginesReady;
 const account = await server.store.createAccount('load', 1_000_000_000_000);
@@ -42,12 +54,14 @@ if (process.env.KUMA_BENCH_GC) {
     for (const entry of list.getEntries()) {
       const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0;
       const k = byKind.get(kind) ?? { count: 0, ms: 0, max: 0 };
-      k.count++, (k.ms += entry.duration), (k.max = Math.max(k.max, entry.duration));
+      (k.count++, (k.ms += entry.duration), (k.max = Math.max(k.max, entry.duration)));
       byKind.set(kind, k);
     }
   }).observe({ entryTypes: ['gc'] });
   setInterval(() => {
-    process.stderr.write(`gc ${JSON.stringify(Object.fromEntries([...byKind].map(([k, v]) => [k, { count: v.count, ms: Math.round(v.ms), max: Math.round(v.max) }])))}\n`);
+    process.stderr.write(
+      `gc ${JSON.stringify(Object.fromEntries([...byKind].map(([k, v]) => [k, { count: v.count, ms: Math.round(v.ms), max: Math.round(v.max) }])))}\n`,
+    );
     byKind.clear();
   }, 10_000).unref();
 }

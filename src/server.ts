@@ -190,7 +190,11 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
           return { name: 'store', ready: true };
         } catch (err) {
           // /readyz is public: the reason's code, never the driver's message (hosts, socket paths).
-          return { name: 'store', ready: false, detail: err instanceof StoreUnavailableError ? `the account database is unreachable (${err.reason})` : 'the account database failed a query' };
+          return {
+            name: 'store',
+            ready: false,
+            detail: err instanceof StoreUnavailableError ? `the account database is unreachable (${err.reason})` : 'the account database failed a query',
+          };
         }
       },
       async () => engines?.readiness() ?? { name: 'models', ready: true, detail: 'no models configured' },
@@ -216,13 +220,25 @@ export async function startKuma(options: StartOptions): Promise<KumaServer> {
     uploadSpillBytes: config.uploadSpillBytes,
     tmpDir: config.tmpDir,
     streamStallTimeoutMs: config.streamStallTimeoutMs,
-    websocket: { idleTimeoutS: config.wsIdleTimeoutS, maxBufferedBytes: config.wsMaxBufferedBytes, maxSockets: config.wsPreAuthMaxSockets, maxPerAddress: config.wsPreAuthMaxPerAddress },
+    websocket: {
+      idleTimeoutS: config.wsIdleTimeoutS,
+      maxBufferedBytes: config.wsMaxBufferedBytes,
+      maxSockets: config.wsPreAuthMaxSockets,
+      maxPerAddress: config.wsPreAuthMaxPerAddress,
+    },
     tls: config.tlsCert ? { certFile: config.tlsCert, keyFile: config.tlsKey } : undefined,
     // A cluster's workers share the port on purpose; a lone server binds it exclusively (a busy port fails the start).
     sharedPort: config.workers > 1,
   }).catch(async (err: unknown) => {
     // Nothing else of this start may outlive it: the decoder, the encoder threads, the store.
-    await Promise.allSettled([telephony.close(0), vad?.close(), decoder.close(), encoders.close(), ownsEngines ? engines?.close() : undefined, ownsStore ? store.close() : undefined]);
+    await Promise.allSettled([
+      telephony.close(0),
+      vad?.close(),
+      decoder.close(),
+      encoders.close(),
+      ownsEngines ? engines?.close() : undefined,
+      ownsStore ? store.close() : undefined,
+    ]);
     cpuLoad.close();
     keySessions.close();
     throw err;
@@ -299,14 +315,20 @@ async function enginesFromConfig(config: Config, catalog: ModelCatalog, logger: 
     skipped.push(entry.id);
     return false;
   };
-  const registry = EngineRegistry.fromManifest(config.modelsManifest, config.vendor, {
-    intraOpThreads: config.engineIntraOpThreads,
-    interOpThreads: config.engineInterOpThreads,
-    niceness: config.engineNiceness,
-    maxAutoReplicas: config.engineReplicasMax,
-    executionProviders: config.engineExecutionProviders,
-    sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
-  }, keep);
-  if (skipped.length) logger.info({ models: skipped, retirementDate: catalog.retirementDate }, 'not loading retired models (KUMA_LOAD_RETIRED_MODELS=true loads them)');
+  const registry = EngineRegistry.fromManifest(
+    config.modelsManifest,
+    config.vendor,
+    {
+      intraOpThreads: config.engineIntraOpThreads,
+      interOpThreads: config.engineInterOpThreads,
+      niceness: config.engineNiceness,
+      maxAutoReplicas: config.engineReplicasMax,
+      executionProviders: config.engineExecutionProviders,
+      sharedWeights: config.engineShareWeights ? { cacheDir: path.resolve(config.modelCacheDir), minBytes: 64 * 1024 * 1024 } : null,
+    },
+    keep,
+  );
+  if (skipped.length)
+    logger.info({ models: skipped, retirementDate: catalog.retirementDate }, 'not loading retired models (KUMA_LOAD_RETIRED_MODELS=true loads them)');
   return registry;
 }

@@ -98,7 +98,8 @@ export async function setupTelephony(deps: TelephonySetupDeps): Promise<Telephon
       })
     : null;
   const routes: RouteDef[] = [callTokenRoute({ tokenSecret, outbound: policy })];
-  if (service) routes.push(...carrierRoutes({ telephony: service, twilioAuthToken: config.twilioAuthToken, publicUrl: config.publicUrl }), callEventsRoute(service));
+  if (service)
+    routes.push(...carrierRoutes({ telephony: service, twilioAuthToken: config.twilioAuthToken, publicUrl: config.publicUrl }), callEventsRoute(service));
   let audioSocket: AudioSocketListener | null = null;
   if (service && config.audioSocketPort !== undefined) {
     const settings = audioSocketSettings(config.audioSocketSettings);

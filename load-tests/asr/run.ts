@@ -19,8 +19,13 @@ function wav(samples: Float32Array, rate: number): Buffer {
   const data = Buffer.alloc(samples.length * 2);
   samples.forEach((v, i) => data.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
   const h = Buffer.alloc(44);
-  h.write('RIFF', 0), h.writeUInt32LE(36 + data.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(rate, 24), h.writeUInt32LE(rate * 2, 28), h.writeUInt16LE(2, 32), h.writeUInt16LE(16, 34), h.write('data', 36), h.writeUInt32LE(data.length, 40);
+  (h.write('RIFF', 0), h.writeUInt32LE(36 + data.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22));
+  (h.writeUInt32LE(rate, 24),
+    h.writeUInt32LE(rate * 2, 28),
+    h.writeUInt16LE(2, 32),
+    h.writeUInt16LE(16, 34),
+    h.write('data', 36),
+    h.writeUInt32LE(data.length, 40));
   return Buffer.concat([h, data]);
 }
 
@@ -54,16 +59,35 @@ async function one(): Promise<Sample> {
 const pct = percentile;
 
 await Promise.all(Array.from({ length: 4 }, one)); // warm-up
-const rows = ['| clients | requests | 200 | other | req/s | audio × real time | p50 ms | p99 ms | engine p50 ms | decode p50 ms | overhead p50 ms | overhead p99 ms |', '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'];
+const rows = [
+  '| clients | requests | 200 | other | req/s | audio × real time | p50 ms | p99 ms | engine p50 ms | decode p50 ms | overhead p50 ms | overhead p99 ms |',
+  '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+];
 for (const clients of LEVELS) {
   const samples: Sample[] = [];
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < PER_CLIENT; i++) samples.push(await one()); }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let i = 0; i < PER_CLIENT; i++) samples.push(await one());
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   const ok = samples.filter((s) => s.status === 200);
   const overhead = ok.map((s) => s.ms - s.engineMs);
   rows.push(
-    `| ${clients} | ${samples.length} | ${ok.length} | ${samples.length - ok.length} | ${(ok.length / seconds).toFixed(1)} | ${((ok.length * audioSeconds) / seconds).toFixed(0)} | ${pct(ok.map((s) => s.ms), 50).toFixed(0)} | ${pct(ok.map((s) => s.ms), 99).toFixed(0)} | ${pct(ok.map((s) => s.engineMs), 50).toFixed(0)} | ${pct(ok.map((s) => s.decodeMs), 50).toFixed(1)} | ${pct(overhead, 50).toFixed(1)} | ${pct(overhead, 99).toFixed(1)} |`,
+    `| ${clients} | ${samples.length} | ${ok.length} | ${samples.length - ok.length} | ${(ok.length / seconds).toFixed(1)} | ${((ok.length * audioSeconds) / seconds).toFixed(0)} | ${pct(
+      ok.map((s) => s.ms),
+      50,
+    ).toFixed(0)} | ${pct(
+      ok.map((s) => s.ms),
+      99,
+    ).toFixed(0)} | ${pct(
+      ok.map((s) => s.engineMs),
+      50,
+    ).toFixed(0)} | ${pct(
+      ok.map((s) => s.decodeMs),
+      50,
+    ).toFixed(1)} | ${pct(overhead, 50).toFixed(1)} | ${pct(overhead, 99).toFixed(1)} |`,
   );
   process.stdout.write(rows.at(-1)! + '\n');
 }

@@ -47,7 +47,16 @@ const sentences = fs
   .readFileSync(FLORES, 'utf8')
   .split('\n')
   .slice(0, Number(values.sentences))
-  .map((line) => [...line.toLowerCase()].filter((c) => DEMO_SYMBOLS.includes(c)).join('').replace(/ +/g, ' ').trim().split(' ').slice(0, 8).join(' '))
+  .map((line) =>
+    [...line.toLowerCase()]
+      .filter((c) => DEMO_SYMBOLS.includes(c))
+      .join('')
+      .replace(/ +/g, ' ')
+      .trim()
+      .split(' ')
+      .slice(0, 8)
+      .join(' '),
+  )
   .filter((line) => line.length > 0);
 
 function s16(samples: Float32Array): Buffer {
@@ -70,7 +79,26 @@ function hasValgrind(): boolean {
 /** Instructions ffmpeg executes to encode `pcm` with `args` (start-up included; the same for every row). */
 function instructions(args: string[], pcm: Buffer): number {
   const out = path.join(fs.mkdtempSync('/tmp/kuma-cg-'), 'callgrind.out');
-  const command = ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`, FFMPEG, '-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(RATE), '-ac', '1', '-i', 'pipe:0', ...args, '-y', '/dev/null'];
+  const command = [
+    'valgrind',
+    '--tool=callgrind',
+    `--callgrind-out-file=${out}`,
+    FFMPEG,
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-f',
+    's16le',
+    '-ar',
+    String(RATE),
+    '-ac',
+    '1',
+    '-i',
+    'pipe:0',
+    ...args,
+    '-y',
+    '/dev/null',
+  ];
   const run = spawnSync(command[0]!, command.slice(1), { input: pcm, maxBuffer: 1 << 28 });
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   const collected = /Collected\s*:\s*(\d+)/.exec(run.stderr.toString());
@@ -101,7 +129,11 @@ async function transcribe(bytes: Buffer): Promise<string> {
   const form = new FormData();
   form.append('model', 'sunjata-1');
   form.append('file', new Blob([bytes]), 'speech.bin');
-  const res = await fetch(`http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form });
+  const res = await fetch(`http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.apiKey}` },
+    body: form,
+  });
   const body = (await res.json()) as { text?: string };
   if (res.status !== 200 || typeof body.text !== 'string') throw new Error(`transcription failed (${res.status}): ${JSON.stringify(body)}`);
   return body.text;
@@ -125,7 +157,9 @@ try {
       errors += editDistance(heard, text);
       characters += text.length;
     }
-    rows.push(`| ${candidate.name} | ${costs[index]} | ${((bytes * 8) / seconds / 1000).toFixed(1)} | ${exact}/${sentences.length} | ${((100 * errors) / characters).toFixed(2)} % |`);
+    rows.push(
+      `| ${candidate.name} | ${costs[index]} | ${((bytes * 8) / seconds / 1000).toFixed(1)} | ${exact}/${sentences.length} | ${((100 * errors) / characters).toFixed(2)} % |`,
+    );
     process.stdout.write(rows.at(-1)! + '\n');
   }
 } finally {

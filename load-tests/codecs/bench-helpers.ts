@@ -5,7 +5,7 @@ import { speakDemo } from '../../models/generator/demo-voice.js';
 export function speechAt(rate: number, totalSeconds: number): Float32Array {
   const text = 'i ni ce a ka kɛnɛ wa n bɛ taa sugu la ɔ ɲɔ ŋa ';
   const out = new Float32Array(Math.round(totalSeconds * rate));
-  for (let offset = 0; offset < out.length; ) {
+  for (let offset = 0; offset < out.length;) {
     const piece = speakDemo(text, rate).samples;
     out.set(piece.subarray(0, Math.min(piece.length, out.length - offset)), offset);
     offset += piece.length;

@@ -22,7 +22,12 @@ const RATE = 16000;
 const SLICE = RATE / 10;
 
 const { values } = parseArgs({
-  options: { streams: { type: 'string', default: '50' }, seconds: { type: 'string', default: '3' }, threads: { type: 'string' }, 'no-write': { type: 'boolean', default: false } },
+  options: {
+    streams: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '3' },
+    threads: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
 });
 const streams = Number(values.streams);
 const seconds = Number(values.seconds);
@@ -114,7 +119,9 @@ for (const format of POOLED_FORMATS) {
   for (const [, create] of modes) await run(format, create); // untimed warm-up of both paths
   for (const [mode, create] of modes) {
     const r = await run(format, create);
-    rows.push(`| ${format} | ${mode} | ${r.xrt.toFixed(0)} | ${r.usPerSlice.toFixed(0)} | ${r.delayP99.toFixed(1)} | ${r.delayMax.toFixed(1)} | ${r.firstP50.toFixed(1)} | ${r.firstP99.toFixed(1)} |`);
+    rows.push(
+      `| ${format} | ${mode} | ${r.xrt.toFixed(0)} | ${r.usPerSlice.toFixed(0)} | ${r.delayP99.toFixed(1)} | ${r.delayMax.toFixed(1)} | ${r.firstP50.toFixed(1)} | ${r.firstP99.toFixed(1)} |`,
+    );
     process.stdout.write(rows.at(-1)! + '\n');
   }
 }

@@ -15,7 +15,22 @@ export const FFMPEG_FORMAT_ARGS: Partial<Record<SpeechFormat, string[]>> = {
   mp3: ['-c:a', 'libmp3lame', '-b:a', '48k', '-f', 'mp3'],
   opus: ['-c:a', 'libopus', '-b:a', '32k', '-application', 'voip', '-frame_duration', '20', '-f', 'ogg'],
   aac: ['-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-q:a', '0.7', '-f', 'adts'],
-  fmp4: ['-c:a', 'aac', '-aac_coder', 'fast', '-aac_tns', '0', '-aac_pns', '0', '-q:a', '0.7', '-f', 'mp4', '-movflags', 'frag_keyframe+empty_moov+default_base_moof'],
+  fmp4: [
+    '-c:a',
+    'aac',
+    '-aac_coder',
+    'fast',
+    '-aac_tns',
+    '0',
+    '-aac_pns',
+    '0',
+    '-q:a',
+    '0.7',
+    '-f',
+    'mp4',
+    '-movflags',
+    'frag_keyframe+empty_moov+default_base_moof',
+  ],
   flac: ['-c:a', 'flac', '-f', 'flac'],
 };
 

@@ -24,7 +24,9 @@ const SPEED_RUNS = 5;
 /** ffmpeg runs per format for the baseline columns (medians): the control for how busy the machine is. */
 const FFMPEG_RUNS = 3;
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, 'no-write': { type: 'boolean', default: false }, repeats: { type: 'string', default: '5' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '30' }, 'no-write': { type: 'boolean', default: false }, repeats: { type: 'string', default: '5' } },
+});
 const seconds = Number(values.seconds);
 const repeats = Number(values.repeats);
 
@@ -62,7 +64,9 @@ function childCpuSeconds(pid: number): number {
 async function kumaSpeed(format: SpeechFormat): Promise<{ xrtCpu: number; xrtWall: number; bytes: number }> {
   const before = new Set(sharedAacPool().pids().inUse);
   const encoder = await createEncoder(format, { inputRate: RATE });
-  const child = sharedAacPool().pids().inUse.find((pid) => !before.has(pid));
+  const child = sharedAacPool()
+    .pids()
+    .inUse.find((pid) => !before.has(pid));
   const childCpu0 = child ? childCpuSeconds(child) : 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -112,12 +116,34 @@ function ffmpegRun(format: SpeechFormat): Promise<{ firstMs: number; xrtWall: nu
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let first = -1;
-    const child = spawn(ffmpegBinary(), ['-hide_banner', '-loglevel', 'error', '-probesize', '32', '-analyzeduration', '0', '-fflags', '+nobuffer', '-f', 's16le', '-ar', String(RATE), '-ac', '1', '-i', 'pipe:0', ...args, 'pipe:1']);
+    const child = spawn(ffmpegBinary(), [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-probesize',
+      '32',
+      '-analyzeduration',
+      '0',
+      '-fflags',
+      '+nobuffer',
+      '-f',
+      's16le',
+      '-ar',
+      String(RATE),
+      '-ac',
+      '1',
+      '-i',
+      'pipe:0',
+      ...args,
+      'pipe:1',
+    ]);
     child.stdout.on('data', () => {
       if (first < 0) first = performance.now() - t0;
     });
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve({ firstMs: first, xrtWall: seconds / ((performance.now() - t0) / 1000) }) : reject(new Error(`ffmpeg ${format} exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve({ firstMs: first, xrtWall: seconds / ((performance.now() - t0) / 1000) }) : reject(new Error(`ffmpeg ${format} exited ${code}`)),
+    );
     child.stdin.end(s16);
   });
 }
@@ -141,7 +167,11 @@ async function main(): Promise<void> {
     const runs: Array<Awaited<ReturnType<typeof kumaSpeed>>> = [];
     await kumaSpeed(format); // untimed: a server has its encoders' code compiled (JIT) after its first streams
     for (let r = 0; r < SPEED_RUNS; r++) runs.push(await kumaSpeed(format));
-    const speed = { xrtCpu: median(runs.map((run) => run.xrtCpu)), best: Math.max(...runs.map((run) => run.xrtCpu)), xrtWall: median(runs.map((run) => run.xrtWall)) };
+    const speed = {
+      xrtCpu: median(runs.map((run) => run.xrtCpu)),
+      best: Math.max(...runs.map((run) => run.xrtCpu)),
+      xrtWall: median(runs.map((run) => run.xrtWall)),
+    };
     const first = await kumaFirstChunk(format);
     const ffRuns: Array<{ firstMs: number; xrtWall: number }> = [];
     for (let r = 0; r < FFMPEG_RUNS; r++) {
@@ -159,7 +189,7 @@ async function main(): Promise<void> {
   await closeSharedAacPool();
   const notes = [
     `Input: ${seconds} s of the demo voice at 24 kHz mono; speed with 100 ms pushes (the speech pipeline's slice), median (and best) of ${SPEED_RUNS} whole-stream encodes after one untimed one — the target is judged on the median; first-chunk latency is the median of ${repeats} fresh encoders (warm wasm and warm AAC pool), pushing chunks back to back: first bytes of any kind (headers count), and first bytes once a codec frame of audio is in (two for AAC, whose encoder primes one frame).`,
-    'CPU is this whole Node process (all its threads, process.cpuUsage); for aac/fmp4 the encoding runs in a pooled ffmpeg process whose CPU (from /proc) is added; the wall column also includes the waits on its round trips. Kuma\'s AAC: -q:a 0.7 (VBR) -aac_coder fast -aac_tns 0 -aac_pns 0; the ffmpeg baseline uses the same settings.',
+    "CPU is this whole Node process (all its threads, process.cpuUsage); for aac/fmp4 the encoding runs in a pooled ffmpeg process whose CPU (from /proc) is added; the wall column also includes the waits on its round trips. Kuma's AAC: -q:a 0.7 (VBR) -aac_coder fast -aac_tns 0 -aac_pns 0; the ffmpeg baseline uses the same settings.",
     `ffmpeg: ${ffmpegBinary()} ${process.env.KUMA_FFMPEG_PATH ? '' : '(system ffmpeg if on PATH, else the npm static build)'}, median of ${FFMPEG_RUNS} runs, one process per run with -probesize 32 -analyzeduration 0 -fflags +nobuffer; its times include the process start, which is what a per-request ffmpeg would cost.`,
   ];
   recordSection('codecs', notes, rows, !values['no-write']);

@@ -57,7 +57,10 @@ async function main(): Promise<void> {
     '|---|---:|---:|---|---:|---:|',
   ];
   /** Median µs per slice at each rate, after one untimed stream (JIT and wasm warm, as in a running server). */
-  const measure = async (format: SpeechFormat, create: (format: SpeechFormat, options: { inputRate: number }) => Promise<StreamingEncoder>): Promise<number[]> => {
+  const measure = async (
+    format: SpeechFormat,
+    create: (format: SpeechFormat, options: { inputRate: number }) => Promise<StreamingEncoder>,
+  ): Promise<number[]> => {
     const cells: number[] = [];
     for (const rate of RATES) {
       await streamCost(format, rate, inputs.get(rate)!, create);
@@ -70,7 +73,9 @@ async function main(): Promise<void> {
   for (const format of SPEECH_FORMATS) {
     const direct = await measure(format, createInThreadEncoder);
     const pooled = POOLED_FORMATS.has(format) && sharedEncoderPool() ? (await measure(format, createEncoder)).map((v) => v.toFixed(0)) : ['—', '—'];
-    rows.push(`| ${format} | ${direct[0]!.toFixed(0)} | ${direct[1]!.toFixed(0)} | ${Math.max(...direct) > 300 ? 'yes' : 'no'} | ${pooled[0]} | ${pooled[1]} |`);
+    rows.push(
+      `| ${format} | ${direct[0]!.toFixed(0)} | ${direct[1]!.toFixed(0)} | ${Math.max(...direct) > 300 ? 'yes' : 'no'} | ${pooled[0]} | ${pooled[1]} |`,
+    );
     process.stdout.write(rows.at(-1)! + '\n');
   }
   await closeSharedAacPool();

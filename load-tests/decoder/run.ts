@@ -17,7 +17,26 @@ const ROUNDS = Number(values.rounds);
 const ffmpeg = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
 /** `seconds` of a chirp as a 44.1 kHz mono MP3 (the common upload), encoded by ffmpeg. */
 function mp3(seconds: number): Uint8Array {
-  const r = spawnSync(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', `sine=frequency=300:sample_rate=44100:duration=${seconds}`, '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 28 });
+  const r = spawnSync(
+    ffmpeg,
+    [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      `sine=frequency=300:sample_rate=44100:duration=${seconds}`,
+      '-c:a',
+      'libmp3lame',
+      '-b:a',
+      '64k',
+      '-f',
+      'mp3',
+      'pipe:1',
+    ],
+    { maxBuffer: 1 << 28 },
+  );
   if (r.status !== 0) throw new Error(String(r.stderr));
   return new Uint8Array(r.stdout);
 }
@@ -57,14 +76,19 @@ for (const c of cases) {
   }
   const b = percentile(base, 50);
   const p = percentile(pool_, 50);
-  const windows = Math.ceil((c.name.startsWith('5 s') ? 5 : 600) * 16000 / c.windowSamples);
-  rows.push(`| ${c.name} | ${(c.bytes.length / 1024).toFixed(0)} KB | ${b.toFixed(1)} | ${p.toFixed(1)} | ${(p / b).toFixed(2)}× | ${((p - b) / windows).toFixed(2)} |`);
+  const windows = Math.ceil(((c.name.startsWith('5 s') ? 5 : 600) * 16000) / c.windowSamples);
+  rows.push(
+    `| ${c.name} | ${(c.bytes.length / 1024).toFixed(0)} KB | ${b.toFixed(1)} | ${p.toFixed(1)} | ${(p / b).toFixed(2)}× | ${((p - b) / windows).toFixed(2)} |`,
+  );
 }
 await pool.close();
 
 recordSection(
   'decoder pool overhead',
-  [`Rounds: ${ROUNDS} per case; one pool child; baseline: the same decode on the calling thread, same run`, `First upload through a new pool (start + decode of 5 s): ${firstMs.toFixed(0)} ms`],
+  [
+    `Rounds: ${ROUNDS} per case; one pool child; baseline: the same decode on the calling thread, same run`,
+    `First upload through a new pool (start + decode of 5 s): ${firstMs.toFixed(0)} ms`,
+  ],
   ['| upload | size | in-thread p50 ms | pool p50 ms | ratio | overhead ms per window |', '|---|---|---|---|---|---|', ...rows],
   !values['no-write'],
 );

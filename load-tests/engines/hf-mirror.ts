@@ -37,7 +37,8 @@ function linkLayout(from: string, to: string, modelFile: string): void {
   }
 }
 
-const tokenizerJson = (fields: Record<string, unknown>) => JSON.stringify({ version: '1.0', truncation: null, padding: null, post_processor: null, ...fields }, null, 1);
+const tokenizerJson = (fields: Record<string, unknown>) =>
+  JSON.stringify({ version: '1.0', truncation: null, padding: null, post_processor: null, ...fields }, null, 1);
 
 /**
  * Wav2Vec2CTCTokenizer as tokenizer.json: one token per character (spaces become the word delimiter),
@@ -51,7 +52,15 @@ function wav2vec2Tokenizer(dir: string): string {
   const delimiter = String(config.word_delimiter_token ?? '|');
   const specials = [pad, String(config.unk_token ?? '<unk>')].filter((t) => t in vocab);
   return tokenizerJson({
-    added_tokens: specials.map((content) => ({ id: vocab[content], content, single_word: false, lstrip: true, rstrip: true, normalized: false, special: true })),
+    added_tokens: specials.map((content) => ({
+      id: vocab[content],
+      content,
+      single_word: false,
+      lstrip: true,
+      rstrip: true,
+      normalized: false,
+      special: true,
+    })),
     normalizer: { type: 'Replace', pattern: { String: ' ' }, content: delimiter },
     pre_tokenizer: { type: 'Split', pattern: { Regex: '' }, behavior: 'Isolated', invert: false },
     decoder: { type: 'CTC', pad_token: pad, word_delimiter_token: delimiter, cleanup: true },

@@ -11,7 +11,16 @@
 import { GraphBuilder } from '../../src/engines/onnx/graph-builder.js';
 import { ort } from '../../src/engines/onnx/session.js';
 import {
-  centredWindow, finishLogMel, periodicHann, whisperMelFilters, WHISPER_BINS, WHISPER_FRAMES, WHISPER_HOP, WHISPER_N_FFT, WHISPER_WINDOW_SAMPLES, type WhisperMels,
+  centredWindow,
+  finishLogMel,
+  periodicHann,
+  whisperMelFilters,
+  WHISPER_BINS,
+  WHISPER_FRAMES,
+  WHISPER_HOP,
+  WHISPER_N_FFT,
+  WHISPER_WINDOW_SAMPLES,
+  type WhisperMels,
 } from '../../src/engines/asr/whisper-features.js';
 
 /** Mixed-radix decimation-in-time complex FFT, in place on `re`/`im` after loading them in `perm` order. */
@@ -21,19 +30,33 @@ class ComplexFft {
   readonly perm: Uint32Array;
   private readonly stages: Array<{ p: number; L: number; wr: Float64Array; wi: Float64Array }> = [];
 
-  constructor(readonly n: number, factors: number[]) {
+  constructor(
+    readonly n: number,
+    factors: number[],
+  ) {
     // Input order: the last stage combines p decimated sub-sequences laid out one after another, recursively.
     const order = (list: number[], f: number[]): number[] => {
       if (!f.length) return list;
       const p = f[f.length - 1]!;
-      return Array.from({ length: p }, (_, q) => order(list.filter((_, i) => i % p === q), f.slice(0, -1))).flat();
+      return Array.from({ length: p }, (_, q) =>
+        order(
+          list.filter((_, i) => i % p === q),
+          f.slice(0, -1),
+        ),
+      ).flat();
     };
-    this.perm = Uint32Array.from(order(Array.from({ length: n }, (_, i) => i), factors));
+    this.perm = Uint32Array.from(
+      order(
+        Array.from({ length: n }, (_, i) => i),
+        factors,
+      ),
+    );
     let L = 1;
     for (const p of factors) {
       const wr = new Float64Array(L * p);
       const wi = new Float64Array(L * p);
-      for (let j = 0; j < L; j++) for (let q = 0; q < p; q++) [wr[j * p + q], wi[j * p + q]] = [Math.cos((-2 * Math.PI * j * q) / (L * p)), Math.sin((-2 * Math.PI * j * q) / (L * p))];
+      for (let j = 0; j < L; j++)
+        for (let q = 0; q < p; q++) [wr[j * p + q], wi[j * p + q]] = [Math.cos((-2 * Math.PI * j * q) / (L * p)), Math.sin((-2 * Math.PI * j * q) / (L * p))];
       this.stages.push({ p, L, wr, wi });
       L *= p;
     }
@@ -54,9 +77,15 @@ class ComplexFft {
     const { re, im, n } = this;
     for (let b = 0; b < n; b += 2 * L) {
       for (let j = 0; j < L; j++) {
-        const i0 = b + j, i1 = i0 + L, w = 2 * j + 1;
-        const tr = re[i1]! * wr[w]! - im[i1]! * wi[w]!, ti = re[i1]! * wi[w]! + im[i1]! * wr[w]!;
-        re[i1] = re[i0]! - tr; im[i1] = im[i0]! - ti; re[i0] = re[i0]! + tr; im[i0] = im[i0]! + ti;
+        const i0 = b + j,
+          i1 = i0 + L,
+          w = 2 * j + 1;
+        const tr = re[i1]! * wr[w]! - im[i1]! * wi[w]!,
+          ti = re[i1]! * wi[w]! + im[i1]! * wr[w]!;
+        re[i1] = re[i0]! - tr;
+        im[i1] = im[i0]! - ti;
+        re[i0] = re[i0]! + tr;
+        im[i0] = im[i0]! + ti;
       }
     }
   }
@@ -65,39 +94,90 @@ class ComplexFft {
     const { re, im, n } = this;
     for (let b = 0; b < n; b += 4 * L) {
       for (let j = 0; j < L; j++) {
-        const i0 = b + j, i1 = i0 + L, i2 = i1 + L, i3 = i2 + L, w = 4 * j;
-        const a0r = re[i0]!, a0i = im[i0]!;
-        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!, a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
-        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!, a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
-        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!, a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
-        const s02r = a0r + a2r, s02i = a0i + a2i, d02r = a0r - a2r, d02i = a0i - a2i;
-        const s13r = a1r + a3r, s13i = a1i + a3i, d13r = a1r - a3r, d13i = a1i - a3i;
+        const i0 = b + j,
+          i1 = i0 + L,
+          i2 = i1 + L,
+          i3 = i2 + L,
+          w = 4 * j;
+        const a0r = re[i0]!,
+          a0i = im[i0]!;
+        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!,
+          a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
+        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!,
+          a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
+        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!,
+          a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
+        const s02r = a0r + a2r,
+          s02i = a0i + a2i,
+          d02r = a0r - a2r,
+          d02i = a0i - a2i;
+        const s13r = a1r + a3r,
+          s13i = a1i + a3i,
+          d13r = a1r - a3r,
+          d13i = a1i - a3i;
         // W4 = −i: outputs 1 and 3 are d02 ∓ i·d13.
-        re[i0] = s02r + s13r; im[i0] = s02i + s13i; re[i2] = s02r - s13r; im[i2] = s02i - s13i;
-        re[i1] = d02r + d13i; im[i1] = d02i - d13r; re[i3] = d02r - d13i; im[i3] = d02i + d13r;
+        re[i0] = s02r + s13r;
+        im[i0] = s02i + s13i;
+        re[i2] = s02r - s13r;
+        im[i2] = s02i - s13i;
+        re[i1] = d02r + d13i;
+        im[i1] = d02i - d13r;
+        re[i3] = d02r - d13i;
+        im[i3] = d02i + d13r;
       }
     }
   }
 
   private radix5(L: number, wr: Float64Array, wi: Float64Array): void {
     const { re, im, n } = this;
-    const c1 = Math.cos((2 * Math.PI) / 5), c2 = Math.cos((4 * Math.PI) / 5), s1 = Math.sin((2 * Math.PI) / 5), s2 = Math.sin((4 * Math.PI) / 5);
+    const c1 = Math.cos((2 * Math.PI) / 5),
+      c2 = Math.cos((4 * Math.PI) / 5),
+      s1 = Math.sin((2 * Math.PI) / 5),
+      s2 = Math.sin((4 * Math.PI) / 5);
     for (let b = 0; b < n; b += 5 * L) {
       for (let j = 0; j < L; j++) {
-        const i0 = b + j, i1 = i0 + L, i2 = i1 + L, i3 = i2 + L, i4 = i3 + L, w = 5 * j;
-        const a0r = re[i0]!, a0i = im[i0]!;
-        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!, a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
-        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!, a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
-        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!, a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
-        const a4r = re[i4]! * wr[w + 4]! - im[i4]! * wi[w + 4]!, a4i = re[i4]! * wi[w + 4]! + im[i4]! * wr[w + 4]!;
-        const s14r = a1r + a4r, s14i = a1i + a4i, d14r = a1r - a4r, d14i = a1i - a4i;
-        const s23r = a2r + a3r, s23i = a2i + a3i, d23r = a2r - a3r, d23i = a2i - a3i;
-        re[i0] = a0r + s14r + s23r; im[i0] = a0i + s14i + s23i;
-        const t1r = a0r + c1 * s14r + c2 * s23r, t1i = a0i + c1 * s14i + c2 * s23i;
-        const t2r = a0r + c2 * s14r + c1 * s23r, t2i = a0i + c2 * s14i + c1 * s23i;
-        const u1r = s1 * d14r + s2 * d23r, u1i = s1 * d14i + s2 * d23i, u2r = s2 * d14r - s1 * d23r, u2i = s2 * d14i - s1 * d23i;
-        re[i1] = t1r + u1i; im[i1] = t1i - u1r; re[i4] = t1r - u1i; im[i4] = t1i + u1r;
-        re[i2] = t2r + u2i; im[i2] = t2i - u2r; re[i3] = t2r - u2i; im[i3] = t2i + u2r;
+        const i0 = b + j,
+          i1 = i0 + L,
+          i2 = i1 + L,
+          i3 = i2 + L,
+          i4 = i3 + L,
+          w = 5 * j;
+        const a0r = re[i0]!,
+          a0i = im[i0]!;
+        const a1r = re[i1]! * wr[w + 1]! - im[i1]! * wi[w + 1]!,
+          a1i = re[i1]! * wi[w + 1]! + im[i1]! * wr[w + 1]!;
+        const a2r = re[i2]! * wr[w + 2]! - im[i2]! * wi[w + 2]!,
+          a2i = re[i2]! * wi[w + 2]! + im[i2]! * wr[w + 2]!;
+        const a3r = re[i3]! * wr[w + 3]! - im[i3]! * wi[w + 3]!,
+          a3i = re[i3]! * wi[w + 3]! + im[i3]! * wr[w + 3]!;
+        const a4r = re[i4]! * wr[w + 4]! - im[i4]! * wi[w + 4]!,
+          a4i = re[i4]! * wi[w + 4]! + im[i4]! * wr[w + 4]!;
+        const s14r = a1r + a4r,
+          s14i = a1i + a4i,
+          d14r = a1r - a4r,
+          d14i = a1i - a4i;
+        const s23r = a2r + a3r,
+          s23i = a2i + a3i,
+          d23r = a2r - a3r,
+          d23i = a2i - a3i;
+        re[i0] = a0r + s14r + s23r;
+        im[i0] = a0i + s14i + s23i;
+        const t1r = a0r + c1 * s14r + c2 * s23r,
+          t1i = a0i + c1 * s14i + c2 * s23i;
+        const t2r = a0r + c2 * s14r + c1 * s23r,
+          t2i = a0i + c2 * s14i + c1 * s23i;
+        const u1r = s1 * d14r + s2 * d23r,
+          u1i = s1 * d14i + s2 * d23i,
+          u2r = s2 * d14r - s1 * d23r,
+          u2i = s2 * d14i - s1 * d23i;
+        re[i1] = t1r + u1i;
+        im[i1] = t1i - u1r;
+        re[i4] = t1r - u1i;
+        im[i4] = t1i + u1r;
+        re[i2] = t2r + u2i;
+        im[i2] = t2i - u2r;
+        re[i3] = t2r - u2i;
+        im[i3] = t2i + u2r;
       }
     }
   }
@@ -114,7 +194,10 @@ export function jsFftLogMel(samples16k: Float32Array, nMels: WhisperMels): Float
   const sin = Float64Array.from({ length: half }, (_, k) => Math.sin((2 * Math.PI * k) / WHISPER_N_FFT));
   // Each mel triangle touches a handful of bins: keep only its non-zero span.
   const spans = whisperMelFilters(nMels).map((row) => {
-    const first = Math.max(0, row.findIndex((v) => v > 0));
+    const first = Math.max(
+      0,
+      row.findIndex((v) => v > 0),
+    );
     let last = row.length - 1;
     while (last > first && row[last] === 0) last--;
     return { first, weights: Float64Array.from(row.subarray(first, last + 1)) };
@@ -133,9 +216,16 @@ export function jsFftLogMel(samples16k: Float32Array, nMels: WhisperMels): Float
     power[0] = (re[0]! + im[0]!) ** 2;
     power[half] = (re[0]! - im[0]!) ** 2;
     for (let k = 1; k < half; k++) {
-      const zr = re[k]!, zi = im[k]!, cr = re[half - k]!, ci = -im[half - k]!;
-      const er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci), or = 0.5 * (zi - ci), oi = -0.5 * (zr - cr);
-      const xr = er + cos[k]! * or + sin[k]! * oi, xi = ei + cos[k]! * oi - sin[k]! * or;
+      const zr = re[k]!,
+        zi = im[k]!,
+        cr = re[half - k]!,
+        ci = -im[half - k]!;
+      const er = 0.5 * (zr + cr),
+        ei = 0.5 * (zi + ci),
+        or = 0.5 * (zi - ci),
+        oi = -0.5 * (zr - cr);
+      const xr = er + cos[k]! * or + sin[k]! * oi,
+        xi = ei + cos[k]! * oi - sin[k]! * or;
       power[k] = xr * xr + xi * xi;
     }
     for (let m = 0; m < nMels; m++) {
@@ -164,7 +254,9 @@ function melTail(g: GraphBuilder, power: string, nMels: WhisperMels): void {
 function paddedAudio(g: GraphBuilder): string {
   const audio = g.input('audio', 'float', [WHISPER_WINDOW_SAMPLES]);
   const pad = WHISPER_N_FFT / 2;
-  const padded = g.op('Pad', [g.op('Reshape', [audio, g.int64s([1, 1, WHISPER_WINDOW_SAMPLES])]), g.int64s([0, 0, pad, 0, 0, pad])], { mode: { s: 'reflect' } });
+  const padded = g.op('Pad', [g.op('Reshape', [audio, g.int64s([1, 1, WHISPER_WINDOW_SAMPLES])]), g.int64s([0, 0, pad, 0, 0, pad])], {
+    mode: { s: 'reflect' },
+  });
   const length = (WHISPER_FRAMES - 1) * WHISPER_HOP + WHISPER_N_FFT;
   return g.op('Slice', [padded, g.int64s([0]), g.int64s([length]), g.int64s([2])]);
 }
@@ -190,7 +282,10 @@ export function convDftGraph(nMels: WhisperMels): Uint8Array {
       kernels[(WHISPER_BINS + k) * WHISPER_N_FFT + n] = hann[n]! * Math.sin(phase);
     }
   }
-  const spec = g.op('Conv', [paddedAudio(g), g.floats(kernels, [2 * WHISPER_BINS, 1, WHISPER_N_FFT])], { strides: { ints: [WHISPER_HOP] }, kernel_shape: { ints: [WHISPER_N_FFT] } });
+  const spec = g.op('Conv', [paddedAudio(g), g.floats(kernels, [2 * WHISPER_BINS, 1, WHISPER_N_FFT])], {
+    strides: { ints: [WHISPER_HOP] },
+    kernel_shape: { ints: [WHISPER_N_FFT] },
+  });
   const frames = g.op('Transpose', [g.op('Reshape', [g.op('Mul', [spec, spec]), g.int64s([2, WHISPER_BINS, WHISPER_FRAMES])])], { perm: { ints: [0, 2, 1] } });
   melTail(g, g.op('ReduceSum', [frames, g.int64s([0])], { keepdims: { i: 0 } }), nMels);
   return g.toBytes({ opset: 17 });

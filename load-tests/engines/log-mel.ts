@@ -30,8 +30,17 @@ async function loadTransformersJs(): Promise<{ extractor: HfWhisperFeatureExtrac
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-log-mel-'));
   fs.mkdirSync(path.join(root, 'whisper'));
   const config = {
-    feature_extractor_type: 'WhisperFeatureExtractor', feature_size: N_MELS, sampling_rate: 16000, hop_length: 160, chunk_length: 30,
-    n_fft: 400, n_samples: 480000, nb_max_frames: 3000, padding_side: 'right', padding_value: 0.0, return_attention_mask: false,
+    feature_extractor_type: 'WhisperFeatureExtractor',
+    feature_size: N_MELS,
+    sampling_rate: 16000,
+    hop_length: 160,
+    chunk_length: 30,
+    n_fft: 400,
+    n_samples: 480000,
+    nb_max_frames: 3000,
+    padding_side: 'right',
+    padding_value: 0.0,
+    return_attention_mask: false,
   };
   fs.writeFileSync(path.join(root, 'whisper', 'preprocessor_config.json'), JSON.stringify(config, null, 2));
   env.localModelPath = root;
@@ -67,7 +76,11 @@ async function main(): Promise<void> {
     { name: 'candidate: JS FFT', how: 'mixed-radix (5·5·2·4) 200-point complex FFT + real split, float64, JS', compute: async (x) => jsFftLogMel(x, N_MELS) },
     { name: 'candidate: ONNX STFT op', how: 'onnxruntime STFT (opset 17) + MatMul mel, 1 thread', compute: (x) => stft.compute(x) },
     { name: 'candidate: ONNX Conv DFT', how: 'Conv1D, 402 windowed cos/sin kernels × 400 taps, stride 160, 1 thread', compute: (x) => conv.compute(x) },
-    { name: 'Kuma WhisperFeatureExtractor', how: 'JS framing + symmetric fold, two MatMul DFTs (200 and 199 taps) in onnxruntime, 1 thread', compute: (x) => kuma.compute(x) },
+    {
+      name: 'Kuma WhisperFeatureExtractor',
+      how: 'JS framing + symmetric fold, two MatMul DFTs (200 and 199 taps) in onnxruntime, 1 thread',
+      compute: (x) => kuma.compute(x),
+    },
     {
       name: 'transformers.js WhisperFeatureExtractor',
       how: 'plain JS (spectrogram() in utils/audio.js)',
@@ -86,10 +99,19 @@ async function main(): Promise<void> {
     const hfMs = timings[sides.length - 1]!.totalMs;
     const rows = sides.map((side, i) => {
       const t = timings[i]!;
-      const cells = [side.name, side.how, ms(t.totalMs), ms(t.cpuMs), (hfMs / t.totalMs).toFixed(2), maxAbsDiff(outputs[i]!, reference).toExponential(1), maxAbsDiff(outputs[i]!, hfOut).toExponential(1)];
+      const cells = [
+        side.name,
+        side.how,
+        ms(t.totalMs),
+        ms(t.cpuMs),
+        (hfMs / t.totalMs).toFixed(2),
+        maxAbsDiff(outputs[i]!, reference).toExponential(1),
+        maxAbsDiff(outputs[i]!, hfOut).toExponential(1),
+      ];
       return `| ${cells.join(' | ')} |`;
     });
-    const version = (pkg: string) => (JSON.parse(fs.readFileSync(new URL(`../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+    const version = (pkg: string) =>
+      (JSON.parse(fs.readFileSync(new URL(`../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
     const busy = load.cpuMs / load.wallMs;
     const notes = [
       `Input: ${speech.seconds.toFixed(1)} s of demo speech (models/generator/demo-voice.ts), 16 kHz, one 30 s window → [${N_MELS} × 3000] features (MODELS.md "Whisper specifics").`,

@@ -44,7 +44,19 @@ const HEADER = [
 
 function line(row: Row): string {
   const t = row.transformers;
-  const cells = [row.runner, row.scenario, row.kuma.rate, ms(row.kuma.firstMs), ms(row.kuma.totalMs), t?.rate ?? '—', ms(t?.firstMs), t ? ms(t.totalMs) : '—', ratio(row), row.outputs, row.notes.join('; ')];
+  const cells = [
+    row.runner,
+    row.scenario,
+    row.kuma.rate,
+    ms(row.kuma.firstMs),
+    ms(row.kuma.totalMs),
+    t?.rate ?? '—',
+    ms(t?.firstMs),
+    t ? ms(t.totalMs) : '—',
+    ratio(row),
+    row.outputs,
+    row.notes.join('; '),
+  ];
   return `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
 }
 
@@ -80,7 +92,7 @@ async function main(): Promise<void> {
       for (const row of await benchMt(name, runner, hf, plan)) add(row);
       await runner.close();
     }
-    const vad = await loadKuma(createSileroRunner, 'silero-vad', '') // the model ships in @ricky0123/vad-web;
+    const vad = await loadKuma(createSileroRunner, 'silero-vad', ''); // the model ships in @ricky0123/vad-web;
     add(await benchVad(vad, speeches.at(-1)!, plan));
     await vad.close();
   } finally {
@@ -88,7 +100,8 @@ async function main(): Promise<void> {
   }
 
   // Read from node_modules: transformers.js does not export its package.json.
-  const version = (pkg: string) => (JSON.parse(fs.readFileSync(new URL(`../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+  const version = (pkg: string) =>
+    (JSON.parse(fs.readFileSync(new URL(`../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
   const busy = load.cpuMs / load.wallMs;
   const disagreements = rows.filter((r) => r.outputs.startsWith('DIFFERENT'));
   const notes = [
@@ -99,7 +112,17 @@ async function main(): Promise<void> {
     `Output disagreements: ${disagreements.length ? disagreements.map((r) => `${r.runner} ${r.scenario}: ${r.outputs}`).join(' / ') : 'none'}.`,
     `Machine load: 1-min load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} after, on ${os.cpus().length} cores; this process had the CPU for ${(busy * 100).toFixed(0)}% of the measured wall time${busy < 0.9 ? ' — other processes competed for the CPU, so the times are noisy' : ''}. Whole run ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   ];
-  const section = ['## engines — ' + new Date().toISOString(), '', ...environmentLines(), '', ...HEADER, ...rows.map(line), '', ...notes.map((n) => `- ${n}`), ''].join('\n');
+  const section = [
+    '## engines — ' + new Date().toISOString(),
+    '',
+    ...environmentLines(),
+    '',
+    ...HEADER,
+    ...rows.map(line),
+    '',
+    ...notes.map((n) => `- ${n}`),
+    '',
+  ].join('\n');
   process.stdout.write(`\n${section}\n`);
   if (!values['no-write']) appendResults(section);
 }

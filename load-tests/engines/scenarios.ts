@@ -43,7 +43,9 @@ function compareTranscripts(kuma: string, other: string): string {
   const merged = kuma.replace(/(.)\1+/gu, '$1');
   const [a, b] = [kuma.split(' '), other.split(' ')];
   const pairs = a.length === b.length ? [...new Set(a.map((w, i) => (w === b[i] ? '' : `"${w}" → "${b[i]}"`)).filter(Boolean))] : [];
-  const examples = pairs.length ? `${pairs.slice(0, 4).join(', ')}; ${a.filter((w, i) => w !== b[i]).length} of ${a.length} words` : `"${short(kuma)}" vs "${short(other)}"`;
+  const examples = pairs.length
+    ? `${pairs.slice(0, 4).join(', ')}; ${a.filter((w, i) => w !== b[i]).length} of ${a.length} words`
+    : `"${short(kuma)}" vs "${short(other)}"`;
   if (merged === other) return `DIFFERENT: transformers.js merges doubled letters (${examples})`;
   return `DIFFERENT: Kuma vs transformers.js: ${examples}`;
 }
@@ -86,7 +88,9 @@ function compareWaveforms(kuma: SpeechChunk[], other: Float32Array[]): string {
   let maxDiff = 0;
   kuma.forEach((c, i) => c.samples.forEach((v, j) => (maxDiff = Math.max(maxDiff, Math.abs(v - other[i]![j]!)))));
   const samples = kuma.reduce((n, c) => n + c.samples.length, 0);
-  return maxDiff === 0 ? `same (${kuma.length} phrases, ${samples} samples, bit-identical)` : `same lengths (${samples} samples); max sample difference ${maxDiff.toExponential(1)}`;
+  return maxDiff === 0
+    ? `same (${kuma.length} phrases, ${samples} samples, bit-identical)`
+    : `same lengths (${samples} samples); max sample difference ${maxDiff.toExponential(1)}`;
 }
 
 /**
@@ -134,7 +138,10 @@ export async function benchVad(runner: Runner, speech: Speech, plan: Plan): Prom
     scenario: speech.label,
     kuma: { rate: rtf(kuma!.totalMs, speech.seconds), totalMs: kuma!.totalMs },
     outputs: 'n/a',
-    notes: [`${ms(kuma!.totalMs / windows)} ms per 32 ms window (${windows} windows, ${regions.length} speech region${regions.length === 1 ? '' : 's'} found)`, 'transformers.js has no Silero VAD loader'],
+    notes: [
+      `${ms(kuma!.totalMs / windows)} ms per 32 ms window (${windows} windows, ${regions.length} speech region${regions.length === 1 ? '' : 's'} found)`,
+      'transformers.js has no Silero VAD loader',
+    ],
   };
 }
 

@@ -115,7 +115,13 @@ async function oneRun(wav: Buffer): Promise<RunResult> {
     prober.postMessage('stop');
     const probes = await probed;
     await prober.terminate();
-    return { probes, serverLagMaxMs: await serverLagMaxMs(base), statuses: answered.map((r) => r.status), audioSeconds: answered.map((r) => r.seconds), wallSeconds };
+    return {
+      probes,
+      serverLagMaxMs: await serverLagMaxMs(base),
+      statuses: answered.map((r) => r.status),
+      audioSeconds: answered.map((r) => r.seconds),
+      wallSeconds,
+    };
   } finally {
     await server.stop();
   }
@@ -129,14 +135,19 @@ async function encoded(wav: Buffer, format: string): Promise<Buffer> {
   const codec = format === 'mp3' ? ['-c:a', 'libmp3lame', '-b:a', '128k', '-f', 'mp3'] : ['-c:a', 'flac', '-f', 'flac'];
   return runFfmpeg(['-f', 'wav', '-i', 'pipe:0', '-ar', '44100', ...codec, 'pipe:1'], wav);
 }
-const rows = ['| run | transcriptions | audio s each | wall s | /healthz probes | p50 ms | p99 ms | max ms | server event-loop delay max ms | max < 100 ms |', '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|'];
+const rows = [
+  '| run | transcriptions | audio s each | wall s | /healthz probes | p50 ms | p99 ms | max ms | server event-loop delay max ms | max < 100 ms |',
+  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
+];
 let pass = true;
 for (let run = 1; run <= RUNS; run++) {
   const r = await oneRun(wav);
   const max = Math.max(...r.probes);
   const ok = max < TARGET_MS && r.statuses.every((s) => s === 200);
   pass &&= ok;
-  rows.push(`| ${run} | ${r.statuses.join(' ')} | ${r.audioSeconds.map((s) => s.toFixed(0)).join(' ')} | ${r.wallSeconds.toFixed(0)} | ${r.probes.length} | ${percentile(r.probes, 50).toFixed(1)} | ${percentile(r.probes, 99).toFixed(1)} | ${max.toFixed(1)} | ${r.serverLagMaxMs.toFixed(1)} | ${ok ? 'yes' : 'NO'} |`);
+  rows.push(
+    `| ${run} | ${r.statuses.join(' ')} | ${r.audioSeconds.map((s) => s.toFixed(0)).join(' ')} | ${r.wallSeconds.toFixed(0)} | ${r.probes.length} | ${percentile(r.probes, 50).toFixed(1)} | ${percentile(r.probes, 99).toFixed(1)} | ${max.toFixed(1)} | ${r.serverLagMaxMs.toFixed(1)} | ${ok ? 'yes' : 'NO'} |`,
+  );
   process.stdout.write(`${rows.at(-1)}\n`);
 }
 recordSection(

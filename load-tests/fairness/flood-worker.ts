@@ -18,7 +18,11 @@ let served = 0;
 async function rawClient(): Promise<void> {
   const target = new URL(url);
   const http = new RawHttpClient(target.hostname, Number(target.port));
-  const request = { path: target.pathname, headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }) };
+  const request = {
+    path: target.pathname,
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }),
+  };
   try {
     while (flooding) {
       const { status } = await http.post(request);
@@ -33,7 +37,11 @@ async function rawClient(): Promise<void> {
 async function client(): Promise<void> {
   if (raw) return rawClient();
   while (flooding) {
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }),
+    });
     if (res.status !== 200) throw new Error(`A: HTTP ${res.status} ${await res.text()}`);
     await res.arrayBuffer();
     served++;

@@ -48,7 +48,11 @@ const parts: { unloaded: Parts; loaded: Parts; current: Parts | null } = {
 
 async function speak(key: string, input: string): Promise<number> {
   const t0 = performance.now();
-  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'jifili-1', input, response_format: 'pcm' }),
+  });
   if (res.status !== 200) throw new Error(`HTTP ${res.status} ${await res.text()}`);
   const reader = res.body!.getReader();
   let first = true;
@@ -104,8 +108,8 @@ try {
     [
       `Account A: ${FLOOD_CLIENTS} concurrent clients, each sending ${[...A_TEXT].length}-character speech requests (pcm) back to back and reading them with ${values['raw-flood'] ? 'a lean socket reader (`--raw-flood`)' : 'fetch'} (${aServed} served during B's loaded run). Account B: ${REQUESTS} requests of ${[...B_TEXT].length} characters, one after another. Latency: request sent → whole body read.`,
       `Bound: B's loaded p99 ≤ 2 × B's unloaded p99 + one job time (A's request alone, p50) = ${bound.toFixed(1)} ms: ${met ? 'met' : 'MISSED'}.`,
-      'engine first PCM / first encoded bytes: the server\'s time from asking for B\'s first phrase job (queue included) to its PCM and to its first encoded bytes (Server-Timing `engine-first`, `first-bytes`); first body byte: the client\'s time from sending to the first byte of the body. The rest of B\'s latency is the rest of its phrases and body, HTTP, auth and the event loop, which A\'s streams share.',
-      'Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); B\'s client in this process, A\'s clients in a worker thread of it (their own event loop: their reading of megabytes of PCM must not delay B\'s client), on the same machine.',
+      "engine first PCM / first encoded bytes: the server's time from asking for B's first phrase job (queue included) to its PCM and to its first encoded bytes (Server-Timing `engine-first`, `first-bytes`); first body byte: the client's time from sending to the first byte of the body. The rest of B's latency is the rest of its phrases and body, HTTP, auth and the event loop, which A's streams share.",
+      "Server in its own process (demo models, replicas by cores, jifili-1 maxQueue 256); B's client in this process, A's clients in a worker thread of it (their own event loop: their reading of megabytes of PCM must not delay B's client), on the same machine.",
     ],
     [
       '| requests | n | p50 ms | p99 ms |',

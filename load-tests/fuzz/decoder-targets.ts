@@ -99,7 +99,9 @@ export async function decodeCase(pool: DecoderPool, input: DecoderInput, caseTim
     }
   })();
   let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<Outcome>((resolve) => (timer = setTimeout(() => resolve({ kind: 'hang', detail: 'the decode did not settle within the case timeout' }), caseTimeoutMs)));
+  const hang = new Promise<Outcome>(
+    (resolve) => (timer = setTimeout(() => resolve({ kind: 'hang', detail: 'the decode did not settle within the case timeout' }), caseTimeoutMs)),
+  );
   try {
     return await Promise.race([work, hang]);
   } finally {

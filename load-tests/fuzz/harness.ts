@@ -56,7 +56,13 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
         tally.cases++;
         tally.outcomes[outcome.kind] = (tally.outcomes[outcome.kind] ?? 0) + 1;
         if (FAILURES.has(outcome.kind) && tally.findings.length < MAX_FINDINGS) {
-          tally.findings.push({ index, kind: outcome.kind, status: outcome.status, detail: outcome.detail, input: input === undefined ? '(not generated)' : runner.describe(input).slice(0, 600) });
+          tally.findings.push({
+            index,
+            kind: outcome.kind,
+            status: outcome.status,
+            detail: outcome.detail,
+            input: input === undefined ? '(not generated)' : runner.describe(input).slice(0, 600),
+          });
         }
       }
     };
@@ -64,8 +70,10 @@ export async function runCases<I>(runner: CaseRunner<I>, tally: Tally, opts: Bat
     for (const line of opts.errorsLogged?.() ?? []) {
       tally.outcomes['error-logged'] = (tally.outcomes['error-logged'] ?? 0) + 1;
       // Which case caused it is not known (cases run concurrently): the batch is named, the log line says what.
-      if (tally.findings.length < MAX_FINDINGS) tally.findings.push({ index: start, kind: 'error-logged', detail: `during cases ${start}–${end - 1}: ${line.slice(0, 400)}` });
-    }    if (!(await opts.alive())) {
+      if (tally.findings.length < MAX_FINDINGS)
+        tally.findings.push({ index: start, kind: 'error-logged', detail: `during cases ${start}–${end - 1}: ${line.slice(0, 400)}` });
+    }
+    if (!(await opts.alive())) {
       tally.outcomes.death = (tally.outcomes.death ?? 0) + 1;
       tally.findings.push({ index: start, kind: 'death', detail: `the server died or stopped answering during cases ${start}–${end - 1}` });
       opts.onBatch(end);
@@ -184,7 +192,12 @@ export class RssSampler {
       if (!p) return;
       this.peakMb = Math.max(this.peakMb, rssMb(p));
       const skip = new Set(exclude());
-      this.peakChildrenMb = Math.max(this.peakChildrenMb, childrenOf(p).filter((c) => !skip.has(c)).reduce((n, c) => n + rssMb(c), 0));
+      this.peakChildrenMb = Math.max(
+        this.peakChildrenMb,
+        childrenOf(p)
+          .filter((c) => !skip.has(c))
+          .reduce((n, c) => n + rssMb(c), 0),
+      );
     }, 250);
     this.timer.unref();
   }

@@ -43,7 +43,14 @@ async function send(input: HttpInput, ctx: HttpContext): Promise<Outcome> {
   const signal = AbortSignal.timeout(ctx.caseTimeoutMs);
   // fetch sends header values as bytes (latin1): non-latin1 text goes as its UTF-8 bytes, as a raw client would.
   // Control characters cannot be sent in a header value at all (fetch refuses them; raw-http covers them).
-  const headers = Object.fromEntries(Object.entries(input.headers).map(([k, v]) => [k, Buffer.from(v.replace(/[\u0000-\u001f\u007f]/g, ''), 'utf8').toString('latin1').trim()]));
+  const headers = Object.fromEntries(
+    Object.entries(input.headers).map(([k, v]) => [
+      k,
+      Buffer.from(v.replace(/[\u0000-\u001f\u007f]/g, ''), 'utf8')
+        .toString('latin1')
+        .trim(),
+    ]),
+  );
   input = { ...input, headers };
   let res: Response;
   try {
@@ -62,11 +69,17 @@ async function send(input: HttpInput, ctx: HttpContext): Promise<Outcome> {
   }
 }
 
-const describeHttp = (i: HttpInput) => `${i.method} ${i.path} ${JSON.stringify(i.headers['content-type'] ?? '')} ${Buffer.from(i.body.subarray(0, 200)).toString('latin1')}${i.body.length > 200 ? `… (${i.body.length} bytes)` : ''}`;
+const describeHttp = (i: HttpInput) =>
+  `${i.method} ${i.path} ${JSON.stringify(i.headers['content-type'] ?? '')} ${Buffer.from(i.body.subarray(0, 200)).toString('latin1')}${i.body.length > 200 ? `… (${i.body.length} bytes)` : ''}`;
 
 function auth(rng: Rng, ctx: HttpContext): Record<string, string> {
   if (rng.chance(0.95)) return rng.chance(0.8) ? { authorization: `Bearer ${ctx.apiKey}` } : { 'x-api-key': ctx.apiKey };
-  return rng.pick<Record<string, string>>([{}, { authorization: 'Bearer ' }, { authorization: `Basic ${ctx.apiKey}` }, { authorization: `Bearer ${randomString(rng).replace(/[^\x20-\x7e]/g, '')}` }]);
+  return rng.pick<Record<string, string>>([
+    {},
+    { authorization: 'Bearer ' },
+    { authorization: `Basic ${ctx.apiKey}` },
+    { authorization: `Bearer ${randomString(rng).replace(/[^\x20-\x7e]/g, '')}` },
+  ]);
 }
 
 /** Byte-level damage: truncation, a flipped or inserted byte, a doubled slice. */
@@ -95,7 +108,11 @@ function damage(rng: Rng, bytes: Uint8Array): Uint8Array {
 
 function validJson(rng: Rng, route: 'speech' | 'chat'): Record<string, unknown> {
   if (route === 'speech') {
-    const body: Record<string, unknown> = { model: rng.pick(['jifili-1', 'tts-1', 'djelia-tts-v2']), input: speechText(rng, 40) || 'i ni ce', voice: rng.pick(['moussa', 'alloy', 'seydou']) };
+    const body: Record<string, unknown> = {
+      model: rng.pick(['jifili-1', 'tts-1', 'djelia-tts-v2']),
+      input: speechText(rng, 40) || 'i ni ce',
+      voice: rng.pick(['moussa', 'alloy', 'seydou']),
+    };
     if (rng.chance(0.7)) body.response_format = rng.pick(['mp3', 'wav', 'pcm', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4', 'aac', 'flac']);
     if (rng.chance(0.3)) body.stream_format = rng.pick(['sse', 'audio']);
     if (rng.chance(0.2)) body.speed = randomNumber(rng);
@@ -120,7 +137,8 @@ function mutateJson(rng: Rng, body: Record<string, unknown>): unknown {
     else if (which === 2) body[randomString(rng).slice(0, 30)] = randomJson(rng);
     else if (which === 3 && Array.isArray(body.messages)) {
       const m = body.messages as unknown[];
-      if (rng.chance(0.5)) m.push(rng.chance(0.5) ? { role: rng.pick(['user', 'system', 'assistant', 'tool', '']), content: randomJson(rng, 2) } : randomJson(rng));
+      if (rng.chance(0.5))
+        m.push(rng.chance(0.5) ? { role: rng.pick(['user', 'system', 'assistant', 'tool', '']), content: randomJson(rng, 2) } : randomJson(rng));
       else if (m.length && typeof m[0] === 'object' && m[0]) (m[0] as Record<string, unknown>)[rng.pick(['role', 'content', 'name'])] = randomJson(rng, 2);
     } else if (which === 4 && body.djelia && typeof body.djelia === 'object') {
       (body.djelia as Record<string, unknown>)[rng.pick(['source_language', 'target_language', 'extra'])] = randomJson(rng, 1);
@@ -143,7 +161,9 @@ export const jsonTarget: Target<HttpInput> = {
     if (rng.chance(0.05)) text = text.replace(/\}$/, `, "pad": "${'p'.repeat(rng.pick([1 << 20, 2 << 20]))}"}`); // over the JSON limit
     let body: Uint8Array = Buffer.from(text);
     if (rng.chance(0.15)) body = damage(rng, body);
-    const contentType = rng.chance(0.9) ? 'application/json' : rng.pick(['text/plain', 'application/json; charset=latin1', 'multipart/form-data', '', 'application/x-www-form-urlencoded', 'application/JSON']);
+    const contentType = rng.chance(0.9)
+      ? 'application/json'
+      : rng.pick(['text/plain', 'application/json; charset=latin1', 'multipart/form-data', '', 'application/x-www-form-urlencoded', 'application/JSON']);
     const auth = native ? nativeAuth(rng, KEY) : authFor(rng);
     return { method: 'POST', path, headers: { ...(contentType ? { 'content-type': contentType } : {}), ...auth }, body };
   },
@@ -190,9 +210,18 @@ interface MultipartInput {
 export const multipartTarget: Target<MultipartInput> = {
   name: 'multipart',
   generate(rng) {
-    const boundary = rng.chance(0.85) ? `----kuma${rng.int(0, 1e9).toString(36)}` : rng.pick(['', ' ', 'a'.repeat(71), 'b"q', 'x y', '--', randomString(rng).slice(0, 80)]);
+    const boundary = rng.chance(0.85)
+      ? `----kuma${rng.int(0, 1e9).toString(36)}`
+      : rng.pick(['', ' ', 'a'.repeat(71), 'b"q', 'x y', '--', randomString(rng).slice(0, 80)]);
     const typeOf = rng.int(0, 9);
-    const contentType = typeOf < 7 ? `multipart/form-data; boundary=${boundary}` : typeOf === 7 ? `multipart/form-data; boundary="${boundary}"` : typeOf === 8 ? 'multipart/form-data' : rng.pick(['application/json', 'multipart/mixed; boundary=' + boundary, `multipart/form-data; boundary=${boundary}; boundary=other`]);
+    const contentType =
+      typeOf < 7
+        ? `multipart/form-data; boundary=${boundary}`
+        : typeOf === 7
+          ? `multipart/form-data; boundary="${boundary}"`
+          : typeOf === 8
+            ? 'multipart/form-data'
+            : rng.pick(['application/json', 'multipart/mixed; boundary=' + boundary, `multipart/form-data; boundary=${boundary}; boundary=other`]);
     const parts: MultipartInput['parts'] = [];
     const names = Object.keys(FIELDS);
     for (const name of names) {
@@ -202,11 +231,42 @@ export const multipartTarget: Target<MultipartInput> = {
     }
     if (rng.chance(0.9)) {
       const filename = rng.chance(0.7) ? rng.pick(['speech.wav', 'a.mp3', 'x', '']) : randomString(rng).slice(0, 200);
-      const headers = [rng.chance(0.95) ? `Content-Disposition: form-data; name="file"; filename="${filename}"` : rng.pick(['Content-Disposition: form-data; name="file"', 'Content-Disposition: attachment; filename="a.wav"', `Content-Disposition: form-data; name=file; filename*=UTF-8''%E2%82%AC.wav`])];
-      if (rng.chance(0.6)) headers.push(`Content-Type: ${rng.pick(['audio/wav', 'audio/mpeg', 'application/octet-stream', 'text/plain', randomString(rng).replace(/[\r\n]/g, '').slice(0, 40)])}`);
+      const headers = [
+        rng.chance(0.95)
+          ? `Content-Disposition: form-data; name="file"; filename="${filename}"`
+          : rng.pick([
+              'Content-Disposition: form-data; name="file"',
+              'Content-Disposition: attachment; filename="a.wav"',
+              `Content-Disposition: form-data; name=file; filename*=UTF-8''%E2%82%AC.wav`,
+            ]),
+      ];
+      if (rng.chance(0.6))
+        headers.push(
+          `Content-Type: ${rng.pick([
+            'audio/wav',
+            'audio/mpeg',
+            'application/octet-stream',
+            'text/plain',
+            randomString(rng)
+              .replace(/[\r\n]/g, '')
+              .slice(0, 40),
+          ])}`,
+        );
       parts.splice(rng.int(0, parts.length), 0, { headers, kind: 'file' });
     }
-    if (rng.chance(0.1)) parts.push({ headers: [rng.pick(['Content-Disposition: form-data; name="file"; filename="b.wav"', 'X-Nothing: 1', '', `Content-Disposition: form-data; name="${randomString(rng).slice(0, 30)}"`])], kind: 'field', value: randomString(rng) });
+    if (rng.chance(0.1))
+      parts.push({
+        headers: [
+          rng.pick([
+            'Content-Disposition: form-data; name="file"; filename="b.wav"',
+            'X-Nothing: 1',
+            '',
+            `Content-Disposition: form-data; name="${randomString(rng).slice(0, 30)}"`,
+          ]),
+        ],
+        kind: 'field',
+        value: randomString(rng),
+      });
     // A fifth of the cases go to the native transcribe routes (the primary fields are there ignored, as unknown fields are).
     const native = rng.chance(0.2);
     return {
@@ -224,8 +284,9 @@ export const multipartTarget: Target<MultipartInput> = {
   execute(input, ctx) {
     // Sub-choices that need the context (which valid upload) come from the input's own seed.
     let s = input.seed;
-    const r = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
-    let file: Uint8Array = input.fileChoice === -1 ? ctx.audio[Math.floor(r() * ctx.audio.length)]! : Uint8Array.from({ length: input.randomFile }, () => Math.floor(r() * 256));
+    const r = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296;
+    let file: Uint8Array =
+      input.fileChoice === -1 ? ctx.audio[Math.floor(r() * ctx.audio.length)]! : Uint8Array.from({ length: input.randomFile }, () => Math.floor(r() * 256));
     if (input.fileChoice === -1 && r() < 0.3) {
       file = Buffer.from(file);
       for (let i = Math.floor(r() * 4); i >= 0; i--) if (file.length) file[Math.floor(r() * file.length)] = Math.floor(r() * 256);
@@ -247,13 +308,33 @@ export const multipartTarget: Target<MultipartInput> = {
     const headers = { 'content-type': input.contentType, ...input.headersAuth };
     return send(withKey({ method: 'POST', path: input.path, headers, body }, ctx), ctx);
   },
-  describe: (i) => `${i.path} ${JSON.stringify(i.contentType)} framing=${i.framing} file=${i.fileChoice === -1 ? 'valid' : `random ${i.randomFile}`} parts=${JSON.stringify(i.parts).slice(0, 400)}`,
+  describe: (i) =>
+    `${i.path} ${JSON.stringify(i.contentType)} framing=${i.framing} file=${i.fileChoice === -1 ? 'valid' : `random ${i.randomFile}`} parts=${JSON.stringify(i.parts).slice(0, 400)}`,
 };
 
 // ---------------------------------------------------------------- raw HTTP
 
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH', 'get', 'CONNECT', 'TRACE', 'PRI', 'X', '', 'G\u0000T', 'POST '.repeat(3)];
-const PATHS = ['/healthz', '/readyz', '/metrics', '/openai/v1/models', '/compat/v1/models/sunjata-1', '/openai/v1/audio/speech', '/openai/v1/chat/completions', '/openai/v1/audio/transcriptions', '*', 'http://kuma/openai/v1/models', '//', '/%00', '/../../etc/passwd', '/openai/v1/models/%ff%fe', '/openai/v1/models/' + 'a'.repeat(9000), '/\u00e9', '', '/openai/v1/models?x=' + '%'.repeat(50)];
+const PATHS = [
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/openai/v1/models',
+  '/compat/v1/models/sunjata-1',
+  '/openai/v1/audio/speech',
+  '/openai/v1/chat/completions',
+  '/openai/v1/audio/transcriptions',
+  '*',
+  'http://kuma/openai/v1/models',
+  '//',
+  '/%00',
+  '/../../etc/passwd',
+  '/openai/v1/models/%ff%fe',
+  '/openai/v1/models/' + 'a'.repeat(9000),
+  '/\u00e9',
+  '',
+  '/openai/v1/models?x=' + '%'.repeat(50),
+];
 const VERSIONS = ['HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1.1x', '', 'HTTP/9.9', 'http/1.1', 'HTTP/1'];
 
 function rawHeaders(rng: Rng): string[] {
@@ -290,7 +371,11 @@ export const rawHttpTarget: Target<RawInput> = {
     const nl = rng.chance(0.9) ? '\r\n' : rng.pick(['\n', '\r', '\n\r']);
     const line = rng.chance(0.95) ? `${rng.pick(METHODS)} ${rng.pick(PATHS)} ${rng.pick(VERSIONS)}` : String.fromCharCode(...rng.bytes(rng.int(0, 60)));
     const head = [line, ...rawHeaders(rng)].join(nl) + nl + nl;
-    const body = rng.chance(0.5) ? Buffer.alloc(0) : rng.chance(0.5) ? Buffer.from(rng.pick(['{}', '{"model":"jifili-1","input":"i ni ce","voice":"moussa"}', '5\r\nhello\r\n0\r\n\r\n', 'zz\r\nx\r\n', '0\r\n\r\n'])) : Buffer.from(rng.bytes(rng.int(1, 2000)));
+    const body = rng.chance(0.5)
+      ? Buffer.alloc(0)
+      : rng.chance(0.5)
+        ? Buffer.from(rng.pick(['{}', '{"model":"jifili-1","input":"i ni ce","voice":"moussa"}', '5\r\nhello\r\n0\r\n\r\n', 'zz\r\nx\r\n', '0\r\n\r\n']))
+        : Buffer.from(rng.bytes(rng.int(1, 2000)));
     let bytes = Buffer.concat([Buffer.from(head, 'latin1'), body]);
     if (rng.chance(0.1)) bytes = Buffer.concat([bytes, bytes]); // two requests in one write (pipelining)
     if (rng.chance(0.1)) bytes = bytes.subarray(0, rng.int(0, bytes.length));
@@ -321,7 +406,9 @@ function rawExchange(bytes: Buffer, ctx: HttpContext): Promise<Outcome> {
     const timer = setTimeout(() => finish(verdict(true)), ctx.caseTimeoutMs);
     const verdict = (timedOut: boolean): Outcome => {
       // Interim answers (100 Continue to an Expect header) come before the real one: skip them.
-      const text = Buffer.concat(chunks).toString('latin1').replace(/^(HTTP\/1\.[01] 1\d\d[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n)+/, '');
+      const text = Buffer.concat(chunks)
+        .toString('latin1')
+        .replace(/^(HTTP\/1\.[01] 1\d\d[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n)+/, '');
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
       if (!m) return timedOut ? { kind: 'hang', detail: 'no answer and no close' } : { kind: 'closed' };
       const status = Number(m[1]);

@@ -43,7 +43,8 @@ export function nativeJsonBody(rng: Rng, route: NativeJsonRoute): Record<string,
     description: rng.chance(0.9) ? rng.pick(['Moussa speaks calmly', 'Seydou', 'Sekou, fast', 'a warm voice', '']) : 'd'.repeat(rng.pick([500, 501])),
   };
   if (rng.chance(0.7)) body.format = rng.chance(0.9) ? rng.pick(FORMATS) : rng.pick([null, 'ogg', 'MP3', '']);
-  if (route === 'tts-v2-stream' && rng.chance(0.7)) body.chunk_size = rng.chance(0.8) ? rng.pick([0.1, 0.5, 1, 2]) : rng.pick([0, 0.09, 2.01, -1, null, '1', 1e9]);
+  if (route === 'tts-v2-stream' && rng.chance(0.7))
+    body.chunk_size = rng.chance(0.8) ? rng.pick([0.1, 0.5, 1, 2]) : rng.pick([0, 0.09, 2.01, -1, null, '1', 1e9]);
   return body;
 }
 

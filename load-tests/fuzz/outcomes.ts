@@ -12,7 +12,8 @@
  *   within the per-case timeout (`hang`), a JSON/multipart request that got no HTTP answer at all
  *   (`no-answer`), the server process gone (`death`).
  */
-export type OutcomeKind = '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged' | 'smuggled';
+export type OutcomeKind =
+  '2xx' | '4xx' | '503' | 'closed' | 'refused' | '5xx' | 'bad-envelope' | 'hang' | 'no-answer' | 'death' | WsOutcomeKind | 'error-logged' | 'smuggled';
 
 /**
  * WebSocket cases (ws-targets.ts, ws-carrier-target.ts). An upgrade the server refuses is an HTTP answer and
@@ -38,7 +39,19 @@ export type WsOutcomeKind = 'ws-answered' | 'ws-closed' | 'ws-dropped' | 'ws-101
  * Content-Length with Transfer-Encoding, a coding other than chunked) was answered, the ambiguous request was
  * served, or its connection was left open after the 400.
  */
-export const FAILURES: ReadonlySet<OutcomeKind> = new Set(['5xx', 'bad-envelope', 'hang', 'no-answer', 'death', 'ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event', 'error-logged', 'smuggled']);
+export const FAILURES: ReadonlySet<OutcomeKind> = new Set([
+  '5xx',
+  'bad-envelope',
+  'hang',
+  'no-answer',
+  'death',
+  'ws-1011',
+  'ws-server-error',
+  'ws-bad-close',
+  'ws-bad-event',
+  'error-logged',
+  'smuggled',
+]);
 
 /** The error body a path must answer with: the envelope, the native `{detail}`, or (raw HTTP) whatever uWS writes before any route. */
 export type ErrorShape = 'envelope' | 'native' | 'transport';
@@ -81,7 +94,13 @@ export function isEnvelope(body: string): boolean {
 export function isNativeError(body: string, status: number): boolean {
   try {
     const parsed = JSON.parse(body) as { detail?: unknown; error?: { code?: unknown } };
-    if (status === 410) return isEnvelope(JSON.stringify({ error: parsed.error })) && parsed.error?.code === 'endpoint_retired' && typeof parsed.detail === 'string' && Object.keys(parsed).length === 2;
+    if (status === 410)
+      return (
+        isEnvelope(JSON.stringify({ error: parsed.error })) &&
+        parsed.error?.code === 'endpoint_retired' &&
+        typeof parsed.detail === 'string' &&
+        Object.keys(parsed).length === 2
+      );
     if (Object.keys(parsed).length !== 1) return false;
     const d = parsed.detail;
     if (typeof d === 'string') return d.length > 0;
@@ -94,7 +113,13 @@ export function isNativeError(body: string, status: number): boolean {
 function isDetailEntry(entry: unknown): boolean {
   if (typeof entry !== 'object' || entry === null) return false;
   const e = entry as Record<string, unknown>;
-  return Array.isArray(e.loc) && e.loc.length > 0 && e.loc.every((p) => typeof p === 'string' || typeof p === 'number') && typeof e.msg === 'string' && typeof e.type === 'string';
+  return (
+    Array.isArray(e.loc) &&
+    e.loc.length > 0 &&
+    e.loc.every((p) => typeof p === 'string' || typeof p === 'number') &&
+    typeof e.msg === 'string' &&
+    typeof e.type === 'string'
+  );
 }
 
 /**
@@ -103,8 +128,10 @@ function isDetailEntry(entry: unknown): boolean {
  * app_unreachable is documented there.
  */
 export function classifyClose(code: number, reason: string, opts: { droppable: boolean; carrier: boolean }): Outcome {
-  if (code === 1011) return opts.carrier && reason === 'app_unreachable' ? { kind: 'ws-closed', status: code } : { kind: 'ws-1011', status: code, detail: reason };
-  if (code === 1006) return opts.droppable ? { kind: 'ws-dropped', status: code } : { kind: 'ws-bad-close', status: code, detail: 'the connection ended without a close frame' };
+  if (code === 1011)
+    return opts.carrier && reason === 'app_unreachable' ? { kind: 'ws-closed', status: code } : { kind: 'ws-1011', status: code, detail: reason };
+  if (code === 1006)
+    return opts.droppable ? { kind: 'ws-dropped', status: code } : { kind: 'ws-bad-close', status: code, detail: 'the connection ended without a close frame' };
   if ([1000, 1001, 1008, 1009, 1013].includes(code) || (code >= 4000 && code <= 4999)) return { kind: 'ws-closed', status: code };
   return { kind: 'ws-bad-close', status: code, detail: reason };
 }

@@ -41,4 +41,27 @@ export function caseRng(seed: number, target: string, index: number): Rng {
 }
 
 /** Interesting integers for length, count and size fields. */
-export const EDGE_INTS = [0, 1, -1, 2, 7, 8, 16, 255, 256, 1024, 65535, 65536, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 53, -(2 ** 31), 1e9, 1e21, 0.5, -0.0001, 1e-308] as const;
+export const EDGE_INTS = [
+  0,
+  1,
+  -1,
+  2,
+  7,
+  8,
+  16,
+  255,
+  256,
+  1024,
+  65535,
+  65536,
+  2 ** 31 - 1,
+  2 ** 31,
+  2 ** 32 - 1,
+  2 ** 53,
+  -(2 ** 31),
+  1e9,
+  1e21,
+  0.5,
+  -0.0001,
+  1e-308,
+] as const;

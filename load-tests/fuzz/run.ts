@@ -110,7 +110,11 @@ for (const name of state.targets) {
   const sampler = new RssSampler();
   const serverPid = () => server?.process.pid;
   if (http) sampler.start(serverPid);
-  else sampler.start(() => process.pid, () => (serverPid() ? [serverPid()!] : []));
+  else
+    sampler.start(
+      () => process.pid,
+      () => (serverPid() ? [serverPid()!] : []),
+    );
   const began = performance.now();
   const secondsBefore = t.seconds; // a resumed run adds to what the earlier ones took
   let lastPrint = 0;
@@ -130,7 +134,9 @@ for (const name of state.targets) {
       save();
       if (performance.now() - lastPrint > 10_000 || next >= state.cases) {
         lastPrint = performance.now();
-        console.log(`${name}: ${next}/${state.cases} ${JSON.stringify(t.tally.outcomes)} server ${t.peakServerMb.toFixed(0)} MB, decoders ${t.peakDecodersMb.toFixed(0)} MB`);
+        console.log(
+          `${name}: ${next}/${state.cases} ${JSON.stringify(t.tally.outcomes)} server ${t.peakServerMb.toFixed(0)} MB, decoders ${t.peakDecodersMb.toFixed(0)} MB`,
+        );
       }
     },
   });
@@ -158,7 +164,9 @@ const rows = state.targets.map((name) => {
   const n = (...kinds: OutcomeKind[]) => kinds.reduce((sum, k) => sum + (o[k] ?? 0), 0);
   return `| ${name} | ${t.tally.cases} | ${n('2xx')} | ${n('4xx')} | ${n('503')} | ${n('closed', 'refused', 'ws-dropped')} | ${n('ws-answered')} | ${n('ws-closed')} | ${n('5xx')} | ${n('bad-envelope', 'no-answer')} | ${n('ws-1011', 'ws-server-error', 'ws-bad-close', 'ws-bad-event')} | ${n('smuggled')} | ${n('error-logged')} | ${n('hang')} | ${n('death')} | ${t.peakServerMb ? t.peakServerMb.toFixed(0) : '–'} | ${t.peakDecodersMb.toFixed(0)}${over ? ' (over)' : ''} | ${t.seconds.toFixed(0)} |`;
 });
-for (const name of state.targets) for (const f of state.byTarget[name]!.tally.findings) console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
+for (const name of state.targets)
+  for (const f of state.byTarget[name]!.tally.findings)
+    console.log(`FINDING ${name}:${f.index} ${f.kind} ${f.status ?? ''} ${f.detail ?? ''}\n    ${f.input ?? ''}`);
 recordSection(
   'fuzz',
   [

@@ -33,11 +33,41 @@ const CLOSE_WAIT_MS = 3000;
 
 /** A Content-Length value: the body's, 0, the body's and the hidden request's, any; or one that is not a plain number. */
 const lengthValue = (rng: Rng, body: number, hidden: number): string =>
-  rng.pick([String(body), '0', String(body + hidden), String(rng.int(0, 300)), `${body} `, ` ${body}`, `0${body}`, `+${body}`, `${body},${body}`, `${body}, 0`, '-1', '1e3', '']);
-const CODINGS = ['chunked', 'Chunked', 'CHUNKED', ' chunked', 'chunked ', 'identity', 'gzip', 'gzip, chunked', 'chunked, gzip', 'chunked, chunked', 'chunked;x=1', 'x-chunked', ''];
+  rng.pick([
+    String(body),
+    '0',
+    String(body + hidden),
+    String(rng.int(0, 300)),
+    `${body} `,
+    ` ${body}`,
+    `0${body}`,
+    `+${body}`,
+    `${body},${body}`,
+    `${body}, 0`,
+    '-1',
+    '1e3',
+    '',
+  ]);
+const CODINGS = [
+  'chunked',
+  'Chunked',
+  'CHUNKED',
+  ' chunked',
+  'chunked ',
+  'identity',
+  'gzip',
+  'gzip, chunked',
+  'chunked, gzip',
+  'chunked, chunked',
+  'chunked;x=1',
+  'x-chunked',
+  '',
+];
 
 function hiddenRequest(rng: Rng): string {
-  return rng.chance(0.5) ? `GET /openai/v1/models HTTP/1.1\r\nHost: kuma\r\nAuthorization: Bearer ${KEY_MARK}\r\n\r\n` : 'GET /healthz HTTP/1.1\r\nHost: kuma\r\n\r\n';
+  return rng.chance(0.5)
+    ? `GET /openai/v1/models HTTP/1.1\r\nHost: kuma\r\nAuthorization: Bearer ${KEY_MARK}\r\n\r\n`
+    : 'GET /healthz HTTP/1.1\r\nHost: kuma\r\n\r\n';
 }
 
 export const smugglingTarget: Target<SmugglingInput> = {
@@ -51,9 +81,21 @@ export const smugglingTarget: Target<SmugglingInput> = {
       const chunked = rng.chance(0.3);
       const body = chunked ? '2\r\n{}\r\n0\r\n\r\n' : '{}';
       const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`;
-      return { control: true, first: `${rng.pick(['GET', 'POST'])} /healthz HTTP/1.1\r\nHost: kuma\r\nContent-Type: application/json\r\n${framing}\r\n\r\n${body}`, hidden, later };
+      return {
+        control: true,
+        first: `${rng.pick(['GET', 'POST'])} /healthz HTTP/1.1\r\nHost: kuma\r\nContent-Type: application/json\r\n${framing}\r\n\r\n${body}`,
+        hidden,
+        later,
+      };
     }
-    const target = rng.pick(['POST /openai/v1/chat/completions', 'POST /healthz', 'PUT /openai/v1/models', 'GET /healthz', 'POST /openai/v1/audio/speech', 'GET /telephony/v1/twilio']);
+    const target = rng.pick([
+      'POST /openai/v1/chat/completions',
+      'POST /healthz',
+      'PUT /openai/v1/models',
+      'GET /healthz',
+      'POST /openai/v1/audio/speech',
+      'GET /telephony/v1/twilio',
+    ]);
     // The body as one reading or another would see it: nothing, an empty chunked body, a chunk, or raw bytes.
     const body = rng.pick(['', '0\r\n\r\n', '5\r\nhello\r\n0\r\n\r\n', '{}', `${hidden.length.toString(16)}\r\n`]);
     const headers: string[] = [];
@@ -68,7 +110,8 @@ export const smugglingTarget: Target<SmugglingInput> = {
     return { control: false, first: `${target} HTTP/1.1\r\nHost: kuma\r\n${extra}${headers.join('\r\n')}\r\n\r\n${body}`, hidden, later };
   },
   execute: (input, ctx) => exchange(input, ctx),
-  describe: (i) => `${i.control ? 'control ' : ''}${i.later ? 'later ' : 'same '}${JSON.stringify(i.first.slice(0, 300))} + ${JSON.stringify(i.hidden.slice(0, 60))}`,
+  describe: (i) =>
+    `${i.control ? 'control ' : ''}${i.later ? 'later ' : 'same '}${JSON.stringify(i.first.slice(0, 300))} + ${JSON.stringify(i.hidden.slice(0, 60))}`,
 };
 
 interface Answer {

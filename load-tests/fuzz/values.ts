@@ -6,7 +6,32 @@
 import { EDGE_INTS, type Rng } from './rng.js';
 
 const ALPHABET = "abcdefghijklmnoprstuwyzɛɔɲŋ ABCƐƆ0123456789.,'’-";
-const ODD = ['\u0000', '\u0007', '\n', '\r\n', '\t', '\u200b', '\u00ad', '\ufeff', '\ud800', '\udfff', '😀', 'é', 'ɛ̀', '€', '"', '\\', '/', '<script>', '%s', '${x}', '\u202e', 'ñ', '中', 'ض'];
+const ODD = [
+  '\u0000',
+  '\u0007',
+  '\n',
+  '\r\n',
+  '\t',
+  '\u200b',
+  '\u00ad',
+  '\ufeff',
+  '\ud800',
+  '\udfff',
+  '😀',
+  'é',
+  'ɛ̀',
+  '€',
+  '"',
+  '\\',
+  '/',
+  '<script>',
+  '%s',
+  '${x}',
+  '\u202e',
+  'ñ',
+  '中',
+  'ض',
+];
 
 /** Text a demo voice can say (mostly) or almost: its letters, digits, punctuation, and now and then an odd character. */
 export function speechText(rng: Rng, max = 60): string {
@@ -31,7 +56,27 @@ export function randomString(rng: Rng): string {
       // before answering the probe that follows, which is in order, not a hang).
       return '¤'.repeat(rng.pick([100, 1000, 5000, 20_000])); // at most 4 of these per object, 3 deep: < 2.6 MB
     default:
-      return rng.pick(['sunjata-1', 'jifili-1', 'banjugu-1', 'whisper-1', 'tts-1', 'moussa', 'json', 'text', 'pcm', 'mp3', 'sse', 'bam_Latn', 'fra_Latn', 'eng_Latn', 'user', 'system', 'true', '1', 'null']);
+      return rng.pick([
+        'sunjata-1',
+        'jifili-1',
+        'banjugu-1',
+        'whisper-1',
+        'tts-1',
+        'moussa',
+        'json',
+        'text',
+        'pcm',
+        'mp3',
+        'sse',
+        'bam_Latn',
+        'fra_Latn',
+        'eng_Latn',
+        'user',
+        'system',
+        'true',
+        '1',
+        'null',
+      ]);
   }
 }
 
@@ -58,7 +103,8 @@ export function randomJson(rng: Rng, depth = 3): unknown {
       return Array.from({ length: rng.int(0, 4) }, () => randomJson(rng, depth - 1));
     default: {
       const o: Record<string, unknown> = {};
-      for (let i = rng.int(0, 4); i > 0; i--) o[rng.chance(0.2) ? rng.pick(['__proto__', 'constructor', 'toString', '']) : randomString(rng).slice(0, 20)] = randomJson(rng, depth - 1);
+      for (let i = rng.int(0, 4); i > 0; i--)
+        o[rng.chance(0.2) ? rng.pick(['__proto__', 'constructor', 'toString', '']) : randomString(rng).slice(0, 20)] = randomJson(rng, depth - 1);
       return o;
     }
   }
@@ -87,7 +133,9 @@ export function mutateTree(rng: Rng, message: Record<string, unknown>, n: number
     const which = rng.int(0, 2);
     if (which === 0 && keys.length) node[rng.pick(keys)] = randomJson(rng, 2);
     else if (which === 1 && keys.length) delete node[rng.pick(keys)];
-    else node[rng.chance(0.5) ? randomString(rng).slice(0, 20) : rng.pick(['type', 'event', 'event_id', 'audio', 'text', 'session', 'media', 'start'])] = randomJson(rng, 2);
+    else
+      node[rng.chance(0.5) ? randomString(rng).slice(0, 20) : rng.pick(['type', 'event', 'event_id', 'audio', 'text', 'session', 'media', 'start'])] =
+        randomJson(rng, 2);
   }
   return message;
 }

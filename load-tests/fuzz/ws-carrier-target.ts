@@ -52,17 +52,35 @@ export function carrierDialect(carrier: Carrier, token: string | undefined): Car
 function seeded(rng: Rng, ids: Map<string, string>, text: string): string {
   const hex = (n: number) => Array.from({ length: n }, () => rng.int(0, 15).toString(16)).join('');
   const same = (found: string, make: () => string) => ids.get(found) ?? (ids.set(found, make()), ids.get(found)!);
-  return text
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => same(id, () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`))
-    .replace(/[0-9a-f]{32}/g, (id) => same(id, () => hex(32)))
-    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '2026-01-01T00:00:00.000Z')
-    // Epoch-ms timestamps (Plivo's: the stream's start plus the audio sent) keep their offset from the case's first one.
-    .replace(/"(1[6-9]\d{11})"/g, (_m, ms: string) => `"${1_767_225_600_000 + Number(ms) - Number(same('epoch', () => ms))}"`);
+  return (
+    text
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => same(id, () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`))
+      .replace(/[0-9a-f]{32}/g, (id) => same(id, () => hex(32)))
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '2026-01-01T00:00:00.000Z')
+      // Epoch-ms timestamps (Plivo's: the stream's start plus the audio sent) keep their offset from the case's first one.
+      .replace(/"(1[6-9]\d{11})"/g, (_m, ms: string) => `"${1_767_225_600_000 + Number(ms) - Number(same('epoch', () => ms))}"`)
+  );
 }
 
 /** A carrier-shaped frame with random values (the property test's `carrierish`), for what no dialect sends. */
 function carrierish(rng: Rng): Record<string, unknown> {
-  const frame: Record<string, unknown> = { event: rng.pick(['connected', 'start', 'media', 'mark', 'dtmf', 'stop', 'clear', 'websocket:connected', 'websocket:dtmf', 'playedStream', 'clearedAudio', 'error', 'x']) };
+  const frame: Record<string, unknown> = {
+    event: rng.pick([
+      'connected',
+      'start',
+      'media',
+      'mark',
+      'dtmf',
+      'stop',
+      'clear',
+      'websocket:connected',
+      'websocket:dtmf',
+      'playedStream',
+      'clearedAudio',
+      'error',
+      'x',
+    ]),
+  };
   for (const key of ['streamSid', 'stream_id', 'sequenceNumber', 'start', 'media', 'mark', 'dtmf']) if (rng.chance(0.3)) frame[key] = randomJson(rng, 2);
   if (rng.chance(0.3)) frame.media = { payload: audioBase64(rng, rng.pick([0, 160, 320, 1600])) };
   return frame;
@@ -108,7 +126,12 @@ export const wsCarrierTarget: Target<CarrierInput> = {
     // Where the token travels: the URL (checked before the upgrade), the start message, a bad one, or none.
     const tokenWay = rng.pick(['url', 'url', 'start', 'start', 'bad-url', 'bad-start', 'none'] as const);
     const inStart = tokenWay === 'start' ? TOKEN_MARK : tokenWay === 'bad-start' ? rng.pick(['kct1.x.y', '', randomString(rng).slice(0, 40)]) : undefined;
-    const query = tokenWay === 'url' ? `?token=${TOKEN_MARK}` : tokenWay === 'bad-url' ? `?token=${urlPart(rng.pick(['kct1.x.y', '', 'kct1.', randomString(rng).slice(0, 40)]))}` : '';
+    const query =
+      tokenWay === 'url'
+        ? `?token=${TOKEN_MARK}`
+        : tokenWay === 'bad-url'
+          ? `?token=${urlPart(rng.pick(['kct1.x.y', '', 'kct1.', randomString(rng).slice(0, 40)]))}`
+          : '';
     const d = carrierDialect(carrier, inStart);
     const ids = new Map<string, string>();
     const opening = rng.chance(0.8) ? d.opening().map((f) => ('text' in f ? { text: seeded(rng, ids, f.text) } : f)) : [];
@@ -119,7 +142,10 @@ export const wsCarrierTarget: Target<CarrierInput> = {
     const frames = [...opening, ...carrierFrames(rng, d, ids)].slice(0, 8);
     const stop = d.closing()[0];
     // Either ends the stream: the carrier's stop (1000), or a frame that is not the protocol (1008).
-    const probe: WsFrame = stop && 'text' in stop && rng.chance(0.5) ? { text: seeded(rng, ids, stop.text) } : { text: rng.pick(['fuzz-probe: not a carrier frame', '[]', '{"event":42}']) };
+    const probe: WsFrame =
+      stop && 'text' in stop && rng.chance(0.5)
+        ? { text: seeded(rng, ids, stop.text) }
+        : { text: rng.pick(['fuzz-probe: not a carrier frame', '[]', '{"event":42}']) };
     return { path: `/telephony/v1/${carrier}${query}`, headers: {}, protocols: [], frames, probe, pauseMs: rng.chance(0.1) ? rng.int(10, 100) : 0 };
   },
   execute(input, ctx: HttpContext) {
@@ -138,5 +164,6 @@ export const wsCarrierTarget: Target<CarrierInput> = {
       timeoutMs: ctx.caseTimeoutMs,
     });
   },
-  describe: (i) => `${describeWs(i)} probe ${'text' in i.probe ? i.probe.text.slice(0, 80) : 'binary' in i.probe ? `<binary ${i.probe.binary.length}>` : '<not UTF-8>'}`,
+  describe: (i) =>
+    `${describeWs(i)} probe ${'text' in i.probe ? i.probe.text.slice(0, 80) : 'binary' in i.probe ? `<binary ${i.probe.binary.length}>` : '<not UTF-8>'}`,
 };

@@ -56,10 +56,24 @@ export const wsPreAuthTarget: Target<PreAuthInput> = {
   name: 'ws-preauth',
   generate(rng) {
     const carrier = rng.pick(CARRIERS);
-    const action = rng.pick<Action>(['big', 'big', 'fragments', 'near', 'pings', 'pings', 'slow', 'slow', 'many', ...(rng.chance(0.1) ? (['silent'] as const) : [])]);
+    const action = rng.pick<Action>([
+      'big',
+      'big',
+      'fragments',
+      'near',
+      'pings',
+      'pings',
+      'slow',
+      'slow',
+      'many',
+      ...(rng.chance(0.1) ? (['silent'] as const) : []),
+    ]);
     const tokenWay = rng.pick(['valid', 'bad', 'none'] as const);
     const d = carrierDialect(carrier, tokenWay === 'valid' ? TOKEN_MARK : tokenWay === 'bad' ? 'kct1.x.y' : undefined);
-    const opening = d.opening().map((f) => ('text' in f ? f.text : null)).filter((t): t is string => t !== null);
+    const opening = d
+      .opening()
+      .map((f) => ('text' in f ? f.text : null))
+      .filter((t): t is string => t !== null);
     const stop = d.closing()[0];
     const probe = stop && 'text' in stop && rng.chance(0.5) ? stop.text : rng.pick(['fuzz-probe: not a carrier frame', '[]', '{"event":42}']);
     const announced = rng.pick([BOUND + 1, 200_000, 1 << 20, 64 << 20, 2 ** 40]);
@@ -67,7 +81,14 @@ export const wsPreAuthTarget: Target<PreAuthInput> = {
       carrier,
       address: `127.0.0.${rng.int(2, 5)}`,
       action,
-      sizes: action === 'big' ? [announced, rng.pick([0, 1, 1000, 100_000])] : action === 'near' ? [rng.int(64 * 1024 + 1, BOUND)] : action === 'fragments' ? Array.from({ length: rng.int(2, 6) }, () => rng.int(30_000, 100_000)) : [],
+      sizes:
+        action === 'big'
+          ? [announced, rng.pick([0, 1, 1000, 100_000])]
+          : action === 'near'
+            ? [rng.int(64 * 1024 + 1, BOUND)]
+            : action === 'fragments'
+              ? Array.from({ length: rng.int(2, 6) }, () => rng.int(30_000, 100_000))
+              : [],
       pings: action === 'pings' ? (rng.chance(0.5) ? rng.int(1, 8) : 0) : 0,
       delayMs: rng.int(0, 400),
       start: opening.length ? opening.join('\n') : null,
@@ -80,7 +101,8 @@ export const wsPreAuthTarget: Target<PreAuthInput> = {
     // The first failure, else a refusal by a cap (so that they show in the tally), else the first socket's close.
     return outcomes.find((o) => FAILURES.has(o.kind)) ?? outcomes.find((o) => o.kind === '4xx' || o.kind === '503') ?? outcomes[0]!;
   },
-  describe: (i) => `${i.carrier} from ${i.address}: ${i.action} ${i.sizes.join('/')} pings ${i.pings} delay ${i.delayMs} sockets ${i.sockets} start ${JSON.stringify(i.start?.slice(0, 80) ?? null)} probe ${JSON.stringify(i.probe.slice(0, 60))}`,
+  describe: (i) =>
+    `${i.carrier} from ${i.address}: ${i.action} ${i.sizes.join('/')} pings ${i.pings} delay ${i.delayMs} sockets ${i.sockets} start ${JSON.stringify(i.start?.slice(0, 80) ?? null)} probe ${JSON.stringify(i.probe.slice(0, 60))}`,
 };
 
 /** Whether the case sends what the server drops without a close frame (the client then sees 1006). */
@@ -134,9 +156,11 @@ function attack(socket: net.Socket, input: PreAuthInput, ctx: HttpContext): Prom
     };
     socket.on('error', () => {});
     socket.on('close', () => {
-      if (input.action === 'pings' && input.pings > 0 && pongs < input.pings) return finish({ kind: 'ws-bad-event', detail: `${pongs} pongs for ${input.pings} pings` });
+      if (input.action === 'pings' && input.pings > 0 && pongs < input.pings)
+        return finish({ kind: 'ws-bad-event', detail: `${pongs} pongs for ${input.pings} pings` });
       // What is dropped must be dropped, at once: a close frame later (start_timeout) means it was read and kept.
-      if (droppable && close) return finish({ kind: 'ws-bad-close', status: close.code, detail: `closed ${close.code} ${close.reason} instead of being dropped at once` });
+      if (droppable && close)
+        return finish({ kind: 'ws-bad-close', status: close.code, detail: `closed ${close.code} ${close.reason} instead of being dropped at once` });
       finish(close ? classifyClose(close.code, close.reason, { droppable, carrier: true }) : classifyClose(1006, '', { droppable, carrier: true }));
     });
     const write = (bytes: Buffer) => !socket.destroyed && socket.write(bytes);

@@ -29,7 +29,12 @@ const PREFIXES = ['/openai/v1', '/compat/v1'];
 /** The key on the upgrade: a header, ElevenLabs' header, a browser's subprotocol; now and then a bad one or none. */
 function wsAuth(rng: Rng, xiHeader: boolean): Pick<WsInput, 'headers' | 'protocols'> {
   const protocols = rng.chance(0.3) ? ['realtime'] : [];
-  if (rng.chance(0.05)) return rng.pick<Pick<WsInput, 'headers' | 'protocols'>>([{ headers: {}, protocols }, { headers: { authorization: 'Bearer nope' }, protocols }, { headers: {}, protocols: ['realtime', 'openai-insecure-api-key.nope'] }]);
+  if (rng.chance(0.05))
+    return rng.pick<Pick<WsInput, 'headers' | 'protocols'>>([
+      { headers: {}, protocols },
+      { headers: { authorization: 'Bearer nope' }, protocols },
+      { headers: {}, protocols: ['realtime', 'openai-insecure-api-key.nope'] },
+    ]);
   const way = rng.int(0, xiHeader ? 3 : 2);
   if (way === 0) return { headers: { authorization: `Bearer ${KEY_MARK}` }, protocols };
   if (way === 1) return { headers: { 'x-api-key': KEY_MARK }, protocols };
@@ -78,7 +83,9 @@ async function execute(input: WsInput, ctx: HttpContext, probe: WsFrame, inspect
 }
 
 export function describeWs(i: WsInput): string {
-  const shown = i.frames.map((f) => ('text' in f ? f.text.slice(0, 120) + (f.text.length > 120 ? `… (${f.text.length})` : '') : 'binary' in f ? `<binary ${f.binary.length}>` : '<not UTF-8>'));
+  const shown = i.frames.map((f) =>
+    'text' in f ? f.text.slice(0, 120) + (f.text.length > 120 ? `… (${f.text.length})` : '') : 'binary' in f ? `<binary ${f.binary.length}>` : '<not UTF-8>',
+  );
   return `${i.path} ${JSON.stringify({ headers: i.headers, protocols: i.protocols })} ${JSON.stringify(shown)}`;
 }
 
@@ -91,21 +98,53 @@ const SPEECH_MODELS = ['sunjata-1', 'whisper-1', 'gpt-4o-transcribe', 'banjugu-1
 function vad(rng: Rng): unknown {
   if (rng.chance(0.3)) return null;
   const n = () => (rng.chance(0.7) ? rng.int(0, 2000) : randomNumber(rng));
-  return { type: 'server_vad', threshold: rng.chance(0.7) ? rng.next() : randomNumber(rng), prefix_padding_ms: n(), silence_duration_ms: n(), idle_timeout_ms: rng.chance(0.5) ? null : n() };
+  return {
+    type: 'server_vad',
+    threshold: rng.chance(0.7) ? rng.next() : randomNumber(rng),
+    prefix_padding_ms: n(),
+    silence_duration_ms: n(),
+    idle_timeout_ms: rng.chance(0.5) ? null : n(),
+  };
 }
 
 function realtimeEvent(rng: Rng): Record<string, unknown> {
   const event_id = rng.chance(0.3) ? randomString(rng).slice(0, 40) : undefined;
-  const transcription = { model: rng.pick(SPEECH_MODELS), language: rng.pick(['bam_Latn', 'fra_Latn', 'eng_Latn', 'bm', 'fr', null]), prompt: rng.chance(0.2) ? randomString(rng) : undefined };
+  const transcription = {
+    model: rng.pick(SPEECH_MODELS),
+    language: rng.pick(['bam_Latn', 'fra_Latn', 'eng_Latn', 'bm', 'fr', null]),
+    prompt: rng.chance(0.2) ? randomString(rng) : undefined,
+  };
   switch (rng.int(0, 9)) {
     case 0: {
-      const format = rng.pick<unknown>([{ type: 'audio/pcm', rate: rng.pick([24000, 16000, 8000, 48000, 44100, 0, -1]) }, { type: 'audio/pcmu' }, { type: 'audio/pcma' }, { type: 'audio/opus' }]);
+      const format = rng.pick<unknown>([
+        { type: 'audio/pcm', rate: rng.pick([24000, 16000, 8000, 48000, 44100, 0, -1]) },
+        { type: 'audio/pcmu' },
+        { type: 'audio/pcma' },
+        { type: 'audio/opus' },
+      ]);
       return { type: 'session.update', event_id, session: { type: 'transcription', audio: { input: { format, transcription, turn_detection: vad(rng) } } } };
     }
     case 1:
-      return { type: 'transcription_session.update', event_id, session: { input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'g711_alaw', 'mp3']), input_audio_transcription: transcription, turn_detection: vad(rng) } };
+      return {
+        type: 'transcription_session.update',
+        event_id,
+        session: {
+          input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'g711_alaw', 'mp3']),
+          input_audio_transcription: transcription,
+          turn_detection: vad(rng),
+        },
+      };
     case 2:
-      return { type: 'session.update', event_id, session: { audio: { input: { transcription: { model: rng.pick(SPEECH_MODELS) } }, output: { language: rng.pick(['fra_Latn', 'eng_Latn', 'fr', 'en', 'bam_Latn', 'de']) } } } };
+      return {
+        type: 'session.update',
+        event_id,
+        session: {
+          audio: {
+            input: { transcription: { model: rng.pick(SPEECH_MODELS) } },
+            output: { language: rng.pick(['fra_Latn', 'eng_Latn', 'fr', 'en', 'bam_Latn', 'de']) },
+          },
+        },
+      };
     case 3:
       return { type: rng.pick(['input_audio_buffer.commit', 'input_audio_buffer.clear', 'session.close']), event_id };
     case 4:
@@ -113,7 +152,11 @@ function realtimeEvent(rng: Rng): Record<string, unknown> {
     default: {
       // Appends are most of a real session; 100 ms of 24 kHz PCM is 4800 bytes (a commit needs that much).
       const bytes = rng.pick([0, 1, 160, 960, 4800, 9600, rng.int(0, 20_000)]);
-      return { type: rng.chance(0.8) ? 'input_audio_buffer.append' : 'session.input_audio_buffer.append', event_id, audio: rng.chance(0.95) ? audioBase64(rng, bytes) : randomJson(rng, 1) };
+      return {
+        type: rng.chance(0.8) ? 'input_audio_buffer.append' : 'session.input_audio_buffer.append',
+        event_id,
+        audio: rng.chance(0.95) ? audioBase64(rng, bytes) : randomJson(rng, 1),
+      };
     }
   }
 }
@@ -137,7 +180,12 @@ export const wsRealtimeTarget: Target<WsInput> = {
     ].filter(Boolean);
     // Over KUMA_REALTIME_MAX_MESSAGE_BYTES (15 MiB) is an error event; over the transport's 32 MiB, close 1009.
     const oversize = () => (rng.chance(0.8) ? rng.int(1, 20_000) : rng.chance(0.9) ? 16 << 20 : 33 << 20);
-    return { path: `${rng.pick(PREFIXES)}/realtime${query.length ? `?${query.join('&')}` : ''}`, ...wsAuth(rng, false), frames: frames(rng, () => realtimeEvent(rng), oversize), pauseMs: rng.chance(0.05) ? rng.int(10, 200) : 0 };
+    return {
+      path: `${rng.pick(PREFIXES)}/realtime${query.length ? `?${query.join('&')}` : ''}`,
+      ...wsAuth(rng, false),
+      frames: frames(rng, () => realtimeEvent(rng), oversize),
+      pauseMs: rng.chance(0.05) ? rng.int(10, 200) : 0,
+    };
   },
   execute: (input, ctx) => execute(input, ctx, REALTIME_PROBE, realtimeInspect),
   describe: describeWs,
@@ -154,7 +202,13 @@ function speechMessage(rng: Rng): Record<string, unknown> {
   if (r < 0.45) return { text: rng.chance(0.9) ? `${speechText(rng, 60)} ` : rng.pick(['x'.repeat(10_001), 'i ni ce '.repeat(700), randomString(rng)]) };
   if (r < 0.55) return { flush: true, ...(rng.chance(0.5) ? { text: speechText(rng, 20) } : {}) };
   if (r < 0.62) return { text: '' }; // the end of the input
-  if (r < 0.7) return { text: ' ', voice_settings: { stability: randomNumber(rng), similarity_boost: 0.8 }, generation_config: { chunk_length_schedule: [120, 160, 250, 290] }, xi_api_key: KEY_MARK };
+  if (r < 0.7)
+    return {
+      text: ' ',
+      voice_settings: { stability: randomNumber(rng), similarity_boost: 0.8 },
+      generation_config: { chunk_length_schedule: [120, 160, 250, 290] },
+      xi_api_key: KEY_MARK,
+    };
   if (r < 0.8) return { text: speechText(rng, 20), try_trigger_generation: rng.chance(0.5) };
   return { text: randomJson(rng, 1), flush: randomJson(rng, 0) };
 }
@@ -172,7 +226,25 @@ function speechInspect(data: Buffer): MessageVerdict {
 export const wsSpeechTarget: Target<WsInput> = {
   name: 'ws-speech',
   generate(rng) {
-    const format = rng.chance(0.8) ? rng.pick(['pcm', 'mp3', 'opus', 'wav', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4', 'pcm_16000', 'pcm_8000', 'pcm_24000', 'ulaw_8000', 'mp3_44100_128', 'opus_48000_64']) : rng.pick(['pcm_22050', 'aac', 'mp3_x', '', randomString(rng).slice(0, 20)]);
+    const format = rng.chance(0.8)
+      ? rng.pick([
+          'pcm',
+          'mp3',
+          'opus',
+          'wav',
+          'ulaw',
+          'alaw',
+          'l16_8000',
+          'l16_16000',
+          'fmp4',
+          'pcm_16000',
+          'pcm_8000',
+          'pcm_24000',
+          'ulaw_8000',
+          'mp3_44100_128',
+          'opus_48000_64',
+        ])
+      : rng.pick(['pcm_22050', 'aac', 'mp3_x', '', randomString(rng).slice(0, 20)]);
     const inactivity = rng.chance(0.1) ? `&inactivity_timeout=${rng.pick(['1', '20', '180', '181', '0', '-5', 'abc', '1.5'])}` : '';
     const model = rng.chance(0.85) ? rng.pick(['jifili-1', 'tts-1', '']) : rng.pick(['djelia-tts-v1', 'sunjata-1', 'nope']);
     const voice = rng.chance(0.9) ? rng.pick(['moussa', 'alloy', 'nova', 'coral', 'Moussa']) : urlPart(randomString(rng).slice(0, 30) || 'v');

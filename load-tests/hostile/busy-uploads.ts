@@ -101,8 +101,18 @@ function upload(bytes: number, seed: number): Promise<Outcome> {
       },
       (res) => {
         res.resume();
-        res.on('end', () => resolve({ bytes, status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, error: null, seconds: seconds() }));
-        res.on('error', (err: NodeJS.ErrnoException) => resolve({ bytes, status: null, retryAfter: null, error: `${err.code ?? err.message} (in the body)`, seconds: seconds() }));
+        res.on('end', () =>
+          resolve({
+            bytes,
+            status: res.statusCode ?? 0,
+            retryAfter: (res.headers['retry-after'] as string | undefined) ?? null,
+            error: null,
+            seconds: seconds(),
+          }),
+        );
+        res.on('error', (err: NodeJS.ErrnoException) =>
+          resolve({ bytes, status: null, retryAfter: null, error: `${err.code ?? err.message} (in the body)`, seconds: seconds() }),
+        );
       },
     );
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ bytes, status: null, retryAfter: null, error: err.code ?? err.message, seconds: seconds() }));
@@ -144,7 +154,10 @@ const pass = lost.length === 0 && missingRetryAfter === 0;
 const rows = [
   '| uploads | with a status | without (reset / closed) | outcomes | lost after s | latency p50 / max s | wall s | result |',
   '|---:|---:|---:|---|---|---:|---:|---|',
-  `| ${outcomes.length} | ${outcomes.length - lost.length} | ${lost.length} | ${[...byStatus].map(([k, n]) => `${k}: ${n}`).join(', ')} | ${lost.map((o) => o.seconds.toFixed(1)).join(' ') || '–'} | ${percentile(outcomes.map((o) => o.seconds), 50).toFixed(1)} / ${Math.max(...outcomes.map((o) => o.seconds)).toFixed(1)} | ${wallSeconds.toFixed(0)} | ${pass ? 'PASS' : 'FAIL'} |`,
+  `| ${outcomes.length} | ${outcomes.length - lost.length} | ${lost.length} | ${[...byStatus].map(([k, n]) => `${k}: ${n}`).join(', ')} | ${lost.map((o) => o.seconds.toFixed(1)).join(' ') || '–'} | ${percentile(
+    outcomes.map((o) => o.seconds),
+    50,
+  ).toFixed(1)} / ${Math.max(...outcomes.map((o) => o.seconds)).toFixed(1)} | ${wallSeconds.toFixed(0)} | ${pass ? 'PASS' : 'FAIL'} |`,
 ];
 recordSection(
   `busy-uploads${values.label ? ` — ${values.label}` : ''}`,

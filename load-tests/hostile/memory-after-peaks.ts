@@ -67,14 +67,17 @@ const row = (step: string, m: Memory, note = '') => `| ${step} | ${mb(m.rss)} | 
 /** Opens one idle realtime session; resolves once session.created came. */
 function openSession(server: ModelServer): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/realtime?intent=transcription`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/realtime?intent=transcription`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
     ws.once('message', () => resolve(ws));
     ws.once('error', reject);
     ws.once('unexpected-response', (_req, res) => reject(new Error(`realtime upgrade refused: ${res.statusCode}`)));
   });
 }
 
-const closedAll = (sockets: WebSocket[]) => Promise.all(sockets.map((ws) => (ws.readyState === WebSocket.CLOSED ? undefined : new Promise((r) => ws.once('close', r)))));
+const closedAll = (sockets: WebSocket[]) =>
+  Promise.all(sockets.map((ws) => (ws.readyState === WebSocket.CLOSED ? undefined : new Promise((r) => ws.once('close', r)))));
 
 /**
  * A speech-socket client that stops reading once its first audio arrived; resolves with it, or null when the
@@ -82,7 +85,9 @@ const closedAll = (sockets: WebSocket[]) => Promise.all(sockets.map((ws) => (ws.
  */
 function openSlowReader(server: ModelServer): Promise<WebSocket | null> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/audio/speech/stream?model=jifili-1&output_format=pcm_24000`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/audio/speech/stream?model=jifili-1&output_format=pcm_24000`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
     ws.once('open', () => {
       ws.send(JSON.stringify({ text: TEXT }));
       ws.send(JSON.stringify({ flush: true }));
@@ -122,9 +127,16 @@ try {
   for (let cycle = 1; cycle <= CYCLES; cycle++) {
     const before = await memory(server);
     const sessions: WebSocket[] = [];
-    for (let i = 0; i < SESSIONS; i += 250) sessions.push(...(await Promise.all(Array.from({ length: Math.min(250, SESSIONS - i) }, () => openSession(server)))));
+    for (let i = 0; i < SESSIONS; i += 250)
+      sessions.push(...(await Promise.all(Array.from({ length: Math.min(250, SESSIONS - i) }, () => openSession(server)))));
     const peak = await memory(server);
-    show(row(`${SESSIONS} realtime sessions open (cycle ${cycle})`, peak, `+${((peak.rss - before.rss) / SESSIONS / 1024).toFixed(0)} KiB RSS per session over the step before`));
+    show(
+      row(
+        `${SESSIONS} realtime sessions open (cycle ${cycle})`,
+        peak,
+        `+${((peak.rss - before.rss) / SESSIONS / 1024).toFixed(0)} KiB RSS per session over the step before`,
+      ),
+    );
     const closing = closedAll(sessions);
     for (const ws of sessions) ws.close(1000);
     await closing;
@@ -145,7 +157,13 @@ try {
     }
     await sleep(5000); // what they are sent piles up on the server until its cut-off
     const peak = await memory(server);
-    show(row(`${READERS} speech sockets not reading (cycle ${cycle})`, peak, `+${((peak.rss - before.rss) / READERS / MiB).toFixed(2)} MiB RSS per reader over the step before; ${refused} opens refused (model at capacity) and retried`));
+    show(
+      row(
+        `${READERS} speech sockets not reading (cycle ${cycle})`,
+        peak,
+        `+${((peak.rss - before.rss) / READERS / MiB).toFixed(2)} MiB RSS per reader over the step before; ${refused} opens refused (model at capacity) and retried`,
+      ),
+    );
     for (const ws of readers) ws.terminate();
     await sleep(SETTLE_MS);
     show(row(`readers gone, +${SETTLE_MS / 1000} s (cycle ${cycle})`, await memory(server)));
@@ -153,7 +171,9 @@ try {
 } finally {
   await server.stop();
 }
-const mallocEnv = Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_')).map(([k, v]) => `${k}=${v}`);
+const mallocEnv = Object.entries(process.env)
+  .filter(([k]) => k.startsWith('MALLOC_'))
+  .map(([k, v]) => `${k}=${v}`);
 recordSection(
   `memory after peaks${values.label ? ` — ${values.label}` : ''}`,
   [

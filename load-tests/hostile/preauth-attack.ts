@@ -162,7 +162,10 @@ try {
 
   // The control: the same polling with no attack, for what the machine alone does to /healthz (not judged).
   const quiet = await attack(server, 'none (control)', async () => {}, 0);
-  const results = [await attack(server, 'big: 64 MiB message per socket', sendBig), await attack(server, 'pings: flood, never read', (s) => floodPings(s, Number.POSITIVE_INFINITY).then(() => undefined))];
+  const results = [
+    await attack(server, 'big: 64 MiB message per socket', sendBig),
+    await attack(server, 'pings: flood, never read', (s) => floodPings(s, Number.POSITIVE_INFINITY).then(() => undefined)),
+  ];
   let failed = false;
   const rows = [quiet, ...results].map((r) => {
     const growth = r.peakMb - r.baselineMb;
@@ -170,7 +173,10 @@ try {
     const judged = r !== quiet;
     const pass = growth <= RSS_BOUND_MB && max < HEALTHZ_BOUND_MS;
     if (judged) failed ||= !pass;
-    const refused = Object.entries(r.refused).map(([status, n]) => `${n} × ${status === '0' ? 'no answer' : status}`).join(', ') || '0';
+    const refused =
+      Object.entries(r.refused)
+        .map(([status, n]) => `${n} × ${status === '0' ? 'no answer' : status}`)
+        .join(', ') || '0';
     return `| ${r.name} | ${r.upgrades} | ${refused} | ${r.baselineMb.toFixed(0)} | ${r.peakMb.toFixed(0)} | ${growth.toFixed(1)} | ${(r.afterMb - r.baselineMb).toFixed(1)} | ${r.healthz.length} | ${percentile(r.healthz, 50).toFixed(1)} | ${percentile(r.healthz, 99).toFixed(1)} | ${max.toFixed(1)} | ${judged ? (pass ? 'pass' : 'FAIL') : '–'} |`;
   });
   recordSection(

@@ -38,10 +38,18 @@ export interface LoadGenerator {
 export function wrkVersion(): string | null {
   try {
     // wrk -v prints its version and exits 1; the output is what matters.
-    return execFileSync('wrk', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]!.replace(/\s*\[.*$/, '').trim();
+    return execFileSync('wrk', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      .split('\n')[0]!
+      .replace(/\s*\[.*$/, '')
+      .trim();
   } catch (err) {
     const out = (err as { stdout?: string }).stdout;
-    return typeof out === 'string' && out.startsWith('wrk') ? out.split('\n')[0]!.replace(/\s*\[.*$/, '').trim() : null;
+    return typeof out === 'string' && out.startsWith('wrk')
+      ? out
+          .split('\n')[0]!
+          .replace(/\s*\[.*$/, '')
+          .trim()
+      : null;
   }
 }
 

@@ -36,23 +36,39 @@ const account = await store.createAccount('bench', 10_000_000);
 const apiKey = generateApiKey();
 await store.createKey(account.id, hashApiKey(apiKey), 'bench');
 // As in run.ts; a store from before the limits (no setRateLimits) is used as it is.
-await (store as { setRateLimits?: (id: string, l: object) => Promise<unknown> }).setRateLimits?.(account.id, { requestsPerMinute: 1_000_000_000, tokensPerMinute: 0, concurrent: 0 });
+await (store as { setRateLimits?: (id: string, l: object) => Promise<unknown> }).setRateLimits?.(account.id, {
+  requestsPerMinute: 1_000_000_000,
+  tokensPerMinute: 0,
+  concurrent: 0,
+});
 await store.close();
 
-const proc = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', 'tsx', script, dbPath, dir], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+const proc = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', 'tsx', script, dbPath, dir], {
+  cwd: ROOT,
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
 const port = await new Promise<number>((resolve, reject) => {
   proc.once('exit', (code) => reject(new Error(`server exited (${code})`)));
   readline.createInterface({ input: proc.stdout! }).once('line', (line) => resolve((JSON.parse(line) as { port: number }).port));
 });
 const run = (duration: number) =>
-  autocannon({ url: `http://127.0.0.1:${port}/compat/v1/models`, headers: { authorization: `Bearer ${apiKey}` }, connections: Number(values.connections), duration });
+  autocannon({
+    url: `http://127.0.0.1:${port}/compat/v1/models`,
+    headers: { authorization: `Bearer ${apiKey}` },
+    connections: Number(values.connections),
+    duration,
+  });
 await run(2); // warm-up: let the JIT settle before what we read
 const result = await run(Number(values.duration));
 proc.kill('SIGTERM');
 await new Promise((resolve) => proc.once('exit', resolve));
 if (result.non2xx > 0) console.log(`warning: ${result.non2xx} non-2xx responses`);
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
 const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no .cpuprofile written');
 const profile = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
@@ -83,7 +99,9 @@ for (const node of profile.nodes) {
 }
 const pct = (us: number) => `${((us / busy) * 100).toFixed(1).padStart(5)}%`;
 const requests = result.requests.total;
-console.log(`${values.server}: ${Math.round(requests / result.duration)} req/s over ${result.duration} s; busy ${Math.round(busy / 1000)} ms of the profile's ${Math.round(total / 1000)} ms (start-up and warm-up included); shares below are of the busy time`);
+console.log(
+  `${values.server}: ${Math.round(requests / result.duration)} req/s over ${result.duration} s; busy ${Math.round(busy / 1000)} ms of the profile's ${Math.round(total / 1000)} ms (start-up and warm-up included); shares below are of the busy time`,
+);
 console.log('\nSelf time by area:');
 for (const [name, us] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  ${pct(us)}  ${name}`);
 console.log(`\nTop ${values.top} functions by self time:`);

@@ -51,11 +51,27 @@ function positiveInt(name: string, raw: string | undefined): number {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`);
   return n;
 }
-const [duration, connections, warmup, rounds, threads] = (['duration', 'connections', 'warmup', 'rounds', 'threads'] as const).map((k) => positiveInt(k, flags[k]));
+const [duration, connections, warmup, rounds, threads] = (['duration', 'connections', 'warmup', 'rounds', 'threads'] as const).map((k) =>
+  positiveInt(k, flags[k]),
+);
 const params = { duration: duration!, connections: connections!, warmup: warmup!, rounds: rounds!, write: flags.write && !flags['no-write'] };
 
-interface Child { name: ServerName; proc: ChildProcess; port: number; pid: number; logs: string[] }
-interface Sample { rps: number; p50: number; p99: number; non2xx: number; cpuMsPer1k: number; serverCpuPct: number; loadgenCpuPct: number }
+interface Child {
+  name: ServerName;
+  proc: ChildProcess;
+  port: number;
+  pid: number;
+  logs: string[];
+}
+interface Sample {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  cpuMsPer1k: number;
+  serverCpuPct: number;
+  loadgenCpuPct: number;
+}
 
 // Everything cleanup must undo, whatever way we leave: the child processes (from the moment they are
 // spawned, listening or not) and the temp dir.
@@ -148,7 +164,9 @@ async function load(child: Child, apiKey: string, seconds: number): Promise<Samp
 
   if (result.non2xx + result.errors > 0 || child.proc.exitCode !== null) {
     const alive = child.proc.exitCode === null;
-    throw new Error(`${child.name}: ${result.non2xx} non-2xx, ${result.errors} socket errors/timeouts; server alive: ${alive}\n${child.logs.slice(-20).join('\n')}`);
+    throw new Error(
+      `${child.name}: ${result.non2xx} non-2xx, ${result.errors} socket errors/timeouts; server alive: ${alive}\n${child.logs.slice(-20).join('\n')}`,
+    );
   }
   return {
     rps: result.requests / result.seconds,
@@ -228,10 +246,17 @@ async function main(): Promise<void> {
   const ratios =
     `kuma/node: req/s ${fmt(kuma.rps / node.rps)}× (higher is better for Kuma), p99 ${fmt(kuma.p99 / node.p99)}× ` +
     `(lower is better), CPU per request ${fmt(kuma.cpu / node.cpu)}× (lower is better)`;
-  const maxLoadgen = Math.max(...Object.values(samples).flat().map((s) => s.loadgenCpuPct));
+  const maxLoadgen = Math.max(
+    ...Object.values(samples)
+      .flat()
+      .map((s) => s.loadgenCpuPct),
+  );
   const notes: string[] = [];
   // Near a full core per thread, the load generator (not the server) may set the req/s ceiling.
-  if (maxLoadgen >= 90) notes.push(`the load generator reached ${fmt(maxLoadgen, 0)}% of one core: it may be the bottleneck, so the req/s ratio can understate the difference; server CPU ms per 1000 requests is the fairer efficiency figure.`);
+  if (maxLoadgen >= 90)
+    notes.push(
+      `the load generator reached ${fmt(maxLoadgen, 0)}% of one core: it may be the bottleneck, so the req/s ratio can understate the difference; server CPU ms per 1000 requests is the fairer efficiency figure.`,
+    );
   if (cpus.length <= 2) notes.push(`only ${cpus.length} cores: server and load generator compete for them.`);
   const serverLogs = started.flatMap((c) => c.logs.map((l) => `${c.name}: ${l}`));
   if (serverLogs.length) notes.push(`servers logged ${serverLogs.length} warn/error line(s) during the run; first: ${serverLogs[0]}`);

@@ -161,7 +161,14 @@ const server = http.createServer((req, res) => {
       if (!(err instanceof ApiError)) logger.error({ requestId, err }, 'request failed');
       const apiError = toApiError(err);
       if (res.headersSent) res.destroy();
-      else send(res, apiError.status, { ...baseHeaders, ...apiError.headers, 'content-type': 'application/json' }, JSON.stringify(apiError.toEnvelope()), headOnly);
+      else
+        send(
+          res,
+          apiError.status,
+          { ...baseHeaders, ...apiError.headers, 'content-type': 'application/json' },
+          JSON.stringify(apiError.toEnvelope()),
+          headOnly,
+        );
     } finally {
       // Same bookkeeping as the uWS transport, so neither side skips work the other does.
       const status = controller.aborted && !res.headersSent ? 499 : res.statusCode;

@@ -71,12 +71,18 @@ async function restOnce(baseUrl: string, apiKey: string, kind: RestOutcome['kind
     const form = new FormData();
     form.append('model', 'sunjata-1');
     form.append('file', new Blob([UPLOAD], { type: 'audio/wav' }), 'speech.wav');
-    (path = '/audio/transcriptions'), (init = { method: 'POST', headers: auth, body: form });
+    ((path = '/audio/transcriptions'), (init = { method: 'POST', headers: auth, body: form }));
   } else if (kind === 'speech') {
-    (path = '/audio/speech'), (init = json({ model: 'jifili-1', input: SPEECH_TEXTS[n % SPEECH_TEXTS.length], voice: 'moussa', response_format: 'pcm' }));
+    ((path = '/audio/speech'), (init = json({ model: 'jifili-1', input: SPEECH_TEXTS[n % SPEECH_TEXTS.length], voice: 'moussa', response_format: 'pcm' })));
   } else {
     const text = CHAT_TEXTS[n % CHAT_TEXTS.length]!;
-    (path = '/chat/completions'), (init = json({ model: 'banjugu-1', stream: kind === 'chat-stream', messages: [{ role: 'user', content: text }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }));
+    ((path = '/chat/completions'),
+      (init = json({
+        model: 'banjugu-1',
+        stream: kind === 'chat-stream',
+        messages: [{ role: 'user', content: text }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      })));
   }
   try {
     const res = await fetch(`${baseUrl}/openai/v1${path}`, init);
@@ -126,21 +132,31 @@ export async function realtimeLoop(baseUrl: string, apiKey: string, out: Realtim
     let wake: (() => void) | null = null;
     ws.on('message', (data) => {
       const event = JSON.parse(data.toString()) as { type: string; usage?: { seconds: number } };
-      if (event.type === 'conversation.item.input_audio_transcription.completed') record.completed.push({ seconds: event.usage!.seconds, at: performance.now() });
+      if (event.type === 'conversation.item.input_audio_transcription.completed')
+        record.completed.push({ seconds: event.usage!.seconds, at: performance.now() });
       // Whatever answers the last event (updated, the item's transcript or failure, an error) lets the next go.
       if (event.type === 'session.updated' || event.type.endsWith('.completed') || event.type.endsWith('.failed') || event.type === 'error') wake?.();
     });
     const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
     const next = () => Promise.race([new Promise<void>((resolve) => (wake = resolve)), closed]);
-    ws.send(JSON.stringify({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 16000 }, transcription: { model: 'sunjata-1' }, turn_detection: null } } } }));
+    ws.send(
+      JSON.stringify({
+        type: 'session.update',
+        session: {
+          type: 'transcription',
+          audio: { input: { format: { type: 'audio/pcm', rate: 16000 }, transcription: { model: 'sunjata-1' }, turn_detection: null } },
+        },
+      }),
+    );
     await next();
     for (let item = 0; item < 20 && ws.readyState === WebSocket.OPEN; item++) {
       const started = performance.now();
-      for (let i = 0; i < PHRASE.length; i += 3200) ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: PHRASE.subarray(i, i + 3200).toString('base64') }));
+      for (let i = 0; i < PHRASE.length; i += 3200)
+        ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: PHRASE.subarray(i, i + 3200).toString('base64') }));
       ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
       await next();
       // Paced at about 2× real time, under the input rate bound (4×).
-      await sleep(Math.max(0, (PHRASE.length / 32) / 2 - (performance.now() - started)));
+      await sleep(Math.max(0, PHRASE.length / 32 / 2 - (performance.now() - started)));
     }
     if (ws.readyState !== WebSocket.OPEN) return;
     ws.close();
@@ -158,7 +174,11 @@ export async function speechSocketLoop(baseUrl: string, apiKey: string, out: Spe
     const record: SpeechSocketRecord = { requestId: opened.requestId, phrases: [], bytes: 0, finished: false };
     out.push(record);
     ws.on('message', (data) => {
-      const m = JSON.parse(data.toString()) as { audio?: string; isFinal?: boolean; alignment?: { chars: string[]; charStartTimesMs: number[]; charDurationsMs: number[] } | null };
+      const m = JSON.parse(data.toString()) as {
+        audio?: string;
+        isFinal?: boolean;
+        alignment?: { chars: string[]; charStartTimesMs: number[]; charDurationsMs: number[] } | null;
+      };
       if (m.alignment) {
         const last = m.alignment.chars.length - 1;
         record.phrases.push({ characters: m.alignment.chars.length, endMs: m.alignment.charStartTimesMs[last]! + m.alignment.charDurationsMs[last]! });

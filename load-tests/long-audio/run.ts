@@ -24,15 +24,21 @@ const SILENCE_SECONDS = Number(values.seconds);
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-long-load-'));
 const manifest = path.join(dir, 'manifest.json');
-fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), replicas: 1, maxQueue: 32 }] }));
-const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], { stdio: ['pipe', 'pipe', 'inherit'] });
+fs.writeFileSync(
+  manifest,
+  JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), replicas: 1, maxQueue: 32 }] }),
+);
+const child = spawn(process.execPath, ['--import', 'tsx', 'load-tests/serve-with-models.ts', path.join(dir, 'kuma.sqlite'), manifest], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
 const server = await new Promise<{ port: number; apiKey: string; otherApiKey: string; pid: number }>((resolve, reject) => {
   readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
   child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
 });
 const url = `http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`;
 
-const statusMb = (field: 'VmHWM' | 'VmRSS') => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
+const statusMb = (field: 'VmHWM' | 'VmRSS') =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
 
 async function transcribe(file: Uint8Array, name: string, apiKey = server.apiKey): Promise<{ status: number; duration?: number; ms: number; text?: string }> {
   const form = new FormData();
@@ -65,7 +71,9 @@ const rows = ['| scenario | upload | statuses | duration s | server RSS before M
 const mb = (n: number) => (n / 1024 / 1024).toFixed(2);
 
 const one = await measured(() => transcribe(silence, 'silence.flac'));
-rows.push(`| 1 × ${SILENCE_SECONDS} s silence FLAC | ${mb(silence.length)} MB | ${one.result.status} | ${one.result.duration?.toFixed(1)} | ${one.baseMb.toFixed(0)} | ${one.growthMb.toFixed(0)} | |`);
+rows.push(
+  `| 1 × ${SILENCE_SECONDS} s silence FLAC | ${mb(silence.length)} MB | ${one.result.status} | ${one.result.duration?.toFixed(1)} | ${one.baseMb.toFixed(0)} | ${one.growthMb.toFixed(0)} | |`,
+);
 process.stdout.write(rows.at(-1)! + '\n');
 
 const three = await measured(async () => {
@@ -81,7 +89,9 @@ process.stdout.write(rows.at(-1)! + '\n');
 
 const ten = await measured(() => transcribe(speechWav, 'speech.wav'));
 if (ten.result.text !== phrases.join(' ')) throw new Error('the 10-minute transcript is wrong');
-rows.push(`| 1 × ${speech.seconds.toFixed(0)} s demo speech WAV (exact transcript) | ${mb(speechWav.length)} MB | ${ten.result.status} | ${ten.result.duration?.toFixed(1)} | ${ten.baseMb.toFixed(0)} | ${ten.growthMb.toFixed(0)} | |`);
+rows.push(
+  `| 1 × ${speech.seconds.toFixed(0)} s demo speech WAV (exact transcript) | ${mb(speechWav.length)} MB | ${ten.result.status} | ${ten.result.duration?.toFixed(1)} | ${ten.baseMb.toFixed(0)} | ${ten.growthMb.toFixed(0)} | |`,
+);
 process.stdout.write(rows.at(-1)! + '\n');
 
 child.stdin!.end();

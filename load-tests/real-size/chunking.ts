@@ -51,7 +51,14 @@ function editDistance(a: number[], b: number[]): number {
 
 async function chunked(audio: Float32Array, left: number, small: boolean): Promise<Int32Array> {
   const geometry = { ...base, streaming: { ...base.streaming, leftSeconds: left, rightSeconds: 0.5, stateful: false } };
-  const recogniser = new ChunkedTurn(model, geometry, 'bench', new AbortController().signal, () => {}, () => small);
+  const recogniser = new ChunkedTurn(
+    model,
+    geometry,
+    'bench',
+    new AbortController().signal,
+    () => {},
+    () => small,
+  );
   for (let held = 320; held <= audio.length; held += 320) {
     recogniser.offer(held, (from, to) => audio.slice(from, to));
     await recogniser.settled(); // every chunk runs: what a model keeping up does
@@ -63,7 +70,7 @@ async function chunked(audio: Float32Array, left: number, small: boolean): Promi
 const rows = ['| turn | left context | chunks | frames equal to the whole turn’s | CER vs the whole turn |', '|---:|---:|---|---:|---:|'];
 for (const seconds of [3, 10, 40]) {
   const audio = turn(seconds);
-  const whole = (await model.engine.run<{ ids: Int32Array; blank: number }>('frames', { samples: audio, skip: 0, take: null }));
+  const whole = await model.engine.run<{ ids: Int32Array; blank: number }>('frames', { samples: audio, skip: 0, take: null });
   const wholeTokens = tokensFromIds(whole.ids, whole.blank).map((t) => t.id);
   for (const left of [0.5, 1, 2]) {
     for (const small of [true, false]) {

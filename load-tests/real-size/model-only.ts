@@ -38,7 +38,10 @@ export function serverAdapts(engine: string, replicas = defaultReplicas(engine a
 
 /** The intra-op threads the server gives each replica of a model of `engine` (its widest, for adaptive replicas). */
 export function serverThreads(engine: string, replicas = defaultReplicas(engine as EngineType, os.availableParallelism())): number {
-  return Number(process.env.KUMA_ENGINE_INTRA_OP_THREADS) || defaultIntraOpThreads(engine as EngineType, replicas, os.availableParallelism(), serverAdapts(engine, replicas));
+  return (
+    Number(process.env.KUMA_ENGINE_INTRA_OP_THREADS) ||
+    defaultIntraOpThreads(engine as EngineType, replicas, os.availableParallelism(), serverAdapts(engine, replicas))
+  );
 }
 
 /** Raw onnxruntime with `replicas` workers; `threads` is each one's widest, and adaptive ones run at their saturated width. */
@@ -47,7 +50,12 @@ export async function modelOnlyThroughput(options: ModelOnlyOptions & { adaptive
   const widest = options.threads ?? serverThreads(options.engine, replicas);
   const adaptive = options.adaptive ?? serverAdapts(options.engine, replicas);
   const threads = adaptive ? widthFor(runWidths(widest), widest, replicas) : widest;
-  const data: OrtWorkerData = { file: path.join(options.dir, 'model.onnx'), intraOpThreads: threads, allowSpinning: false, layout: options.engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2' };
+  const data: OrtWorkerData = {
+    file: path.join(options.dir, 'model.onnx'),
+    intraOpThreads: threads,
+    allowSpinning: false,
+    layout: options.engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2',
+  };
   const workers = await Promise.all(
     Array.from({ length: replicas }, async () => {
       const worker = spawnWorker(new URL('./ort-worker.ts', import.meta.url), { workerData: data });

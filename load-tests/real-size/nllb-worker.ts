@@ -43,7 +43,9 @@ const encoder = await ort.InferenceSession.create(path.join(data.dir, 'onnx', 'e
 const decoder = await ort.InferenceSession.create(path.join(data.dir, 'onnx', 'decoder_model_merged.onnx'), options);
 
 const int64 = (values: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
-const pastNames = Array.from({ length: data.layers }, (_, i) => ['decoder', 'encoder'].flatMap((part) => ['key', 'value'].map((kv) => `past_key_values.${i}.${part}.${kv}`))).flat();
+const pastNames = Array.from({ length: data.layers }, (_, i) =>
+  ['decoder', 'encoder'].flatMap((part) => ['key', 'value'].map((kv) => `past_key_values.${i}.${part}.${kv}`)),
+).flat();
 
 function argmaxLast(logits: ort.Tensor): number {
   const [, steps, vocab] = logits.dims as [number, number, number];
@@ -56,7 +58,10 @@ function argmaxLast(logits: ort.Tensor): number {
 
 /** The tokens written (`</s>` left out); their count with `</s>` is the number of decoder steps. */
 async function translate(job: NllbJob): Promise<number[]> {
-  const mask = int64(job.ids.map(() => 1), [1, job.ids.length]);
+  const mask = int64(
+    job.ids.map(() => 1),
+    [1, job.ids.length],
+  );
   const { last_hidden_state: hidden } = await encoder.run({ input_ids: int64(job.ids, [1, job.ids.length]), attention_mask: mask });
   const empty = new ort.Tensor('float32', new Float32Array(0), [1, data.heads, 0, data.headDim]);
   const past: Record<string, ort.Tensor> = Object.fromEntries(pastNames.map((n) => [n, empty]));
@@ -73,7 +78,11 @@ async function translate(job: NllbJob): Promise<number[]> {
       use_cache_branch: new ort.Tensor('bool', Uint8Array.of(length === 0 ? 0 : 1), [1]),
       ...past,
     };
-    if (decoder.inputNames.includes('cache_position')) feeds.cache_position = int64(input.map((_, i) => length + i), [input.length]);
+    if (decoder.inputNames.includes('cache_position'))
+      feeds.cache_position = int64(
+        input.map((_, i) => length + i),
+        [input.length],
+      );
     const out = await decoder.run(Object.fromEntries(decoder.inputNames.map((n) => [n, feeds[n]!])));
     for (const name of pastNames) if (name.includes('.decoder.') || length === 0) past[name] = out[name.replace('past_key_values', 'present')]!;
     length += input.length;
@@ -90,6 +99,11 @@ parentPort!.on('message', async (job: NllbJob) => {
   const written = await translate(job);
   const ms = performance.now() - t0;
   // tokens: decoder steps (the written tokens, and `</s>` when it was picked).
-  parentPort!.postMessage({ id: job.id, ms, tokens: written.length + (written.length < Math.min(data.maxNew, Math.ceil(data.maxLengthA * job.ids.length) + data.maxLengthB) ? 1 : 0), written });
+  parentPort!.postMessage({
+    id: job.id,
+    ms,
+    tokens: written.length + (written.length < Math.min(data.maxNew, Math.ceil(data.maxLengthA * job.ids.length) + data.maxLengthB) ? 1 : 0),
+    written,
+  });
 });
 parentPort!.postMessage({ ready: true });

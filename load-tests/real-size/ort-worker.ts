@@ -35,7 +35,10 @@ function feeds(seconds: number): Record<string, ort.Tensor> {
   } else {
     const frames = Math.round(seconds * 100);
     const mels = data.mels ?? 64;
-    made = { audio_signal: new ort.Tensor('float32', new Float32Array(mels * frames).fill(0.1), [1, mels, frames]), length: new ort.Tensor('int64', BigInt64Array.from([BigInt(frames)]), [1]) };
+    made = {
+      audio_signal: new ort.Tensor('float32', new Float32Array(mels * frames).fill(0.1), [1, mels, frames]),
+      length: new ort.Tensor('int64', BigInt64Array.from([BigInt(frames)]), [1]),
+    };
   }
   inputs.set(seconds, made);
   return made;

@@ -38,7 +38,7 @@ const lookahead = runner.info().statefulLookaheadSeconds;
 const ctx: RunnerContext = { signal: new AbortController().signal, checkpoint: async () => {} };
 
 let seed = 20261128;
-const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 
 function audio(seconds: number): Float32Array {
   const out = new Float32Array(Math.round(seconds * RATE));
@@ -67,7 +67,7 @@ for (const seconds of [3, 10, 40, 75]) {
     const endAt = Math.floor(random() * samples.length);
     const ids: number[] = [];
     let state: unknown = null;
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const size = Math.max(1, Math.round((0.02 + random() * 3) * RATE));
       const final = at + size >= endAt;
       const to = final ? samples.length : at + size;
@@ -121,12 +121,30 @@ for (const seconds of [3, 10, 40, 80]) {
     turns.push(turn);
     finals.push(await cpu(() => step(samples.slice(at), state, true)));
   }
-  const w = percentile(wholeRuns.map((r) => r.cpu), 50);
-  const f = percentile(finals.map((r) => r.cpu), 50);
+  const w = percentile(
+    wholeRuns.map((r) => r.cpu),
+    50,
+  );
+  const f = percentile(
+    finals.map((r) => r.cpu),
+    50,
+  );
   const t = percentile(turns, 50);
   const p = pieces.length ? pieces.reduce((a, b) => a + b, 0) / pieces.length : NaN;
   const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : '—');
-  rows.push(`| ${seconds} s | ${ms(w)} (${ms(percentile(wholeRuns.map((r) => r.wall), 50))}) | ${ms(p)} | ${ms(t)} | ${ms(f)} (${ms(percentile(finals.map((r) => r.wall), 50))}) | ${(f / w).toFixed(2)} | ${((t + f) / w).toFixed(2)} |`);
+  rows.push(
+    `| ${seconds} s | ${ms(w)} (${ms(
+      percentile(
+        wholeRuns.map((r) => r.wall),
+        50,
+      ),
+    )}) | ${ms(p)} | ${ms(t)} | ${ms(f)} (${ms(
+      percentile(
+        finals.map((r) => r.wall),
+        50,
+      ),
+    )}) | ${(f / w).toFixed(2)} | ${((t + f) / w).toFixed(2)} |`,
+  );
   console.log(rows.at(-1));
 }
 await runner.close();

@@ -62,7 +62,13 @@ const FRAME = RATE / 50;
 const TEXT = 'n bɛ taa sugu la sini';
 const phrase = speakDemo(TEXT, RATE).samples;
 const turnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 };
-const setup = JSON.stringify({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: RATE }, transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } } } });
+const setup = JSON.stringify({
+  type: 'session.update',
+  session: {
+    type: 'transcription',
+    audio: { input: { format: { type: 'audio/pcm', rate: RATE }, transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } },
+  },
+});
 
 /** One cycle of append frames: `lead` s of silence, the speech, silence to make the speech `activity` of it. */
 function cycleFrames(speech: Float32Array, activity: number, lead = 1): { frames: string[]; seconds: number; speechStartFrame: number } {
@@ -71,13 +77,23 @@ function cycleFrames(speech: Float32Array, activity: number, lead = 1): { frames
   cycle.set(speech, lead * RATE);
   const pcm = Buffer.alloc(cycle.length * 2);
   cycle.forEach((v, i) => pcm.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
-  const frames = Array.from({ length: cycle.length / FRAME }, (_, i) => JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm.subarray(i * FRAME * 2, (i + 1) * FRAME * 2).toString('base64') }));
+  const frames = Array.from({ length: cycle.length / FRAME }, (_, i) =>
+    JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm.subarray(i * FRAME * 2, (i + 1) * FRAME * 2).toString('base64') }),
+  );
   return { frames, seconds: cycle.length / RATE, speechStartFrame: Math.floor((lead * RATE) / FRAME) };
 }
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
 const server = await startModelServer([
-  { id: 'sunjata-1', engine, dir, maxQueue: 4096, ...(streaming ? { options: { streaming } } : {}), ...(replicas ? { replicas } : {}), ...(values.threads ? { intraOpThreads: Number(values.threads) } : {}) },
+  {
+    id: 'sunjata-1',
+    engine,
+    dir,
+    maxQueue: 4096,
+    ...(streaming ? { options: { streaming } } : {}),
+    ...(replicas ? { replicas } : {}),
+    ...(values.threads ? { intraOpThreads: Number(values.threads) } : {}),
+  },
   { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
 ]);
 const base = `127.0.0.1:${server.port}/openai/v1`;
@@ -96,10 +112,21 @@ async function chunkCounts(): Promise<Record<string, number>> {
 
 async function runSessions(groups: Array<{ sessions: number; cycle: ReturnType<typeof cycleFrames> }>, seconds: number) {
   const workers = groups.map(({ sessions, cycle }) => {
-    const data: WorkerInput = { url: `ws://${base}/realtime?intent=transcription`, apiKey: server.apiKey, sessions, setup, frames: cycle.frames, speechStartFrame: cycle.speechStartFrame, text: TEXT, staggerMs: cycle.seconds * 1000, client: 'raw' };
+    const data: WorkerInput = {
+      url: `ws://${base}/realtime?intent=transcription`,
+      apiKey: server.apiKey,
+      sessions,
+      setup,
+      frames: cycle.frames,
+      speechStartFrame: cycle.speechStartFrame,
+      text: TEXT,
+      staggerMs: cycle.seconds * 1000,
+      client: 'raw',
+    };
     return spawnWorker(new URL('../realtime/session-worker.ts', import.meta.url), { workerData: data });
   });
-  const ask = <T>(worker: (typeof workers)[number], message: string) => new Promise<T>((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject), worker.postMessage(message)));
+  const ask = <T>(worker: (typeof workers)[number], message: string) =>
+    new Promise<T>((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject), worker.postMessage(message)));
   await Promise.all(workers.map((w) => ask(w, 'ready?')));
   const chunks0 = await chunkCounts();
   const cpu0 = cpuSeconds(server.pid);
@@ -119,14 +146,24 @@ const pair = (list: number[]) => (list.length ? `${ms(percentile(list, 50))} / $
 const summarize = (r: WorkerReport) => {
   const stop = r.turns.flatMap((t) => (t.stopToFinalMs === null ? [] : [t.stopToFinalMs]));
   const first = r.turns.flatMap((t) => (t.firstDeltaMs === null ? [] : [t.firstDeltaMs]));
-  const failed = Object.entries(r.failed).map(([code, n]) => `${n} ${code}`).join(', ') || '0';
+  const failed =
+    Object.entries(r.failed)
+      .map(([code, n]) => `${n} ${code}`)
+      .join(', ') || '0';
   return { stop, first, failed };
 };
 
 const cycle = cycleFrames(phrase, ACTIVITY);
 // What a turn commits: the phrase plus the VAD's prefix padding and the silence before speech_stopped.
 const turnSeconds = phrase.length / RATE + 0.3 + 0.5;
-const limit = await bestModelOnly({ dir, engine, seconds: turnSeconds, durationS: 15, ...(replicas ? { replicas } : {}), ...(values.threads ? { threads: Number(values.threads) } : {}) });
+const limit = await bestModelOnly({
+  dir,
+  engine,
+  seconds: turnSeconds,
+  durationS: 15,
+  ...(replicas ? { replicas } : {}),
+  ...(values.threads ? { threads: Number(values.threads) } : {}),
+});
 const sessionsLimit = limit.audioPerSecond / (turnSeconds / cycle.seconds);
 
 const rows = [
@@ -162,7 +199,13 @@ if (values['long-turn']) {
   for (let i = 0; i < reps; i++) long.set(phrase, i * (phrase.length + 0.1 * RATE));
   const others = LEVELS.find((l) => l > 1) ?? 5;
   const longCycle = cycleFrames(long, 0.8);
-  const { reports, cpu } = await runSessions([{ sessions: 1, cycle: longCycle }, { sessions: others, cycle }], longSeconds * 2.5);
+  const { reports, cpu } = await runSessions(
+    [
+      { sessions: 1, cycle: longCycle },
+      { sessions: others, cycle },
+    ],
+    longSeconds * 2.5,
+  );
   const [longReport, otherReport] = reports.map(summarize);
   rows.push(
     '',

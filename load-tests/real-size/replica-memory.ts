@@ -15,7 +15,15 @@ import { defaultPackDir } from '../../models/real-size/generate.js';
 import { EngineRegistry } from '../../src/engines/engine-registry.js';
 import { recordSection } from '../results.js';
 
-const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, child: { type: 'string' }, share: { type: 'string', default: 'true' }, threads: { type: 'string', default: '0' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'wav2vec2-base' },
+    child: { type: 'string' },
+    share: { type: 'string', default: 'true' },
+    threads: { type: 'string', default: '0' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
 const dir = path.join(defaultPackDir(), values.model);
 const engine = (JSON.parse(fs.readFileSync(path.join(dir, '.complete.json'), 'utf8')) as { engine: string }).engine;
 
@@ -32,7 +40,11 @@ if (values.child) {
   const manifest = path.join(tmp, 'manifest.json');
   fs.writeFileSync(manifest, JSON.stringify({ models: [{ id: 'm', engine, dir, replicas, jobsPerReplica: 1, options: { warmupSeconds: 10 } }] }));
   const cacheDir = path.join(os.tmpdir(), 'kuma-replica-memory-cache');
-  const registry = EngineRegistry.fromManifest(manifest, 'djelia', { intraOpThreads: Number(values.threads), interOpThreads: 1, sharedWeights: values.share === 'true' ? { cacheDir, minBytes: 64 * 2 ** 20 } : null });
+  const registry = EngineRegistry.fromManifest(manifest, 'djelia', {
+    intraOpThreads: Number(values.threads),
+    interOpThreads: 1,
+    sharedWeights: values.share === 'true' ? { cacheDir, minBytes: 64 * 2 ** 20 } : null,
+  });
   await registry.start();
   const samples = new Float32Array(160_000).map((_, i) => Math.sin(i / 9) * 0.2);
   await Promise.all(Array.from({ length: replicas }, () => registry.get('m')!.run('frames', { samples, skip: 0, take: null })));
@@ -45,7 +57,13 @@ if (values.child) {
 
 const self = fileURLToPath(import.meta.url);
 const run = (replicas: number, share: boolean) =>
-  JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', self, '--model', values.model, '--child', String(replicas), '--share', String(share), '--threads', values.threads], { encoding: 'utf8', maxBuffer: 1 << 20 })) as { rss: number; pss: number };
+  JSON.parse(
+    execFileSync(
+      process.execPath,
+      ['--import', 'tsx', self, '--model', values.model, '--child', String(replicas), '--share', String(share), '--threads', values.threads],
+      { encoding: 'utf8', maxBuffer: 1 << 20 },
+    ),
+  ) as { rss: number; pss: number };
 
 const rows = ['| shared weights | 1 replica RSS / PSS MB | 2 replicas RSS / PSS MB | second replica adds (PSS) | of the first |', '|---|---:|---:|---:|---:|'];
 for (const share of [false, true]) {

@@ -19,7 +19,14 @@ import { percentile, recordSection } from '../results.js';
 import type { OrtWorkerData } from './ort-worker.js';
 import { serverThreads } from './model-only.js';
 
-const { values } = parseArgs({ options: { model: { type: 'string', default: 'wav2vec2-base' }, requests: { type: 'string', default: '4' }, 'max-chunk-seconds': { type: 'string' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'wav2vec2-base' },
+    requests: { type: 'string', default: '4' },
+    'max-chunk-seconds': { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
 const dir = path.join(defaultPackDir(), values.model);
 const engine = (JSON.parse(fs.readFileSync(path.join(dir, '.complete.json'), 'utf8')) as { engine: string }).engine;
 const REQUESTS = Number(values.requests);
@@ -55,8 +62,13 @@ function wav(samples: Float32Array): Buffer {
   const data = Buffer.alloc(samples.length * 2);
   samples.forEach((v, i) => data.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), i * 2));
   const h = Buffer.alloc(44);
-  h.write('RIFF', 0), h.writeUInt32LE(36 + data.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(16000, 24), h.writeUInt32LE(32000, 28), h.writeUInt16LE(2, 32), h.writeUInt16LE(16, 34), h.write('data', 36), h.writeUInt32LE(data.length, 40);
+  (h.write('RIFF', 0), h.writeUInt32LE(36 + data.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22));
+  (h.writeUInt32LE(16000, 24),
+    h.writeUInt32LE(32000, 28),
+    h.writeUInt16LE(2, 32),
+    h.writeUInt16LE(16, 34),
+    h.write('data', 36),
+    h.writeUInt32LE(data.length, 40));
   return Buffer.concat([h, data]);
 }
 
@@ -69,7 +81,12 @@ function speech(seconds: number): Float32Array {
 }
 
 async function modelOnlyCpu(seconds: number): Promise<number> {
-  const data: OrtWorkerData = { file: path.join(dir, 'model.onnx'), intraOpThreads: threads, allowSpinning: false, layout: engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2' };
+  const data: OrtWorkerData = {
+    file: path.join(dir, 'model.onnx'),
+    intraOpThreads: threads,
+    allowSpinning: false,
+    layout: engine === 'ctc-nemo' ? 'nemo' : 'wav2vec2',
+  };
   const worker = spawnWorker(new URL('./ort-worker.ts', import.meta.url), { workerData: data });
   await new Promise((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject)));
   const run = (s: number) => new Promise<void>((resolve) => (worker.once('message', () => resolve()), worker.postMessage({ id: 0, seconds: s })));
@@ -94,7 +111,11 @@ async function kumaCpu(seconds: number): Promise<{ cpu: number; wall: number }> 
   body.set('model', 'sunjata-1');
   body.set('file', new Blob([wav(speech(seconds))], { type: 'audio/wav' }), 'speech.wav');
   const post = async () => {
-    const res = await fetch(`http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body });
+    const res = await fetch(`http://127.0.0.1:${server.port}/openai/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.apiKey}` },
+      body,
+    });
     if (res.status !== 200) throw new Error(`transcription ${res.status}: ${await res.text()}`);
     await res.text();
   };
@@ -111,7 +132,10 @@ async function kumaCpu(seconds: number): Promise<{ cpu: number; wall: number }> 
   return { cpu: percentile(cpu, 50), wall: percentile(wall, 50) };
 }
 
-const rows = ['| audio | model only, CPU s (plain ≤ 30 s windows) | Kuma REST, CPU s (server + decoders) | ratio | Kuma REST wall s | real-time factor |', '|---:|---:|---:|---:|---:|---:|'];
+const rows = [
+  '| audio | model only, CPU s (plain ≤ 30 s windows) | Kuma REST, CPU s (server + decoders) | ratio | Kuma REST wall s | real-time factor |',
+  '|---:|---:|---:|---:|---:|---:|',
+];
 for (const seconds of [10, 60]) {
   const model = await modelOnlyCpu(seconds);
   const kuma = await kumaCpu(seconds);

@@ -19,7 +19,9 @@ import { spawnWorker } from '../../src/threads/spawn-worker.js';
 import { percentile, recordSection } from '../results.js';
 import type { OrtWorkerData } from './ort-worker.js';
 
-const { values } = parseArgs({ options: { model: { type: 'string' }, seconds: { type: 'string', default: '12' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { model: { type: 'string' }, seconds: { type: 'string', default: '12' }, 'no-write': { type: 'boolean', default: false } },
+});
 const dir = values.model ?? path.join(defaultPackDir(), 'wav2vec2-base');
 const file = path.join(dir, 'model.onnx');
 if (!fs.existsSync(file)) throw new Error(`${file} is missing: run npm run models:real-size first`);
@@ -65,7 +67,9 @@ const cpu = () => {
 };
 
 async function measure(config: Config) {
-  const replicas = await Promise.all(Array.from({ length: config.replicas }, () => Replica.start({ file, intraOpThreads: config.threads, allowSpinning: config.spin, layout: 'wav2vec2' })));
+  const replicas = await Promise.all(
+    Array.from({ length: config.replicas }, () => Replica.start({ file, intraOpThreads: config.threads, allowSpinning: config.spin, layout: 'wav2vec2' })),
+  );
   for (const r of replicas) for (let i = 0; i < 2; i++) await r.job(3.5); // warm the arenas
   const lone: number[] = [];
   let spinCpu = 0;
@@ -103,7 +107,10 @@ async function measure(config: Config) {
   return { lone: percentile(lone, 50), loneBusy: loneBusy.length ? percentile(loneBusy, 50) : NaN, throughput, spin: spinCpu / spinWall };
 }
 
-const rows = ['| replicas × intra-op threads | spinning | lone chunk p50 ms | lone chunk, other replica busy, p50 ms | saturated audio-s/s | CPU while the lone chunk runs (cores) |', '|---|---|---:|---:|---:|---:|'];
+const rows = [
+  '| replicas × intra-op threads | spinning | lone chunk p50 ms | lone chunk, other replica busy, p50 ms | saturated audio-s/s | CPU while the lone chunk runs (cores) |',
+  '|---|---|---:|---:|---:|---:|',
+];
 for (const config of configs) {
   const r = await measure(config);
   const row = `| ${config.replicas} × ${config.threads} | ${config.spin ? 'on' : 'off'} | ${r.lone.toFixed(0)} | ${Number.isFinite(r.loneBusy) ? r.loneBusy.toFixed(0) : '—'} | ${r.throughput.toFixed(2)} | ${r.spin.toFixed(2)} |`;

@@ -116,7 +116,11 @@ async function kuma(clients: number): Promise<Sample[]> {
     const res = await fetch(`http://127.0.0.1:${server.port}/openai/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'banjugu-1', messages: [{ role: 'user', content: text }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+      body: JSON.stringify({
+        model: 'banjugu-1',
+        messages: [{ role: 'user', content: text }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      }),
     });
     if (res.status !== 200) throw new Error(`translation ${res.status}: ${await res.text()}`);
     return (await res.json()) as { choices: Array<{ message: { content: string } }> };
@@ -136,7 +140,14 @@ async function kuma(clients: number): Promise<Sample[]> {
   }
 }
 
-const fmt = (s: Sample[]) => `${percentile(s.map((x) => x.ms), 50).toFixed(0)} / ${percentile(s.map((x) => x.ms), 99).toFixed(0)}`;
+const fmt = (s: Sample[]) =>
+  `${percentile(
+    s.map((x) => x.ms),
+    50,
+  ).toFixed(0)} / ${percentile(
+    s.map((x) => x.ms),
+    99,
+  ).toFixed(0)}`;
 const mean = (s: Sample[], f: (x: Sample) => number) => (s.reduce((a, x) => a + f(x), 0) / s.length).toFixed(0);
 const rows = [
   '| concurrent | requests | model only p50 / p99 ms | Kuma p50 / p99 ms | p50 ratio | p99 ratio | source / generated tokens, mean (model only) | Kuma sentences/s |',
@@ -148,7 +159,17 @@ for (const [l, clients] of LEVELS.entries()) {
   const t0 = performance.now();
   const served = await kuma(clients);
   const wall = (performance.now() - t0) / 1000;
-  const ratio = (p: number) => (percentile(served.map((x) => x.ms), p) / percentile(model.map((x) => x.ms), p)).toFixed(2);
+  const ratio = (p: number) =>
+    (
+      percentile(
+        served.map((x) => x.ms),
+        p,
+      ) /
+      percentile(
+        model.map((x) => x.ms),
+        p,
+      )
+    ).toFixed(2);
   const row = `| ${clients} | ${served.length} | ${fmt(model)} | ${fmt(served)} | ${ratio(50)} | ${ratio(99)} | ${mean(served, (x) => x.sourceTokens)} / ${mean(model, (x) => x.tokens)} | ${(served.length / wall).toFixed(2)} |`;
   rows.push(row);
   process.stderr.write(`${row}\n`);

@@ -70,7 +70,10 @@ export class RawWebSocket {
       headers: { ...options.headers, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key },
     });
     request.once('upgrade', (response, socket, head) => {
-      const expected = crypto.createHash('sha1').update(key + ACCEPT_GUID).digest('base64');
+      const expected = crypto
+        .createHash('sha1')
+        .update(key + ACCEPT_GUID)
+        .digest('base64');
       if (response.statusCode !== 101 || response.headers['sec-websocket-accept'] !== expected) {
         socket.destroy();
         return handlers.onError(new Error(`bad upgrade answer: ${response.statusCode}, accept ${response.headers['sec-websocket-accept']}`));

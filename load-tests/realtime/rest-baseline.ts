@@ -16,8 +16,13 @@ export interface RestPaceOptions {
 
 function wav(pcm: Buffer, rate: number): Buffer {
   const h = Buffer.alloc(44);
-  h.write('RIFF', 0), h.writeUInt32LE(36 + pcm.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(rate, 24), h.writeUInt32LE(rate * 2, 28), h.writeUInt16LE(2, 32), h.writeUInt16LE(16, 34), h.write('data', 36), h.writeUInt32LE(pcm.length, 40);
+  (h.write('RIFF', 0), h.writeUInt32LE(36 + pcm.length, 4), h.write('WAVEfmt ', 8), h.writeUInt32LE(16, 16), h.writeUInt16LE(1, 20), h.writeUInt16LE(1, 22));
+  (h.writeUInt32LE(rate, 24),
+    h.writeUInt32LE(rate * 2, 28),
+    h.writeUInt16LE(2, 32),
+    h.writeUInt16LE(16, 34),
+    h.write('data', 36),
+    h.writeUInt32LE(pcm.length, 40));
   return Buffer.concat([h, pcm]);
 }
 

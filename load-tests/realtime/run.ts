@@ -73,15 +73,33 @@ const cycleSeconds = cycle.length / RATE;
 const turnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 };
 const setup = JSON.stringify(
   values.shape === 'beta'
-    ? { type: 'transcription_session.update', session: { input_audio_format: 'pcm16', input_audio_transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } }
-    : { type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: RATE }, transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } } } },
+    ? {
+        type: 'transcription_session.update',
+        session: { input_audio_format: 'pcm16', input_audio_transcription: { model: 'sunjata-1' }, turn_detection: turnDetection },
+      }
+    : {
+        type: 'session.update',
+        session: {
+          type: 'transcription',
+          audio: { input: { format: { type: 'audio/pcm', rate: RATE }, transcription: { model: 'sunjata-1' }, turn_detection: turnDetection } },
+        },
+      },
 );
 
 process.env.KUMA_REALTIME_MAX_SESSIONS_PER_KEY ??= '0';
-const server = await startModelServer([
-  { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: path.resolve('models/demo/ctc-wav2vec2'), maxQueue: 512, ...(process.env.ASR_NICE ? { niceness: Number(process.env.ASR_NICE) } : {}) },
-  { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
-], values['server-dir']);
+const server = await startModelServer(
+  [
+    {
+      id: 'sunjata-1',
+      engine: 'ctc-wav2vec2',
+      dir: path.resolve('models/demo/ctc-wav2vec2'),
+      maxQueue: 512,
+      ...(process.env.ASR_NICE ? { niceness: Number(process.env.ASR_NICE) } : {}),
+    },
+    { id: 'vad', engine: 'silero-vad', dir: '.', maxQueue: 4096 },
+  ],
+  values['server-dir'],
+);
 const base = `127.0.0.1:${server.port}/openai/v1`;
 
 function cpuSeconds(pid: number): number {
@@ -100,7 +118,8 @@ async function loopLag(): Promise<{ p99: number; max: number }> {
 async function stopToFinalBuckets(): Promise<Map<number, number>> {
   const text = await (await fetch(`http://${base.replace('/openai/v1', '')}/metrics`)).text();
   const buckets = new Map<number, number>();
-  for (const m of text.matchAll(/^kuma_realtime_speech_stopped_to_completed_seconds_bucket\{le="([^"]+)"\} (\S+)/gm)) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  for (const m of text.matchAll(/^kuma_realtime_speech_stopped_to_completed_seconds_bucket\{le="([^"]+)"\} (\S+)/gm))
+    buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
   return buckets;
 }
 
@@ -109,7 +128,8 @@ function bucketPercentile(before: Map<number, number>, after: Map<number, number
   const bounds = [...after.keys()].sort((a, b) => a - b);
   const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
   if (total <= 0) return '—';
-  for (const bound of bounds) if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100) return bound === Infinity ? '> 10 s' : `≤ ${Math.round(bound * 1000)}`;
+  for (const bound of bounds)
+    if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100) return bound === Infinity ? '> 10 s' : `≤ ${Math.round(bound * 1000)}`;
   return '—';
 }
 
@@ -127,7 +147,17 @@ interface LevelResult {
 async function realtimeLevel(sessions: number, client: ClientKind): Promise<LevelResult> {
   const shares = Array.from({ length: WORKERS }, (_, i) => Math.floor(sessions / WORKERS) + (i < sessions % WORKERS ? 1 : 0)).filter((n) => n > 0);
   const workers = shares.map((n) => {
-    const data: WorkerInput = { url: `ws://${base}/realtime?intent=transcription`, apiKey: server.apiKey, sessions: n, setup, frames, speechStartFrame: Math.floor((LEAD_SILENCE_S * RATE) / FRAME), text: TEXT, staggerMs: cycleSeconds * 1000, client };
+    const data: WorkerInput = {
+      url: `ws://${base}/realtime?intent=transcription`,
+      apiKey: server.apiKey,
+      sessions: n,
+      setup,
+      frames,
+      speechStartFrame: Math.floor((LEAD_SILENCE_S * RATE) / FRAME),
+      text: TEXT,
+      staggerMs: cycleSeconds * 1000,
+      client,
+    };
     return spawnWorker(new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), { workerData: data });
   });
   const ask = <T>(worker: (typeof workers)[number], message: string) =>
@@ -187,12 +217,26 @@ for (const sessions of LEVELS) {
       (rest) =>
         `| ${sessions} | ${client} | ${report.connected} | ${report.phrasesSent} | ${report.turns.length} | ${report.turns.length ? ((100 * exact) / report.turns.length).toFixed(1) : '—'} % | ${pcts(firstDelta)} | ${pcts(stopToFinal)} | ${serverStopToFinal.p50} / ${serverStopToFinal.p99} | ${report.framesSent} | ${report.framesLate} | ${report.closedEarly} | ${(cpu / seconds).toFixed(2)} | ${(generator.cpu / seconds).toFixed(2)} | ${fmt(perFrameUs)} | ${fmt(lag.p99)} / ${fmt(lag.max)} | ${fmt(report.loopDelayP99Ms)} | ${rest} |`,
     );
-    const inexact = report.turns.filter((t) => !t.exact).slice(0, 4).map((t) => JSON.stringify(t.transcript));
-  if (inexact.length) process.stderr.write(`inexact transcripts (first 4): ${inexact.join(', ')}\n`);
-  if (report.errors.length) problems.push(`${sessions} sessions (${client}): ${report.errors.slice(0, 5).join('; ')}`);
+    const inexact = report.turns
+      .filter((t) => !t.exact)
+      .slice(0, 4)
+      .map((t) => JSON.stringify(t.transcript));
+    if (inexact.length) process.stderr.write(`inexact transcripts (first 4): ${inexact.join(', ')}\n`);
+    if (report.errors.length) problems.push(`${sessions} sessions (${client}): ${report.errors.slice(0, 5).join('; ')}`);
     process.stderr.write(`${levelRows.at(-1)!('…')}\n`);
   }
-  const rest = values['no-rest'] ? null : await restAtPace({ url: `http://${base}/audio/transcriptions`, apiKey: server.apiKey, clients: sessions, pcm: pcm.subarray(0), rate: RATE, cycleSeconds, seconds: Math.min(SECONDS, 10), text: TEXT });
+  const rest = values['no-rest']
+    ? null
+    : await restAtPace({
+        url: `http://${base}/audio/transcriptions`,
+        apiKey: server.apiKey,
+        clients: sessions,
+        pcm: pcm.subarray(0),
+        rate: RATE,
+        cycleSeconds,
+        seconds: Math.min(SECONDS, 10),
+        text: TEXT,
+      });
   rows.push(...levelRows.map((row) => row(rest ? `${pcts(rest.latencies)}${rest.failures ? ` (${rest.failures} failed)` : ''}` : '—')));
 }
 await server.stop();
@@ -202,7 +246,7 @@ recordSection(
   [
     `Sessions: OpenAI Realtime transcription sessions (${values.shape === 'beta' ? 'beta transcription_session.update' : 'GA session.update'}, pcm16 24 kHz, server_vad threshold 0.5, prefix 300 ms, silence 500 ms) over the generator's ${CLIENTS.join(' and ')} WebSocket client (one after the other at each level when two), each streaming a ${cycleSeconds.toFixed(1)} s cycle (${LEAD_SILENCE_S} s silence, "${TEXT}" ≈ ${(phrase.length / RATE).toFixed(1)} s of demo speech, ${TAIL_SILENCE_S.toFixed(1)} s silence: speech ${((100 * phrase.length) / cycle.length).toFixed(0)} % of the time) in 20 ms frames at real-time pace for ${SECONDS} s, starts spread over one cycle; the generator runs in ${WORKERS} worker thread(s) on the same 2 cores.`,
     'Server: its own process, sunjata-1 (demo wav2vec2 CTC) and Silero VAD v5, replicas by cores, per-key session cap off.',
-    'first delta = first transcription delta − send time of the phrase\'s first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag); generator CPU = this process (the session workers, the orchestrating thread, GC) over the measured window, per second and per frame sent in it.',
+    "first delta = first transcription delta − send time of the phrase's first speech frame; speech_stopped → completed as the client receives them; exact = completed transcript equal to the phrase; frames late = frames the generator sent over 40 ms after due (its own lag); generator CPU = this process (the session workers, the orchestrating thread, GC) over the measured window, per second and per frame sent in it.",
     'REST: the same phrase cycle as one 24 kHz WAV upload per client per cycle (so the same rate of turns), json transcript, latency = upload start → response.',
     ...problems,
   ],

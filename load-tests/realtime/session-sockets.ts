@@ -48,7 +48,11 @@ export function sessionSocketFactory(kind: ClientKind, url: string, apiKey: stri
   const mask = crypto.randomBytes(4);
   const prebuilt = frames.map((text) => clientFrame(OPCODE.text, Buffer.from(text, 'utf8'), mask));
   return (handlers) => {
-    const socket = new RawWebSocket(url, { headers, mask }, { onText: handlers.onText, onError: (err) => handlers.onError(err.message), onClose: () => handlers.onClose() });
+    const socket = new RawWebSocket(
+      url,
+      { headers, mask },
+      { onText: handlers.onText, onError: (err) => handlers.onError(err.message), onClose: () => handlers.onClose() },
+    );
     return {
       sendFrames(first, count) {
         if (count === 1) socket.sendFrame(prebuilt[first % prebuilt.length]!);

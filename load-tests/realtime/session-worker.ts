@@ -57,7 +57,19 @@ export interface WorkerReport {
 
 const FRAME_MS = 20;
 const input = workerData as WorkerInput;
-const report: WorkerReport = { connected: 0, failedToConnect: 0, framesSent: 0, framesLate: 0, turns: [], failed: {}, phrasesSent: 0, speechStarted: 0, errors: [], closedEarly: 0, loopDelayP99Ms: 0 };
+const report: WorkerReport = {
+  connected: 0,
+  failedToConnect: 0,
+  framesSent: 0,
+  framesLate: 0,
+  turns: [],
+  failed: {},
+  phrasesSent: 0,
+  speechStarted: 0,
+  errors: [],
+  closedEarly: 0,
+  loopDelayP99Ms: 0,
+};
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 let stopping = false;
 
@@ -114,7 +126,7 @@ class Session {
         break;
       case 'input_audio_buffer.speech_stopped': {
         const turn = this.turns.get(event.item_id!);
-        if (turn) (turn.stoppedAt = now), (turn.audioEndMs = (event as { audio_end_ms?: number }).audio_end_ms);
+        if (turn) ((turn.stoppedAt = now), (turn.audioEndMs = (event as { audio_end_ms?: number }).audio_end_ms));
         break;
       }
       case 'conversation.item.input_audio_transcription.delta': {

@@ -145,7 +145,10 @@ const engine = new ModelEngine(
 );
 await engine.start();
 const track = conversationTrack();
-const rows = ['| N | mode | CPU s / audio s | ticks/s | model windows | gated windows | score delay p50 / p99 (ms) | event-loop p99 (ms) | scored by the end |', '|---|---|---|---|---|---|---|---|---|'];
+const rows = [
+  '| N | mode | CPU s / audio s | ticks/s | model windows | gated windows | score delay p50 / p99 (ms) | event-loop p99 (ms) | scored by the end |',
+  '|---|---|---|---|---|---|---|---|---|',
+];
 for (const n of LEVELS) {
   for (const mode of modes) {
     const r = await runLevel(engine, track, n, MODES[mode]!);

@@ -57,7 +57,11 @@ export async function startDemoCluster(options: { basePort: number; runDir: stri
   });
 
   const env = Object.fromEntries(
-    fs.readFileSync(envFile, 'utf8').split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    fs
+      .readFileSync(envFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
   );
   const runDir = env.KUMA_DEMO_RUN_DIR!;
   return {

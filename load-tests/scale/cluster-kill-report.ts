@@ -42,7 +42,8 @@ export function analyse(input: ReportInput) {
   const noticedAt = t.noticedAt ?? NaN;
   const fromNode = (o: Outcome) => o.node !== undefined;
   const fromBalancer = (o: Outcome) => o.status > 0 && o.requestId === undefined;
-  const show = (o: Outcome) => `${o.kind} sent at ${s(o.startedAt)} s, ended ${s(o.endedAt)} s: ${o.status || 'no answer'} ${o.node ?? `lb→${o.lbServer ?? '?'}`}${o.transportError ? ` (${o.transportError})` : ''}${o.errorBody ? ` ${o.errorBody}` : ''}`;
+  const show = (o: Outcome) =>
+    `${o.kind} sent at ${s(o.startedAt)} s, ended ${s(o.endedAt)} s: ${o.status || 'no answer'} ${o.node ?? `lb→${o.lbServer ?? '?'}`}${o.transportError ? ` (${o.transportError})` : ''}${o.errorBody ? ` ${o.errorBody}` : ''}`;
 
   // 1. A node never answers 5xx (overload would be 503 from a full queue: the demo's queues wait instead).
   const nodeErrors = outcomes.filter((o) => fromNode(o) && o.status >= 500);
@@ -52,7 +53,8 @@ export function analyse(input: ReportInput) {
   const balancerAnswers = outcomes.filter(fromBalancer);
   const excused = (o: Outcome) => o.lbServer === victim && o.startedAt < noticedAt;
   const unexcused = balancerAnswers.filter((o) => !excused(o));
-  if (unexcused.length) failures.push(`${unexcused.length} answers made by HAProxy outside the kill window, e.g. ${unexcused.slice(0, 3).map(show).join('; ')}`);
+  if (unexcused.length)
+    failures.push(`${unexcused.length} answers made by HAProxy outside the kill window, e.g. ${unexcused.slice(0, 3).map(show).join('; ')}`);
 
   // 3. Transport failures: none, except on the killed node's requests. A request in flight on it that is not
   // the first of its client connection gets no 502: HAProxy closes the client connection without an answer
@@ -61,12 +63,17 @@ export function analyse(input: ReportInput) {
   // was noticed, failed with a closed socket between the kill and 2 s after the notice.
   const noAnswer = outcomes.filter((o) => o.status === 0);
   const closedByKill = (o: Outcome) =>
-    o.startedAt < noticedAt && o.endedAt >= killedAt && o.endedAt <= noticedAt + 2000 && /UND_ERR_SOCKET|other side closed|ECONNRESET/.test(o.transportError ?? '');
+    o.startedAt < noticedAt &&
+    o.endedAt >= killedAt &&
+    o.endedAt <= noticedAt + 2000 &&
+    /UND_ERR_SOCKET|other side closed|ECONNRESET/.test(o.transportError ?? '');
   const badNoAnswer = noAnswer.filter((o) => !closedByKill(o));
-  if (badNoAnswer.length) failures.push(`${badNoAnswer.length} requests got no answer at all outside the kill window, e.g. ${badNoAnswer.slice(0, 3).map(show).join('; ')}`);
+  if (badNoAnswer.length)
+    failures.push(`${badNoAnswer.length} requests got no answer at all outside the kill window, e.g. ${badNoAnswer.slice(0, 3).map(show).join('; ')}`);
   const cut = outcomes.filter((o) => o.status > 0 && o.truncated);
   const badCuts = cut.filter((o) => !(o.node === victim && o.startedAt < killedAt));
-  if (badCuts.length) failures.push(`${badCuts.length} answers cut short outside the killed node's in-flight requests, e.g. ${badCuts.slice(0, 3).map(show).join('; ')}`);
+  if (badCuts.length)
+    failures.push(`${badCuts.length} answers cut short outside the killed node's in-flight requests, e.g. ${badCuts.slice(0, 3).map(show).join('; ')}`);
 
   // 4. The balancer noticed, and took the restarted node back.
   if (Number.isNaN(noticedAt)) failures.push(`HAProxy never marked ${victim} DOWN after the kill`);
@@ -77,7 +84,8 @@ export function analyse(input: ReportInput) {
   // A request reaches HAProxy some time after this process timed its sending (200 clients share its event
   // loop), hence 1 s of slack before the earliest moment the node can have been marked UP.
   const whileDown = outcomes.filter((o) => o.node === victim && o.startedAt >= noticedAt && o.startedAt < (t.upAgainAfter ?? Infinity) - 1000);
-  if (whileDown.length) failures.push(`${whileDown.length} requests sent while ${victim} was down were answered by it, e.g. ${whileDown.slice(0, 3).map(show).join('; ')}`);
+  if (whileDown.length)
+    failures.push(`${whileDown.length} requests sent while ${victim} was down were answered by it, e.g. ${whileDown.slice(0, 3).map(show).join('; ')}`);
 
   // 6. Every kind of request was served.
   for (const kind of KINDS) if (!outcomes.some((o) => o.kind === kind && o.status === 200 && !o.truncated)) failures.push(`no ${kind} request succeeded`);
@@ -99,7 +107,13 @@ export function analyse(input: ReportInput) {
   // 8. What the clients saw against what was charged: every complete 200 charged; charges without a 200 shown.
   const complete = outcomes.filter((o) => o.status === 200 && !o.truncated && o.requestId);
   const uncharged = complete.filter((o) => !input.after.chargedRequests.has(o.requestId!));
-  if (uncharged.length) failures.push(`${uncharged.length} complete 200 answers have no usage row, e.g. ${uncharged.slice(0, 3).map((o) => o.requestId).join(', ')}`);
+  if (uncharged.length)
+    failures.push(
+      `${uncharged.length} complete 200 answers have no usage row, e.g. ${uncharged
+        .slice(0, 3)
+        .map((o) => o.requestId)
+        .join(', ')}`,
+    );
   const seen = new Set(complete.map((o) => o.requestId!));
   const chargedUnseen = [...input.after.chargedRequests].filter((id) => !seen.has(id));
 
@@ -145,7 +159,17 @@ export function analyse(input: ReportInput) {
     `Kill window: ${inFlight.length} requests were in flight on ${victim} at the kill → ${count(inFlight, (o) => fromBalancer(o) && o.status === 502)} HAProxy 502 (the first request of their client connection), ${count(inFlight, (o) => o.status === 0)} client connections closed without an answer (later requests of a keep-alive connection: HAProxy's abort_keep_alive, which it does not log), ${count(inFlight, (o) => o.truncated)} cut mid-body (200 with headers already sent), ${count(inFlight, (o) => !o.truncated && o.node === victim)} completed before it died. ${sentBeforeNotice.length} requests were sent between the kill and HAProxy's notice: ${count(sentBeforeNotice, (o) => fromBalancer(o) && o.status === 502)} HAProxy 502 and ${count(sentBeforeNotice, (o) => o.status === 0)} closed without an answer (they reached the dying node, so they were not retried), the rest served by the other nodes; HAProxy retried ${retried.retried} connections (${retried.redispatched} on another node, per its log). HAProxy's own answers by status: ${statusCounts(balancerAnswers) || 'none'}`,
     `Ledger (PostgreSQL, ${input.accounts.length} test accounts): usage rows ${sum(input.accounts.map((a) => input.after.usage.get(a.id)?.rows ?? 0))}, sum ${charged} micros; sum of balance deltas ${delta} micros → ${charged === delta ? 'equal' : 'NOT EQUAL'}; lowest balance in the database ${input.after.lowestBalanceAnywhere} micros; poor accounts (micros): ${poorAfter.join(', ')}`,
     `Holds left after the run: ${leftHolds.length} (${sum(leftHolds.map((h) => h.amountMicros))} micros${leftHolds.length ? `, expiring in ${((Math.min(...leftHolds.map((h) => h.expiresAt)) - now) / 1000).toFixed(0)}–${((Math.max(...leftHolds.map((h) => h.expiresAt)) - now) / 1000).toFixed(0)} s` : ''}): the killed node's reservations, which nothing settles or renews; they are not debits (the balances above exclude them) and stop counting at expiry`,
-    `Charged requests whose client saw no complete 200: ${chargedUnseen.length}${chargedUnseen.length ? ` (${chargedUnseen.slice(0, 5).map((id) => { const o = outcomes.find((x) => x.requestId === id); return `${id}: ${o ? `client saw ${o.status}${o.truncated ? ' cut' : ''} from ${o.node}` : 'client saw no answer with this id (closed or 502)'}`; }).join('; ')}): settled by the killed node just before it died, its answer lost on the way — why HAProxy must not re-send such a request` : ''}`,
+    `Charged requests whose client saw no complete 200: ${chargedUnseen.length}${
+      chargedUnseen.length
+        ? ` (${chargedUnseen
+            .slice(0, 5)
+            .map((id) => {
+              const o = outcomes.find((x) => x.requestId === id);
+              return `${id}: ${o ? `client saw ${o.status}${o.truncated ? ' cut' : ''} from ${o.node}` : 'client saw no answer with this id (closed or 502)'}`;
+            })
+            .join('; ')}): settled by the killed node just before it died, its answer lost on the way — why HAProxy must not re-send such a request`
+        : ''
+    }`,
   );
   return { pass: failures.length === 0, failures, notes, table };
 }
@@ -156,7 +180,10 @@ function statusCounts(list: Outcome[]): string {
     const key = o.status === 0 ? 'no answer' : `${o.status}${o.truncated ? ' cut' : ''}${o.requestId === undefined ? ' (HAProxy)' : ''}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k}: ${n}`).join(', ');
+  return [...counts]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, n]) => `${k}: ${n}`)
+    .join(', ');
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

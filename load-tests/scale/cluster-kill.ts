@@ -151,7 +151,10 @@ async function run(c: DemoCluster): Promise<boolean> {
   const accounts = await makeAccounts(c);
   const rich = accounts.filter((a) => !a.poor);
   const poor = accounts.filter((a) => a.poor);
-  const before = await readLedger(c.databaseUrl, accounts.map((a) => a.id));
+  const before = await readLedger(
+    c.databaseUrl,
+    accounts.map((a) => a.id),
+  );
 
   const origin = performance.now();
   const states = watchStates(c, origin);
@@ -160,7 +163,8 @@ async function run(c: DemoCluster): Promise<boolean> {
   const rejoined = () => states.changes.find((c) => c.server === VICTIM_NAME && c.state === 'UP' && c.at > (timeline.restartedAt ?? Infinity));
   const rejoinedAt = () => rejoined()?.at;
   // --duration, extended (at most 90 s) until the restarted node has served for --after-rejoin seconds.
-  const loadEnd = () => (AFTER_REJOIN_MS <= 0 ? DURATION_MS : Math.max(DURATION_MS, Math.min(DURATION_MS + 90_000, (rejoinedAt() ?? Infinity) + AFTER_REJOIN_MS)));
+  const loadEnd = () =>
+    AFTER_REJOIN_MS <= 0 ? DURATION_MS : Math.max(DURATION_MS, Math.min(DURATION_MS + 90_000, (rejoinedAt() ?? Infinity) + AFTER_REJOIN_MS));
 
   // The kill and the restart, on their own timers beside the load.
   const victimPid = c.pidOf(VICTIM);
@@ -199,10 +203,16 @@ async function run(c: DemoCluster): Promise<boolean> {
 
   // Settlements finish as the last responses end: wait until the holds stop changing (the killed node's
   // stay: nobody settles or renews them).
-  let after = await readLedger(c.databaseUrl, accounts.map((a) => a.id));
+  let after = await readLedger(
+    c.databaseUrl,
+    accounts.map((a) => a.id),
+  );
   for (let i = 0; i < 20; i++) {
     await sleep(500);
-    const again = await readLedger(c.databaseUrl, accounts.map((a) => a.id));
+    const again = await readLedger(
+      c.databaseUrl,
+      accounts.map((a) => a.id),
+    );
     const same = again.holds.length === after.holds.length && [...again.balances].every(([id, b]) => after.balances.get(id) === b);
     after = again;
     if (same) break;
@@ -210,7 +220,17 @@ async function run(c: DemoCluster): Promise<boolean> {
 
   // Every request's outcome and HAProxy's state changes, for a closer look (the run dir is kept on failure or with --keep).
   fs.writeFileSync(path.join(runDir, 'outcomes.json'), JSON.stringify({ timeline, stateChanges: states.changes, outcomes }, null, 1));
-  const report = analyse({ outcomes, timeline, victim: VICTIM_NAME, accounts, before, after, haproxyLog: fs.readFileSync(path.join(c.runDir, 'haproxy.log'), 'utf8'), durationMs: timeline.sendingStoppedAt, stateChanges: states.changes });
+  const report = analyse({
+    outcomes,
+    timeline,
+    victim: VICTIM_NAME,
+    accounts,
+    before,
+    after,
+    haproxyLog: fs.readFileSync(path.join(c.runDir, 'haproxy.log'), 'utf8'),
+    durationMs: timeline.sendingStoppedAt,
+    stateChanges: states.changes,
+  });
   const lscpu = (() => {
     try {
       return /Model name:\s*(.+)/.exec(execFileSync('lscpu', { encoding: 'utf8' }))?.[1]?.trim() ?? 'unknown';
@@ -252,7 +272,10 @@ function haproxyVersion(): string {
 function postgresVersion(): string {
   const dir = '/usr/lib/postgresql';
   try {
-    const newest = fs.readdirSync(dir).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))[0];
+    const newest = fs
+      .readdirSync(dir)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a))[0];
     return /\d+(\.\d+)+/.exec(execFileSync(path.join(dir, newest!, 'bin', 'postgres'), ['--version'], { encoding: 'utf8' }))?.[0] ?? '?';
   } catch {
     return '?';

@@ -42,7 +42,13 @@ const UPLOADS = [['i ni ce'], ['a ka kɛnɛ', 'i ni ce'], ['n fa ni n ba']].map(
 });
 
 /** Kinds by weight: speech (raw bytes or SSE), transcription uploads, chat translation (JSON or SSE). */
-const MIX: Array<[Kind, number]> = [['speech', 30], ['speech-sse', 10], ['transcription', 30], ['chat', 25], ['chat-stream', 5]];
+const MIX: Array<[Kind, number]> = [
+  ['speech', 30],
+  ['speech-sse', 10],
+  ['transcription', 30],
+  ['chat', 25],
+  ['chat-stream', 5],
+];
 const MIX_TOTAL = MIX.reduce((n, [, w]) => n + w, 0);
 
 export function pickKind(random: () => number): Kind {
@@ -84,7 +90,15 @@ function requestFor(kind: Kind, random: () => number): { path: string; init: Req
 }
 
 /** Sends one request of `kind` through the balancer and reads the whole answer. Never throws. */
-export async function sendOne(baseUrl: string, apiKey: string, account: string, kind: Kind, origin: number, random: () => number, timeoutMs: number): Promise<Outcome> {
+export async function sendOne(
+  baseUrl: string,
+  apiKey: string,
+  account: string,
+  kind: Kind,
+  origin: number,
+  random: () => number,
+  timeoutMs: number,
+): Promise<Outcome> {
   const { path, init } = requestFor(kind, random);
   const startedAt = performance.now() - origin;
   const outcome: Outcome = { kind, account, startedAt, endedAt: startedAt, status: 0, truncated: false };
@@ -118,7 +132,7 @@ export async function sendOne(baseUrl: string, apiKey: string, account: string, 
         last = undefined; // cut inside an event
       }
       const done = kind === 'chat-stream' ? last === '[DONE]' : last !== undefined && (JSON.parse(last) as { type?: string }).type === 'speech.audio.done';
-      if (!done) (outcome.truncated = true), (outcome.transportError = 'stream ended without its final event');
+      if (!done) ((outcome.truncated = true), (outcome.transportError = 'stream ended without its final event'));
     }
   } catch (err) {
     outcome.truncated = true;

@@ -21,7 +21,9 @@ import { findPostgresBin, startTestPostgres } from '../../test/helpers/postgres.
 import { appendResults, environmentLines } from '../results.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '15' }, clients: { type: 'string', default: '8' }, record: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '15' }, clients: { type: 'string', default: '8' }, record: { type: 'boolean', default: false } },
+});
 const SECONDS = Number(values.seconds);
 /** Each configuration's SECONDS per path are measured in this many slices, alternating with the others. */
 const ROUNDS = 3;
@@ -36,7 +38,19 @@ interface Kuma {
 async function startKuma(dir: string, env: Record<string, string>): Promise<Kuma> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, KUMA_PORT: '0', PORT: '0', KUMA_HOST: '127.0.0.1', KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'), KUMA_TMP_DIR: dir, KUMA_STUDIO: 'false', KUMA_LOG_LEVEL: 'warn', KUMA_DEV_BALANCE: '100000000', KUMA_RATE_LIMITS: 'false', ...env },
+    env: {
+      ...process.env,
+      KUMA_PORT: '0',
+      PORT: '0',
+      KUMA_HOST: '127.0.0.1',
+      KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'),
+      KUMA_TMP_DIR: dir,
+      KUMA_STUDIO: 'false',
+      KUMA_LOG_LEVEL: 'warn',
+      KUMA_DEV_BALANCE: '100000000',
+      KUMA_RATE_LIMITS: 'false',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -48,7 +62,7 @@ async function startKuma(dir: string, env: Record<string, string>): Promise<Kuma
   const baseUrl = new URL(`http://127.0.0.1:${/listening on http:\/\/localhost:(\d+)/.exec(out)![1]}`);
   const apiKey = /API key \(shown once, keep it\):\n\n\s+(\S+)/.exec(out)![1]!;
   // Warm: every worker's models loaded (readiness asked on fresh connections, which reach every worker).
-  for (let ok = 0; ok < 20; ) {
+  for (let ok = 0; ok < 20;) {
     const { status } = await request(baseUrl, new http.Agent(), 'GET', '/readyz');
     ok = status === 200 ? ok + 1 : 0;
     if (ok === 0) await new Promise((r) => setTimeout(r, 300));
@@ -62,13 +76,23 @@ async function stopKuma(kuma: Kuma): Promise<void> {
   await exited;
 }
 
-function request(base: URL, agent: http.Agent, method: string, pathname: string, headers: Record<string, string> = {}, body?: Buffer): Promise<{ status: number; body: Buffer }> {
+function request(
+  base: URL,
+  agent: http.Agent,
+  method: string,
+  pathname: string,
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: base.hostname, port: base.port, method, path: pathname, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-    });
+    const req = http.request(
+      { host: base.hostname, port: base.port, method, path: pathname, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -82,12 +106,22 @@ interface Scenario {
 function multipart(fields: Record<string, string>, file: Buffer): { headers: Record<string, string>; body: Buffer } {
   const boundary = 'kuma-bench-boundary';
   const parts = Object.entries(fields).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
-  const head = Buffer.from(`${parts.join('')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
-  return { headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body: Buffer.concat([head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]) };
+  const head = Buffer.from(
+    `${parts.join('')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
+  );
+  return {
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body: Buffer.concat([head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+  };
 }
 
 function scenarios(wav: Buffer): Scenario[] {
-  const json = (apiKey: string, path: string, payload: unknown) => ({ method: 'POST', path, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(payload)) });
+  const json = (apiKey: string, path: string, payload: unknown) => ({
+    method: 'POST',
+    path,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify(payload)),
+  });
   return [
     {
       name: 'transcription (2.3 s wav)',
@@ -96,8 +130,25 @@ function scenarios(wav: Buffer): Scenario[] {
         return { method: 'POST', path: '/openai/v1/audio/transcriptions', headers: { ...headers, authorization: `Bearer ${apiKey}` }, body };
       },
     },
-    { name: 'speech (wav, 40 chars)', build: (apiKey) => json(apiKey, '/openai/v1/audio/speech', { model: 'jifili-1', input: 'i ni ce, i ka kene wa? n ka kene kosebe.', voice: 'alloy', response_format: 'wav' }) },
-    { name: 'chat translation (short)', build: (apiKey) => json(apiKey, '/openai/v1/chat/completions', { model: 'banjugu-1', messages: [{ role: 'user', content: 'i ni ce' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }) },
+    {
+      name: 'speech (wav, 40 chars)',
+      build: (apiKey) =>
+        json(apiKey, '/openai/v1/audio/speech', {
+          model: 'jifili-1',
+          input: 'i ni ce, i ka kene wa? n ka kene kosebe.',
+          voice: 'alloy',
+          response_format: 'wav',
+        }),
+    },
+    {
+      name: 'chat translation (short)',
+      build: (apiKey) =>
+        json(apiKey, '/openai/v1/chat/completions', {
+          model: 'banjugu-1',
+          messages: [{ role: 'user', content: 'i ni ce' }],
+          djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+        }),
+    },
   ];
 }
 
@@ -161,7 +212,16 @@ async function load(kuma: Kuma, seconds: number, scenario: Scenario): Promise<Ou
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
   const shares = [...perPid.values()].map((n) => n / latencies.length).sort((a, b) => b - a);
-  return { requests: latencies.length, perSecond: latencies.length / seconds, p50: at(0.5), p95: at(0.95), failures, shares, latencies, perPid: [...perPid.values()] };
+  return {
+    requests: latencies.length,
+    perSecond: latencies.length / seconds,
+    p50: at(0.5),
+    p95: at(0.95),
+    failures,
+    shares,
+    latencies,
+    perPid: [...perPid.values()],
+  };
 }
 
 const configs: { name: string; env: Record<string, string>; postgres?: boolean }[] = [
@@ -184,7 +244,14 @@ try {
     servers.push({ config, kuma: await startKuma(dir, env), dir });
   }
   const first = servers[0]!.kuma;
-  const speech = await request(first.baseUrl, new http.Agent(), 'POST', '/openai/v1/audio/speech', { authorization: `Bearer ${first.apiKey}`, 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ model: 'jifili-1', input: 'i ni ce, i ka kene wa? n ka kene kosebe.', voice: 'alloy', response_format: 'wav' })));
+  const speech = await request(
+    first.baseUrl,
+    new http.Agent(),
+    'POST',
+    '/openai/v1/audio/speech',
+    { authorization: `Bearer ${first.apiKey}`, 'content-type': 'application/json' },
+    Buffer.from(JSON.stringify({ model: 'jifili-1', input: 'i ni ce, i ka kene wa? n ka kene kosebe.', voice: 'alloy', response_format: 'wav' })),
+  );
   if (speech.status !== 200) throw new Error(`speech for the upload failed: ${speech.status}`);
   for (const scenario of scenarios(speech.body)) {
     for (const { kuma } of servers) await load(kuma, SECONDS / ROUNDS, { ...scenario, name: 'warm-up' }).catch(() => undefined);
@@ -199,7 +266,9 @@ try {
       const merged = mergeSlices(slices.get(config.name)!);
       if (!results.has(config.name)) results.set(config.name, new Map());
       results.get(config.name)!.set(scenario.name, merged);
-      process.stdout.write(`${config.name} · ${scenario.name}: ${merged.perSecond.toFixed(1)} req/s (median of ${ROUNDS} slices), p50 ${merged.p50.toFixed(0)} ms, p95 ${merged.p95.toFixed(0)} ms, failures ${merged.failures}, shares ${merged.shares.map((x) => (x * 100).toFixed(0) + '%').join('/')}\n`);
+      process.stdout.write(
+        `${config.name} · ${scenario.name}: ${merged.perSecond.toFixed(1)} req/s (median of ${ROUNDS} slices), p50 ${merged.p50.toFixed(0)} ms, p95 ${merged.p95.toFixed(0)} ms, failures ${merged.failures}, shares ${merged.shares.map((x) => (x * 100).toFixed(0) + '%').join('/')}\n`,
+      );
     }
   }
 } finally {
@@ -221,13 +290,18 @@ const lines = [
   '',
   '| configuration | path | req/s | p50 ms | p95 ms | failures | work per worker |',
   '|---|---|---:|---:|---:|---:|---|',
-  ...configs.flatMap((c) => names.map((s) => {
-    const o = row(c.name, s);
-    return `| ${c.name} | ${s} | ${o.perSecond.toFixed(1)} | ${o.p50.toFixed(0)} | ${o.p95.toFixed(0)} | ${o.failures} | ${o.shares.map((x) => (x * 100).toFixed(0) + ' %').join(' / ')} |`;
-  })),
+  ...configs.flatMap((c) =>
+    names.map((s) => {
+      const o = row(c.name, s);
+      return `| ${c.name} | ${s} | ${o.perSecond.toFixed(1)} | ${o.p50.toFixed(0)} | ${o.p95.toFixed(0)} | ${o.failures} | ${o.shares.map((x) => (x * 100).toFixed(0) + ' %').join(' / ')} |`;
+    }),
+  ),
   '',
   'Ratios in this run:',
-  ...names.map((s) => `- ${s}: 2 processes / 1 process = ${(row('2 processes, SQLite', s).perSecond / row('1 process, SQLite', s).perSecond).toFixed(2)}× throughput; PostgreSQL / SQLite = ${(row('1 process, PostgreSQL', s).perSecond / row('1 process, SQLite', s).perSecond).toFixed(2)}× throughput, p50 ${(row('1 process, PostgreSQL', s).p50 - row('1 process, SQLite', s).p50).toFixed(1)} ms apart`),
+  ...names.map(
+    (s) =>
+      `- ${s}: 2 processes / 1 process = ${(row('2 processes, SQLite', s).perSecond / row('1 process, SQLite', s).perSecond).toFixed(2)}× throughput; PostgreSQL / SQLite = ${(row('1 process, PostgreSQL', s).perSecond / row('1 process, SQLite', s).perSecond).toFixed(2)}× throughput, p50 ${(row('1 process, PostgreSQL', s).p50 - row('1 process, SQLite', s).p50).toFixed(1)} ms apart`,
+  ),
 ];
 if (values.record) appendResults(lines.join('\n') + '\n');
 else process.stdout.write(lines.join('\n') + '\n');

@@ -34,10 +34,13 @@ async function firstContentfulPaint(browser: Browser, url: string): Promise<numb
     const page = await context.newPage();
     await page.goto(url, { waitUntil: 'load' });
     return await page.evaluate(
-      () => new Promise<number>((resolve) => new PerformanceObserver((list) => {
-        const entry = list.getEntriesByName('first-contentful-paint')[0];
-        if (entry) resolve(entry.startTime);
-      }).observe({ type: 'paint', buffered: true })),
+      () =>
+        new Promise<number>((resolve) =>
+          new PerformanceObserver((list) => {
+            const entry = list.getEntriesByName('first-contentful-paint')[0];
+            if (entry) resolve(entry.startTime);
+          }).observe({ type: 'paint', buffered: true }),
+        ),
     );
   } finally {
     await context.close();
@@ -81,7 +84,12 @@ const table = [
   `| ratio studio / baseline | ${(studio.p50 / base.p50).toFixed(2)}× | ${(studio.p95 / base.p95).toFixed(2)}× | |`,
 ];
 const verdict = studio.p95 <= TARGET_MS ? `met: p95 ${fmt(studio.p95)} ms ≤ ${TARGET_MS} ms` : `NOT met: p95 ${fmt(studio.p95)} ms > ${TARGET_MS} ms`;
-recordSection('bench:studio — first contentful paint of Kuma Studio', [
-  `Chromium: ${CHROMIUM} (headless), ${loads} cold loads per page in fresh incognito contexts, alternating, after one warm-up each`,
-  `Target (issue P10): first paint ≤ ${TARGET_MS} ms — ${verdict}`,
-], table, !flags['no-write']);
+recordSection(
+  'bench:studio — first contentful paint of Kuma Studio',
+  [
+    `Chromium: ${CHROMIUM} (headless), ${loads} cold loads per page in fresh incognito contexts, alternating, after one warm-up each`,
+    `Target (issue P10): first paint ≤ ${TARGET_MS} ms — ${verdict}`,
+  ],
+  table,
+  !flags['no-write'],
+);

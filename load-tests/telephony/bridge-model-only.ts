@@ -70,9 +70,25 @@ async function onWorker<J, R extends { ms: number }>(script: string, workerData:
   return results;
 }
 
-export async function bridgeModelOnly(dirs: BridgeModelDirs, phraseSeconds: number[], heard: string[], appLanguage: string, replyFirstSentence: string): Promise<BridgeModelOnly> {
-  const asrData: OrtWorkerData = { file: path.join(dirs.asr, 'model.onnx'), intraOpThreads: serverThreads('ctc-wav2vec2'), allowSpinning: false, layout: 'wav2vec2' };
-  const asr = await onWorker<{ seconds: number }, { ms: number }>('../real-size/ort-worker.ts', asrData, phraseSeconds.map((seconds) => ({ seconds })), 5);
+export async function bridgeModelOnly(
+  dirs: BridgeModelDirs,
+  phraseSeconds: number[],
+  heard: string[],
+  appLanguage: string,
+  replyFirstSentence: string,
+): Promise<BridgeModelOnly> {
+  const asrData: OrtWorkerData = {
+    file: path.join(dirs.asr, 'model.onnx'),
+    intraOpThreads: serverThreads('ctc-wav2vec2'),
+    allowSpinning: false,
+    layout: 'wav2vec2',
+  };
+  const asr = await onWorker<{ seconds: number }, { ms: number }>(
+    '../real-size/ort-worker.ts',
+    asrData,
+    phraseSeconds.map((seconds) => ({ seconds })),
+    5,
+  );
   const asrMs = median(asr.map((times) => median(times.map((t) => t.ms))));
 
   const config = JSON.parse(fs.readFileSync(path.join(dirs.mt, 'config.json'), 'utf8')) as Record<string, number>;
@@ -103,5 +119,13 @@ export async function bridgeModelOnly(dirs: BridgeModelDirs, phraseSeconds: numb
   const replyTranslationMs = median(replyRuns.map((t) => t.ms));
   const replyBambara = tokenizer.decode(replyRuns[0]!.written).trim();
   const firstPhraseMs = await firstPhraseModelOnlyMs('vits-hf', dirs.tts, replyBambara || replyFirstSentence);
-  return { promptMs: asrMs + promptTranslationMs, asrMs, promptTranslationMs, replyMs: replyTranslationMs + firstPhraseMs, replyTranslationMs, firstPhraseMs, replyBambara };
+  return {
+    promptMs: asrMs + promptTranslationMs,
+    asrMs,
+    promptTranslationMs,
+    replyMs: replyTranslationMs + firstPhraseMs,
+    replyTranslationMs,
+    firstPhraseMs,
+    replyBambara,
+  };
 }

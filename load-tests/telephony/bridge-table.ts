@@ -48,7 +48,8 @@ export interface BridgeLevel {
 export function bridgeRow(figures: LevelFigures, silenceMs: number): BridgeLevel {
   const reports: WorkerReport[] = figures.reports;
   const turns = reports.flatMap((r) => r.turns);
-  const sum = (key: 'connected' | 'failedToConnect' | 'closedAbnormally' | 'extraPrompts' | 'protocolErrors' | 'clears') => reports.reduce((n, r) => n + r[key], 0);
+  const sum = (key: 'connected' | 'failedToConnect' | 'closedAbnormally' | 'extraPrompts' | 'protocolErrors' | 'clears') =>
+    reports.reduce((n, r) => n + r[key], 0);
   const prompted = turns.filter((t) => t.promptText !== null);
   const replied = turns.filter((t) => t.replyFrames > 0);
   const noReply = prompted.filter((t) => t.replyFrames === 0).length;
@@ -58,7 +59,8 @@ export function bridgeRow(figures: LevelFigures, silenceMs: number): BridgeLevel
   const [f0, f1] = figures.server.frameLateness;
   const framesLate = framesLaterThan(f0, f1, 0.02);
   const gaps = turns.reduce((n, t) => n + t.playoutGaps, 0);
-  const failures = sum('failedToConnect') + sum('closedAbnormally') + (turns.length - prompted.length) + noReply + sum('extraPrompts') + sum('protocolErrors') + sum('clears');
+  const failures =
+    sum('failedToConnect') + sum('closedAbnormally') + (turns.length - prompted.length) + noReply + sum('extraPrompts') + sum('protocolErrors') + sum('clears');
   const row = [
     figures.calls,
     `${sum('connected')}${sum('failedToConnect') ? ` (${sum('failedToConnect')} failed)` : ''}`,

@@ -69,27 +69,44 @@ const input = workerData as WorkerInput;
 // The callers stand in for carriers on other machines: at niceness 10 (KUMA_BENCH_GENERATOR_NICE) they do not
 // take the server's cores at its pacer's ticks. Their own receive times then carry more of their lag.
 os.setPriority(0, Number(process.env.KUMA_BENCH_GENERATOR_NICE ?? 10));
-const tally: CallTally = { framesSent: 0, framesLate: 0, framesReceived: 0, marksEchoed: 0, clears: 0, unexpectedMedia: 0, protocolErrors: 0, problems: [], closedAbnormally: 0 };
+const tally: CallTally = {
+  framesSent: 0,
+  framesLate: 0,
+  framesReceived: 0,
+  marksEchoed: 0,
+  clears: 0,
+  unexpectedMedia: 0,
+  protocolErrors: 0,
+  problems: [],
+  closedAbnormally: 0,
+};
 let extraPrompts = 0;
 let appNotices = 0;
 const originals: string[] = [];
 const bySid = new Map<string, TwilioCaller>();
-const app = await startEchoRelayApp({
-  prompt(callSid, text, at, original) {
-    if (original !== undefined && originals.length < 8) originals.push(original);
-    const caller = bySid.get(callSid);
-    if (!caller || !caller.turns.some((t) => t.promptAt === undefined)) extraPrompts++;
-    caller?.prompted(text, at);
+const app = await startEchoRelayApp(
+  {
+    prompt(callSid, text, at, original) {
+      if (original !== undefined && originals.length < 8) originals.push(original);
+      const caller = bySid.get(callSid);
+      if (!caller || !caller.turns.some((t) => t.promptAt === undefined)) extraPrompts++;
+      caller?.prompted(text, at);
+    },
+    answered: (callSid, at) => bySid.get(callSid)?.answered(at),
+    notice(callSid, what) {
+      appNotices++;
+      if (tally.problems.length < 20) tally.problems.push(`app (${callSid?.slice(0, 10) ?? 'no call'}): ${what}`);
+    },
   },
-  answered: (callSid, at) => bySid.get(callSid)?.answered(at),
-  notice(callSid, what) {
-    appNotices++;
-    if (tally.problems.length < 20) tally.problems.push(`app (${callSid?.slice(0, 10) ?? 'no call'}): ${what}`);
-  },
-}, input.bridge?.reply);
+  input.bridge?.reply,
+);
 
 async function mintToken(): Promise<string> {
-  const res = await fetch(`${input.baseUrl}/telephony/v1/tokens`, { method: 'POST', headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ relay_url: app.url, mode: 'relay', ...(input.bridge ? { language: input.bridge.language } : {}) }) });
+  const res = await fetch(`${input.baseUrl}/telephony/v1/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ relay_url: app.url, mode: 'relay', ...(input.bridge ? { language: input.bridge.language } : {}) }),
+  });
   const body = (await res.json()) as { token?: string };
   if (res.status !== 200 || !body.token) throw new Error(`token ${res.status}: ${JSON.stringify(body)}`);
   return body.token;
@@ -101,13 +118,16 @@ const wsUrl = `${input.baseUrl.replace(/^http/, 'ws')}/telephony/v1/twilio`;
 const callers: TwilioCaller[] = [];
 const callsStarted = new Promise<void>((resolve) => {
   tokens.forEach((token, i) => {
-    setTimeout(() => {
-      const number = input.firstCall + i;
-      const caller = new TwilioCaller(wsUrl, token, input.script, input.phraseStarts[number % input.phraseStarts.length]!, mask, tally);
-      bySid.set(caller.callSid, caller);
-      callers.push(caller);
-      if (callers.length === input.calls) resolve();
-    }, (i / input.calls) * input.staggerMs);
+    setTimeout(
+      () => {
+        const number = input.firstCall + i;
+        const caller = new TwilioCaller(wsUrl, token, input.script, input.phraseStarts[number % input.phraseStarts.length]!, mask, tally);
+        bySid.set(caller.callSid, caller);
+        callers.push(caller);
+        if (callers.length === input.calls) resolve();
+      },
+      (i / input.calls) * input.staggerMs,
+    );
   });
 });
 // One timer for every caller: each sends the frames due by now.
@@ -148,7 +168,17 @@ function report(windowEnd: number): WorkerReport {
     }
   }
   const connected = callers.filter((c) => c.opened).length;
-  return { ...tally, connected, failedToConnect: input.calls - connected, relayConnections: app.connections(), turns, extraPrompts, appNotices, originals, loopDelayP99Ms: loopDelay.percentile(99) / 1e6 };
+  return {
+    ...tally,
+    connected,
+    failedToConnect: input.calls - connected,
+    relayConnections: app.connections(),
+    turns,
+    extraPrompts,
+    appNotices,
+    originals,
+    loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+  };
 }
 
 parentPort!.on('message', async (message: string) => {
@@ -165,8 +195,9 @@ parentPort!.on('message', async (message: string) => {
   const windowEnd = performance.now();
   loopDelay.disable();
   for (const caller of callers) caller.speaking = false;
-  const waiting = () => callers.flatMap((c) => c.turns.filter((t) => t.speechEndAt >= windowStart && t.speechEndAt <= windowEnd && !settled(t, performance.now())));
-  for (const started = performance.now(); waiting().length > 0 && performance.now() - started < input.drainMs; ) await sleep(100);
+  const waiting = () =>
+    callers.flatMap((c) => c.turns.filter((t) => t.speechEndAt >= windowStart && t.speechEndAt <= windowEnd && !settled(t, performance.now())));
+  for (const started = performance.now(); waiting().length > 0 && performance.now() - started < input.drainMs;) await sleep(100);
   clearInterval(timer);
   for (const caller of callers) caller.hangup();
   for (let waited = 0; callers.some((c) => c.opened && !c.closed) && waited < 3000; waited += 50) await sleep(50);

@@ -43,14 +43,14 @@ export function callerScript(spoken: Array<{ text: string; ulaw: Uint8Array }>, 
   const phraseStarts: number[] = [];
   const phrases: PhraseInfo[] = [];
   const silence = (ms: number) => {
-    for (let i = 0; i < Math.round(ms / FRAME_MS); i++) payloads.push(silencePayload), speech.push(0);
+    for (let i = 0; i < Math.round(ms / FRAME_MS); i++) (payloads.push(silencePayload), speech.push(0));
   };
   spoken.forEach(({ text, ulaw }, index) => {
     const frames = trimQuiet(framesOf(ulaw));
     if (frames.length === 0) throw new Error(`the phrase "${text}" came back silent`);
     phraseStarts.push(payloads.length);
     silence(LEAD_SILENCE_MS);
-    for (const frame of frames) payloads.push(Buffer.from(frame).toString('base64')), speech.push(1);
+    for (const frame of frames) (payloads.push(Buffer.from(frame).toString('base64')), speech.push(1));
     speechEnds[payloads.length - 1] = index;
     const speechMs = frames.length * FRAME_MS;
     silence(tailMs + speechMs);

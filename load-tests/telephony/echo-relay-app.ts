@@ -41,7 +41,15 @@ export async function startEchoRelayApp(events: EchoAppEvents, reply?: string): 
     socket.on('error', () => {});
     socket.on('message', (data) => {
       const at = performance.now();
-      let message: { type?: string; callSid?: string; voicePrompt?: string; last?: boolean; description?: string; utteranceUntilInterrupt?: string; original?: { voicePrompt?: string } };
+      let message: {
+        type?: string;
+        callSid?: string;
+        voicePrompt?: string;
+        last?: boolean;
+        description?: string;
+        utteranceUntilInterrupt?: string;
+        original?: { voicePrompt?: string };
+      };
       try {
         message = JSON.parse(data.toString());
       } catch {

@@ -48,7 +48,8 @@ function merge(reports: WorkerReport[]): WorkerReport {
     for (const key of Object.keys(b) as Array<keyof WorkerReport>) {
       const x = a[key];
       const y = b[key];
-      if (typeof x === 'number' && typeof y === 'number') (merged as unknown as Record<string, number>)[key] = key === 'loopDelayP99Ms' ? Math.max(x, y) : x + y;
+      if (typeof x === 'number' && typeof y === 'number')
+        (merged as unknown as Record<string, number>)[key] = key === 'loopDelayP99Ms' ? Math.max(x, y) : x + y;
     }
     merged.turns = [...a.turns, ...b.turns];
     merged.problems = [...a.problems, ...b.problems].slice(0, 20);
@@ -65,7 +66,12 @@ function replyLatency(turn: TurnReport, silenceMs: number): number | null {
 function summarize(figures: LevelFigures, silenceMs: number): Summary {
   const report = merge(figures.reports);
   const latencies = report.turns.flatMap((t) => replyLatency(t, silenceMs) ?? []);
-  return { latencies, deviations: report.turns.flatMap((t) => t.deviations), pacing: report.turns.flatMap((t) => t.pacing), serverCoresPerCall: figures.serverCores / figures.calls };
+  return {
+    latencies,
+    deviations: report.turns.flatMap((t) => t.deviations),
+    pacing: report.turns.flatMap((t) => t.pacing),
+    serverCoresPerCall: figures.serverCores / figures.calls,
+  };
 }
 
 export function levelRow(figures: LevelFigures, baseline: LevelFigures, phrases: PhraseInfo[], silenceMs: number): { row: string; notes: string[] } {
@@ -90,7 +96,8 @@ export function levelRow(figures: LevelFigures, baseline: LevelFigures, phrases:
   const jitterP99 = p99(summary.pacing);
   const atTarget = figures.calls >= TARGET_CALLS;
   const mark = (ok: boolean) => (atTarget ? (ok ? 'met' : '**MISSED**') : ok ? 'ok' : 'over');
-  const failures = report.failedToConnect + report.closedAbnormally + (turns.length - prompted.length) + noReply + report.extraPrompts + report.protocolErrors + report.clears;
+  const failures =
+    report.failedToConnect + report.closedAbnormally + (turns.length - prompted.length) + noReply + report.extraPrompts + report.protocolErrors + report.clears;
   const framesInOut = report.framesSent + report.framesReceived;
   const generatorUs = framesInOut > 0 ? (figures.generatorCores * figures.seconds * 1e6) / framesInOut : Number.NaN;
   const row = [
@@ -117,8 +124,17 @@ export function levelRow(figures: LevelFigures, baseline: LevelFigures, phrases:
   ];
   const notes: string[] = [];
   const inexact = prompted.filter((t) => t.promptText !== phrases[t.phrase]!.text).slice(0, 4);
-  if (inexact.length) notes.push(`${figures.calls} calls: inexact prompts (first 4): ${inexact.map((t) => `${JSON.stringify(t.promptText)} for "${phrases[t.phrase]!.text}"`).join('; ')}`);
-  if (lengthOff.length) notes.push(`${figures.calls} calls: reply lengths off (first 4, reply ÷ phrase): ${lengthOff.slice(0, 4).map((t) => ((t.replyFrames * 20) / phrases[t.phrase]!.speechMs).toFixed(2)).join(', ')}`);
+  if (inexact.length)
+    notes.push(
+      `${figures.calls} calls: inexact prompts (first 4): ${inexact.map((t) => `${JSON.stringify(t.promptText)} for "${phrases[t.phrase]!.text}"`).join('; ')}`,
+    );
+  if (lengthOff.length)
+    notes.push(
+      `${figures.calls} calls: reply lengths off (first 4, reply ÷ phrase): ${lengthOff
+        .slice(0, 4)
+        .map((t) => ((t.replyFrames * 20) / phrases[t.phrase]!.speechMs).toFixed(2))
+        .join(', ')}`,
+    );
   if (report.problems.length) notes.push(`${figures.calls} calls: ${report.problems.slice(0, 6).join('; ')}`);
   if (report.unexpectedMedia) notes.push(`${figures.calls} calls: ${report.unexpectedMedia} reply frames before any prompt`);
   if (report.framesLate) notes.push(`${figures.calls} calls: the generator sent ${report.framesLate} frames over 40 ms late (its own lag)`);

@@ -57,7 +57,9 @@ if (!['demo', 'real-size'].includes(values.pack)) throw new Error('--pack is dem
 if (BRIDGE && !/^(fr|en)(-[A-Z]{2})?$/.test(BRIDGE)) throw new Error('--bridge is fr-FR or en-US');
 const APP_LANGUAGE = BRIDGE.startsWith('en') ? 'eng_Latn' : 'fra_Latn';
 /** What the bridge-mode app answers, in two sentences: the first is what the caller waits for. */
-const REPLY = BRIDGE.startsWith('en') ? 'All right, I understood you. The market opens tomorrow at eight.' : "D'accord, je vous ai bien compris. Le marché ouvre demain à huit heures.";
+const REPLY = BRIDGE.startsWith('en')
+  ? 'All right, I understood you. The market opens tomorrow at eight.'
+  : "D'accord, je vous ai bien compris. Le marché ouvre demain à huit heures.";
 const TAIL_MS = values.tail === undefined ? (BRIDGE ? 14_000 : undefined) : Number(values.tail) * 1000;
 const MT_BOUND = { maxLengthA: Number(values['mt-length-ratio']), maxLengthB: 0 };
 const LEVELS = values.calls.split(',').map(Number);
@@ -124,7 +126,17 @@ async function level(calls: number): Promise<LevelFigures> {
   const shares = Array.from({ length: WORKERS }, (_, i) => Math.floor(calls / WORKERS) + (i < calls % WORKERS ? 1 : 0)).filter((n) => n > 0);
   let firstCall = 0;
   const workers = shares.map((n) => {
-    const data: WorkerInput = { baseUrl, apiKey: server.apiKey, calls: n, firstCall, script, phraseStarts, staggerMs: STAGGER_MS, drainMs: BRIDGE ? 30_000 : 10_000, ...(BRIDGE ? { bridge: { language: BRIDGE, reply: REPLY } } : {}) };
+    const data: WorkerInput = {
+      baseUrl,
+      apiKey: server.apiKey,
+      calls: n,
+      firstCall,
+      script,
+      phraseStarts,
+      staggerMs: STAGGER_MS,
+      drainMs: BRIDGE ? 30_000 : 10_000,
+      ...(BRIDGE ? { bridge: { language: BRIDGE, reply: REPLY } } : {}),
+    };
     firstCall += n;
     return spawnWorker(new URL(`./call-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), { workerData: data });
   });
@@ -177,7 +189,13 @@ await server.stop();
 let floor: BridgeModelOnly | null = null;
 if (BRIDGE && REAL_SIZE) {
   const [firstSentence] = REPLY.split(/(?<=[.!?])\s+/);
-  floor = await bridgeModelOnly({ ...realDirs, ...MT_BOUND }, phrases.map((p) => p.speechMs / 1000), [...heard].filter(Boolean).slice(0, 4), APP_LANGUAGE, firstSentence!);
+  floor = await bridgeModelOnly(
+    { ...realDirs, ...MT_BOUND },
+    phrases.map((p) => p.speechMs / 1000),
+    [...heard].filter(Boolean).slice(0, 4),
+    APP_LANGUAGE,
+    firstSentence!,
+  );
   process.stderr.write(`model only: ${JSON.stringify(floor)}\n`);
 }
 
@@ -200,8 +218,11 @@ if (BRIDGE) {
             `Model only (same run, raw onnxruntime-node on the same files with the server's threads, medians): end of speech → prompt ${floor.promptMs.toFixed(0)} ms = ASR of the phrase ${floor.asrMs.toFixed(0)} ms + translation of what was heard ${floor.promptTranslationMs.toFixed(0)} ms; app text → first reply frame ${floor.replyMs.toFixed(0)} ms = translation of "${REPLY.split(/(?<=[.!?])\s+/)[0]}" ${floor.replyTranslationMs.toFixed(0)} ms + its first phrase's synthesis ${floor.firstPhraseMs.toFixed(0)} ms.`,
           ]
         : []),
-      `Heard (the caller's words as the ASR wrote them, as the app got them in prompt.original; first 4): ${[...heard].slice(0, 4).map((h) => JSON.stringify(h)).join(', ')}.`,
-      'Failures: calls not connected or closed other than by the caller\'s hang-up; phrases with no prompt; prompts with no reply; prompts no phrase explains; protocol errors; clears (the caller waits for the reply, so a clear is a reply still playing when the caller spoke again).',
+      `Heard (the caller's words as the ASR wrote them, as the app got them in prompt.original; first 4): ${[...heard]
+        .slice(0, 4)
+        .map((h) => JSON.stringify(h))
+        .join(', ')}.`,
+      "Failures: calls not connected or closed other than by the caller's hang-up; phrases with no prompt; prompts with no reply; prompts no phrase explains; protocol errors; clears (the caller waits for the reply, so a clear is a reply still playing when the caller spoke again).",
       ...problems,
     ],
     rows,
@@ -217,9 +238,9 @@ recordSection(
     callerLine,
     modelsLine,
     `reply latency (client) = the caller's last speech frame sent → the first reply frame received, less the app's own time (prompt received → first text sent) and less the ${SILENCE_MS} ms end-of-turn silence; the server histogram kuma_telephony_reply_latency_seconds measures speech_stopped → first reply frame sent, less the app's time as the server sees it (prompt sent → first text received). Turns whose speech ended in the window.`,
-    'frame cadence deviation (client): per reply, each frame\'s arrival − 20 ms × its index, less the smallest such delay of that reply (delay variation against the best-aligned 20 ms cadence; the frame the pacer sends ahead as the carrier\'s cushion left out); a gap in the reply counts on every frame after it. playout gaps: times the modelled playout buffer ran dry mid-reply (synthesis behind the playback: the caller hears a gap). pacing jitter: the same deviation within each run of frames between gaps (the pacer restarts a stream that ran dry). Server: kuma_telephony_frame_lateness_seconds (send time − due time per frame), the figure the pacing target is checked on: it is Kuma\'s own pacing, while every client figure also holds the generator\'s lag on the same 2 cores (its loop lag column).',
-    'Failures: calls not connected or closed other than by the caller\'s hang-up; phrases with no prompt; prompts with no reply; prompts no phrase explains (a phrase split in two turns); protocol errors (frames that are not Twilio\'s outbound media/mark/clear of this stream, media not of 160 bytes); clears (barge-ins: the caller waits for the reply, so any is a reply that came too late). reply length off = reply audio outside 0.7–1.5 × the phrase\'s own speech length (an exact prompt\'s echo says the same words).',
-    'Ratios: each level\'s figure ÷ the first level\'s (the in-run baseline). Targets on 2 cores: ≥ 200 calls with reply latency p99 ≤ 400 ms and pacing jitter p99 ≤ 20 ms; met/MISSED is marked at ≥ 200 calls (ok/over below), latency also requires no failure.',
+    "frame cadence deviation (client): per reply, each frame's arrival − 20 ms × its index, less the smallest such delay of that reply (delay variation against the best-aligned 20 ms cadence; the frame the pacer sends ahead as the carrier's cushion left out); a gap in the reply counts on every frame after it. playout gaps: times the modelled playout buffer ran dry mid-reply (synthesis behind the playback: the caller hears a gap). pacing jitter: the same deviation within each run of frames between gaps (the pacer restarts a stream that ran dry). Server: kuma_telephony_frame_lateness_seconds (send time − due time per frame), the figure the pacing target is checked on: it is Kuma's own pacing, while every client figure also holds the generator's lag on the same 2 cores (its loop lag column).",
+    "Failures: calls not connected or closed other than by the caller's hang-up; phrases with no prompt; prompts with no reply; prompts no phrase explains (a phrase split in two turns); protocol errors (frames that are not Twilio's outbound media/mark/clear of this stream, media not of 160 bytes); clears (barge-ins: the caller waits for the reply, so any is a reply that came too late). reply length off = reply audio outside 0.7–1.5 × the phrase's own speech length (an exact prompt's echo says the same words).",
+    "Ratios: each level's figure ÷ the first level's (the in-run baseline). Targets on 2 cores: ≥ 200 calls with reply latency p99 ≤ 400 ms and pacing jitter p99 ≤ 20 ms; met/MISSED is marked at ≥ 200 calls (ok/over below), latency also requires no failure.",
     ...problems,
   ],
   rows,

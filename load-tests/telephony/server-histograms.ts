@@ -39,7 +39,8 @@ export function bucketPercentile(before: Buckets, after: Buckets, p: number): st
   if (total <= 0) return '—';
   const bounds = [...after.keys()].sort((a, b) => a - b);
   for (const bound of bounds) {
-    if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100) return bound === Infinity ? `> ${Math.round(bounds.at(-2)! * 1000)}` : `≤ ${Math.round(bound * 1000)}`;
+    if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= p / 100)
+      return bound === Infinity ? `> ${Math.round(bounds.at(-2)! * 1000)}` : `≤ ${Math.round(bound * 1000)}`;
   }
   return '—';
 }

@@ -91,28 +91,39 @@ export class TwilioCaller {
     private readonly mask: Buffer,
     private readonly tally: CallTally,
   ) {
-    this.socket = new RawWebSocket(url, { mask }, {
-      onOpen: () => this.open(),
-      onText: (text) => this.receive(text),
-      onError: (err) => {
-        if (!this.opened) this.failed = true;
-        this.problem(`socket: ${err.message}`);
+    this.socket = new RawWebSocket(
+      url,
+      { mask },
+      {
+        onOpen: () => this.open(),
+        onText: (text) => this.receive(text),
+        onError: (err) => {
+          if (!this.opened) this.failed = true;
+          this.problem(`socket: ${err.message}`);
+        },
+        onClose: (code, reason) => {
+          this.closed = true;
+          for (const timer of this.pendingMarks.values()) clearTimeout(timer);
+          if (!this.hungUp || (code !== 1000 && code !== 1005)) {
+            tally.closedAbnormally++;
+            this.problem(`call closed ${this.hungUp ? 'after' : 'before'} the hang-up: ${code} ${reason}`);
+          }
+        },
       },
-      onClose: (code, reason) => {
-        this.closed = true;
-        for (const timer of this.pendingMarks.values()) clearTimeout(timer);
-        if (!this.hungUp || (code !== 1000 && code !== 1005)) {
-          tally.closedAbnormally++;
-          this.problem(`call closed ${this.hungUp ? 'after' : 'before'} the hang-up: ${code} ${reason}`);
-        }
-      },
-    });
+    );
   }
 
   private open(): void {
     this.opened = true;
     this.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
-    const start = { accountSid: this.accountSid, streamSid: this.streamSid, callSid: this.callSid, tracks: ['inbound'], customParameters: { token: this.token }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } };
+    const start = {
+      accountSid: this.accountSid,
+      streamSid: this.streamSid,
+      callSid: this.callSid,
+      tracks: ['inbound'],
+      customParameters: { token: this.token },
+      mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+    };
     this.send(JSON.stringify({ event: 'start', sequenceNumber: String(++this.sequence), start, streamSid: this.streamSid }));
     this.startedAt = performance.now();
   }
@@ -130,7 +141,9 @@ export class TwilioCaller {
       const timestamp = this.chunk * FRAME_MS;
       this.chunk++;
       // Built as a template: JSON.stringify per frame would cost the generator ~10 000 times a second.
-      this.send(`{"event":"media","sequenceNumber":"${++this.sequence}","media":{"track":"inbound","chunk":"${this.chunk}","timestamp":"${timestamp}","payload":"${payload}"},"streamSid":"${this.streamSid}"}`);
+      this.send(
+        `{"event":"media","sequenceNumber":"${++this.sequence}","media":{"track":"inbound","chunk":"${this.chunk}","timestamp":"${timestamp}","payload":"${payload}"},"streamSid":"${this.streamSid}"}`,
+      );
       this.tally.framesSent++;
       const phrase = speechEnds[index];
       if (phrase !== undefined && this.midPhrase) {
@@ -163,7 +176,14 @@ export class TwilioCaller {
     if (this.hungUp || this.closed) return;
     this.hungUp = true;
     if (!this.opened) return;
-    this.send(JSON.stringify({ event: 'stop', sequenceNumber: String(++this.sequence), streamSid: this.streamSid, stop: { accountSid: this.accountSid, callSid: this.callSid } }));
+    this.send(
+      JSON.stringify({
+        event: 'stop',
+        sequenceNumber: String(++this.sequence),
+        streamSid: this.streamSid,
+        stop: { accountSid: this.accountSid, callSid: this.callSid },
+      }),
+    );
     this.socket.close(1000);
   }
 
@@ -183,7 +203,12 @@ export class TwilioCaller {
     switch (message.event) {
       case 'media': {
         const payload = message.media?.payload;
-        if (typeof payload !== 'string' || payload.length !== MEDIA_PAYLOAD_CHARS || Object.keys(message).length !== 3 || Object.keys(message.media!).length !== 1) {
+        if (
+          typeof payload !== 'string' ||
+          payload.length !== MEDIA_PAYLOAD_CHARS ||
+          Object.keys(message).length !== 3 ||
+          Object.keys(message.media!).length !== 1
+        ) {
           return this.protocolError(`media frame not of 160 bytes alone: ${text.slice(0, 120)}`);
         }
         this.tally.framesReceived++;
@@ -196,14 +221,17 @@ export class TwilioCaller {
         const name = message.mark?.name;
         if (typeof name !== 'string') return this.protocolError(`mark without a name: ${text.slice(0, 120)}`);
         // Echoed once the audio queued before it has played, as Twilio does.
-        this.pendingMarks.set(name, setTimeout(() => this.echoMark(name), Math.max(0, this.playoutFreeAt - now)));
+        this.pendingMarks.set(
+          name,
+          setTimeout(() => this.echoMark(name), Math.max(0, this.playoutFreeAt - now)),
+        );
         return;
       }
       case 'clear':
         // Twilio drops what it holds and echoes the marks still pending.
         this.tally.clears++;
         this.playoutFreeAt = now;
-        for (const [name, timer] of [...this.pendingMarks]) clearTimeout(timer), this.echoMark(name);
+        for (const [name, timer] of [...this.pendingMarks]) (clearTimeout(timer), this.echoMark(name));
         return;
       default:
         return this.protocolError(`unknown event ${JSON.stringify(message.event)}`);

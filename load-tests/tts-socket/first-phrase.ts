@@ -28,9 +28,19 @@ export async function firstPhraseModelOnlyMs(engine: string, dir: string, text: 
   const float = (values: number[]) => new ort.Tensor('float32', Float32Array.from(values), [values.length]);
   const { noiseScale, lengthScale, noiseScaleW } = layout.defaults;
   const feeds: Record<string, ort.Tensor> = { [binding.ids]: int(binding.ids, ids, [1, ids.length]) };
-  if (binding.length?.kind === 'mask') feeds[binding.length.name] = int(binding.length.name, ids.map(() => 1), [1, ids.length]);
+  if (binding.length?.kind === 'mask')
+    feeds[binding.length.name] = int(
+      binding.length.name,
+      ids.map(() => 1),
+      [1, ids.length],
+    );
   if (binding.length?.kind === 'lengths') feeds[binding.length.name] = int(binding.length.name, [ids.length], [1]);
-  if (binding.scales?.kind === 'separate') Object.assign(feeds, { [binding.scales.noise]: float([noiseScale]), [binding.scales.length]: float([lengthScale]), [binding.scales.noiseW]: float([noiseScaleW]) });
+  if (binding.scales?.kind === 'separate')
+    Object.assign(feeds, {
+      [binding.scales.noise]: float([noiseScale]),
+      [binding.scales.length]: float([lengthScale]),
+      [binding.scales.noiseW]: float([noiseScaleW]),
+    });
   if (binding.scales?.kind === 'packed') feeds[binding.scales.name] = float([noiseScale, lengthScale, noiseScaleW]);
   if (binding.speaker) feeds[binding.speaker] = int(binding.speaker, [0], [1]);
   await session.run(feeds);

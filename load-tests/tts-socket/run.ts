@@ -82,7 +82,11 @@ const base = `127.0.0.1:${hello.port}/openai/v1`;
 
 async function rest(): Promise<Sample> {
   const t0 = performance.now();
-  const res = await fetch(`http://${base}/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: INPUT, response_format: FORMAT }) });
+  const res = await fetch(`http://${base}/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ input: INPUT, response_format: FORMAT }),
+  });
   if (res.status !== 200) throw new Error(`rest: HTTP ${res.status} ${await res.text()}`);
   const reader = res.body!.getReader();
   const play = playback(t0);
@@ -136,9 +140,18 @@ try {
     for (const mode of ['rest', 'socket', 'words'] as const) {
       const samples: Sample[] = [];
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: clients }, async () => { for (let i = 0; i < perClient; i++) samples.push(await run(mode)); }));
+      await Promise.all(
+        Array.from({ length: clients }, async () => {
+          for (let i = 0; i < perClient; i++) samples.push(await run(mode));
+        }),
+      );
       levels.push({ mode, clients, samples, seconds: (performance.now() - t0) / 1000 });
-      process.stdout.write(`${mode} ×${clients}: first audio p50 ${percentile(samples.map((s) => s.firstAudioMs), 50).toFixed(1)} ms\n`);
+      process.stdout.write(
+        `${mode} ×${clients}: first audio p50 ${percentile(
+          samples.map((s) => s.firstAudioMs),
+          50,
+        ).toFixed(1)} ms\n`,
+      );
     }
   }
 } finally {
@@ -155,7 +168,25 @@ for (const level of levels) {
   const baseline = restLevel(level.clients);
   const throughput = (l: Level) => l.samples.reduce((n, s) => n + s.bytes, 0) / l.seconds;
   rows.push(
-    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 50).toFixed(1)} | ${percentile(level.samples.map((s) => s.doneMs), 99).toFixed(1)} | ${percentile(level.samples.map((s) => s.stallMs), 50).toFixed(0)} / ${percentile(level.samples.map((s) => s.stallMs), 99).toFixed(0)} | ${(percentile(first, 50) - modelOnlyMs).toFixed(1)} | ${(percentile(first, 50) / percentile(baseline.samples.map((s) => s.firstAudioMs), 50)).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
+    `| ${level.mode} | ${level.clients} | ${level.samples.length} | ${percentile(first, 50).toFixed(1)} | ${percentile(first, 99).toFixed(1)} | ${percentile(
+      level.samples.map((s) => s.doneMs),
+      50,
+    ).toFixed(1)} | ${percentile(
+      level.samples.map((s) => s.doneMs),
+      99,
+    ).toFixed(1)} | ${percentile(
+      level.samples.map((s) => s.stallMs),
+      50,
+    ).toFixed(0)} / ${percentile(
+      level.samples.map((s) => s.stallMs),
+      99,
+    ).toFixed(0)} | ${(percentile(first, 50) - modelOnlyMs).toFixed(1)} | ${(
+      percentile(first, 50) /
+      percentile(
+        baseline.samples.map((s) => s.firstAudioMs),
+        50,
+      )
+    ).toFixed(2)} | ${(throughput(level) / throughput(baseline)).toFixed(2)} |`,
   );
 }
 const seconds = pcmBytesPerSecond[FORMAT] ? ` (${(levels[0]!.samples[0]!.bytes / pcmBytesPerSecond[FORMAT]!).toFixed(2)} s of audio)` : '';

@@ -98,12 +98,31 @@ async function bench(server: string, cwd: string | undefined): Promise<Level[]> 
         await Promise.all(sockets.map((raw) => one(format, raw)));
         const samples: Sample[] = [];
         const t0 = performance.now();
-        await Promise.all(sockets.map(async (raw) => { for (let i = 0; i < perClient; i++) samples.push({ ...(await one(format, raw)), round: i }); }));
+        await Promise.all(
+          sockets.map(async (raw) => {
+            for (let i = 0; i < perClient; i++) samples.push({ ...(await one(format, raw)), round: i });
+          }),
+        );
         for (const raw of sockets) raw?.close();
-        if (clients > 1) process.stderr.write(`  by round: ${[...new Set(samples.map((s) => s.round))].map((r) => { const v = samples.filter((s) => s.round === r).map((s) => s.ttfb); return `#${r} p50 ${pct(v, 50).toFixed(0)} max ${Math.max(...v).toFixed(0)}`; }).join(', ')}\n`);
+        if (clients > 1)
+          process.stderr.write(
+            `  by round: ${[...new Set(samples.map((s) => s.round))]
+              .map((r) => {
+                const v = samples.filter((s) => s.round === r).map((s) => s.ttfb);
+                return `#${r} p50 ${pct(v, 50).toFixed(0)} max ${Math.max(...v).toFixed(0)}`;
+              })
+              .join(', ')}\n`,
+          );
         levels.push({ server, format, clients, samples, seconds: (performance.now() - t0) / 1000 });
-        if (process.env.KUMA_BENCH_WORST) for (const s of [...samples].sort((a, b) => b.ttfb - a.ttfb).slice(0, 5)) process.stderr.write(`  worst: round ${s.round} ttfb ${s.ttfb.toFixed(1)} engine-first ${s.engineFirst} first-bytes ${s.firstBytes}\n`);
-        process.stdout.write(`${server} ${format} ×${clients}: ${(samples.length / levels.at(-1)!.seconds).toFixed(1)} req/s, TTFB p99 ${pct(samples.map((s) => s.ttfb), 99).toFixed(1)} ms\n`);
+        if (process.env.KUMA_BENCH_WORST)
+          for (const s of [...samples].sort((a, b) => b.ttfb - a.ttfb).slice(0, 5))
+            process.stderr.write(`  worst: round ${s.round} ttfb ${s.ttfb.toFixed(1)} engine-first ${s.engineFirst} first-bytes ${s.firstBytes}\n`);
+        process.stdout.write(
+          `${server} ${format} ×${clients}: ${(samples.length / levels.at(-1)!.seconds).toFixed(1)} req/s, TTFB p99 ${pct(
+            samples.map((s) => s.ttfb),
+            99,
+          ).toFixed(1)} ms\n`,
+        );
       }
     }
     return levels;
@@ -118,7 +137,11 @@ const pct = percentile;
 async function audioSecondsPerRequest(): Promise<number> {
   const hello = await startModelServer([{ ...MODEL, replicas: 1 }]);
   try {
-    const res = await fetch(`http://127.0.0.1:${hello.port}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: INPUT, response_format: 'pcm' }) });
+    const res = await fetch(`http://127.0.0.1:${hello.port}/openai/v1/audio/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hello.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: INPUT, response_format: 'pcm' }),
+    });
     return (await res.arrayBuffer()).byteLength / (2 * 24000);
   } finally {
     await hello.stop();
@@ -136,13 +159,23 @@ for (const level of results) {
   const ttfb = level.samples.map((s) => s.ttfb);
   const overhead = level.samples.map((s) => s.ttfb - s.engineFirst);
   const firstBytes = level.samples.map((s) => s.firstBytes);
-  process.stderr.write(`${level.server} ${level.format} ×${level.clients}: server first-bytes p50 ${pct(firstBytes, 50).toFixed(1)} p99 ${pct(firstBytes, 99).toFixed(1)} ms, engine first chunk p99 ${pct(level.samples.map((s) => s.engineFirst), 99).toFixed(1)} ms\n`);
+  process.stderr.write(
+    `${level.server} ${level.format} ×${level.clients}: server first-bytes p50 ${pct(firstBytes, 50).toFixed(1)} p99 ${pct(firstBytes, 99).toFixed(1)} ms, engine first chunk p99 ${pct(
+      level.samples.map((s) => s.engineFirst),
+      99,
+    ).toFixed(1)} ms\n`,
+  );
   const rps = level.samples.length / level.seconds;
   let target = '';
-  if (level.clients === 1) target = `overhead p50 ≤ ${OVERHEAD_TARGET[level.format]} ms (${pct(overhead, 50) <= OVERHEAD_TARGET[level.format]! ? 'met' : 'MISSED'})`;
-  if (level.clients === 50) target = `TTFB p99 ≤ ${TTFB_P99_TARGET_50[level.format]} ms (${pct(ttfb, 99) <= TTFB_P99_TARGET_50[level.format]! ? 'met' : 'MISSED'})`;
+  if (level.clients === 1)
+    target = `overhead p50 ≤ ${OVERHEAD_TARGET[level.format]} ms (${pct(overhead, 50) <= OVERHEAD_TARGET[level.format]! ? 'met' : 'MISSED'})`;
+  if (level.clients === 50)
+    target = `TTFB p99 ≤ ${TTFB_P99_TARGET_50[level.format]} ms (${pct(ttfb, 99) <= TTFB_P99_TARGET_50[level.format]! ? 'met' : 'MISSED'})`;
   rows.push(
-    `| ${level.server} | ${level.format} | ${level.clients} | ${level.samples.length} | ${pct(ttfb, 50).toFixed(1)} | ${pct(ttfb, 99).toFixed(1)} | ${pct(level.samples.map((s) => s.engineFirst), 50).toFixed(1)} | ${pct(overhead, 50).toFixed(2)} | ${pct(overhead, 99).toFixed(2)} | ${rps.toFixed(1)} | ${(rps * audioSeconds).toFixed(1)} | ${target} |`,
+    `| ${level.server} | ${level.format} | ${level.clients} | ${level.samples.length} | ${pct(ttfb, 50).toFixed(1)} | ${pct(ttfb, 99).toFixed(1)} | ${pct(
+      level.samples.map((s) => s.engineFirst),
+      50,
+    ).toFixed(1)} | ${pct(overhead, 50).toFixed(2)} | ${pct(overhead, 99).toFixed(2)} | ${rps.toFixed(1)} | ${(rps * audioSeconds).toFixed(1)} | ${target} |`,
   );
 }
 if (values['baseline-dir']) {
@@ -150,7 +183,11 @@ if (values['baseline-dir']) {
   for (const level of results.filter((l) => l.server === 'this')) {
     const base = results.find((l) => l.server === 'baseline' && l.format === level.format && l.clients === level.clients)!;
     const rate = (l: Level) => l.samples.length / l.seconds;
-    const p99 = (l: Level) => pct(l.samples.map((s) => s.ttfb), 99);
+    const p99 = (l: Level) =>
+      pct(
+        l.samples.map((s) => s.ttfb),
+        99,
+      );
     rows.push(`| ${level.format} | ${level.clients} | ${(rate(level) / rate(base)).toFixed(2)} | ${(p99(level) / p99(base)).toFixed(2)} |`);
   }
 }

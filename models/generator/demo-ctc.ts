@@ -57,14 +57,14 @@ function w2vFilterbank(): { bins: number[]; kernels: Float32Array; pooling: Floa
   bins.forEach((k, b) => {
     for (let n = 0; n < W2V_WINDOW; n++) {
       const w = 0.5 - 0.5 * Math.cos((2 * Math.PI * n) / W2V_WINDOW);
-      kernels[(2 * b) * W2V_WINDOW + n] = w * Math.cos((2 * Math.PI * k * n) / W2V_WINDOW);
+      kernels[2 * b * W2V_WINDOW + n] = w * Math.cos((2 * Math.PI * k * n) / W2V_WINDOW);
       kernels[(2 * b + 1) * W2V_WINDOW + n] = w * Math.sin((2 * Math.PI * k * n) / W2V_WINDOW);
     }
     for (let m = 0; m < W2V_BANDS; m++) {
       const [left, centre, right] = [edges[m]!, edges[m + 1]!, edges[m + 2]!];
       const hz = k * binHz;
       const weight = Math.max(0, Math.min((hz - left) / (centre - left), (right - hz) / (right - centre)));
-      pooling[(2 * b) * W2V_BANDS + m] = weight; // cos² and sin² of a bin share its band weight
+      pooling[2 * b * W2V_BANDS + m] = weight; // cos² and sin² of a bin share its band weight
       pooling[(2 * b + 1) * W2V_BANDS + m] = weight;
     }
   });
@@ -178,7 +178,10 @@ async function writeWav2vec2(dir: string, spoken: Spoken[]): Promise<void> {
   const input = g.input('input_values', 'float', ['batch_size', 'sequence_length']);
   const channels = 2 * bank.bins.length;
   const wave = g.op('Unsqueeze', [input, g.int64s([1])]);
-  const spectrum = g.op('Conv', [wave, g.floats(bank.kernels, [channels, 1, W2V_WINDOW])], { kernel_shape: { ints: [W2V_WINDOW] }, strides: { ints: [W2V_HOP] } });
+  const spectrum = g.op('Conv', [wave, g.floats(bank.kernels, [channels, 1, W2V_WINDOW])], {
+    kernel_shape: { ints: [W2V_WINDOW] },
+    strides: { ints: [W2V_HOP] },
+  });
   const power = g.op('Transpose', [g.op('Mul', [spectrum, spectrum])], { perm: { ints: [0, 2, 1] } });
   const bands = g.op('MatMul', [power, g.floats(bank.pooling, [channels, W2V_BANDS])]);
   const eps = g.floats([W2V_EPS]);
@@ -249,7 +252,12 @@ async function writeNemo(dir: string, spoken: Spoken[]): Promise<void> {
   g.output('logprobs', 'float', ['batch', 'time_out', order.length + 1]);
 
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'model.onnx'), g.toBytes({ metadata: { model_type: 'EncDecCTCModel', vocab_size: String(order.length), subsampling_factor: String(NEMO_SUBSAMPLING), normalize_type: '' } }));
+  fs.writeFileSync(
+    path.join(dir, 'model.onnx'),
+    g.toBytes({
+      metadata: { model_type: 'EncDecCTCModel', vocab_size: String(order.length), subsampling_factor: String(NEMO_SUBSAMPLING), normalize_type: '' },
+    }),
+  );
   // sherpa-onnx tokens.txt: "<token> <id>", SentencePiece's ▁ standing for the word boundary, blank last.
   const tokens = order.map((symbol, id) => `${DEMO_SYMBOLS[symbol] === ' ' ? '▁' : DEMO_SYMBOLS[symbol]} ${id}`);
   fs.writeFileSync(path.join(dir, 'tokens.txt'), [...tokens, `<blk> ${order.length}`].join('\n') + '\n');

@@ -257,7 +257,10 @@ function encoderModel(vocab: number): Uint8Array {
   g.input('input_ids', 'int64', ['batch_size', 'encoder_sequence_length']);
   g.input('attention_mask', 'int64', ['batch_size', 'encoder_sequence_length']);
   g.output('last_hidden_state', 'float', DIMS.hidden);
-  const embedding = g.floats(Array.from({ length: vocab * D_MODEL }, (_, k) => (k % D_MODEL === 0 ? Math.floor(k / D_MODEL) : 0)), [vocab, D_MODEL]);
+  const embedding = g.floats(
+    Array.from({ length: vocab * D_MODEL }, (_, k) => (k % D_MODEL === 0 ? Math.floor(k / D_MODEL) : 0)),
+    [vocab, D_MODEL],
+  );
   const mask = g.op('Unsqueeze', [g.op('Cast', ['attention_mask'], { to: { i: 1 } }), g.int64s([2])]);
   g.op('Mul', [g.op('Gather', [embedding, 'input_ids']), mask], {}, 'last_hidden_state');
   return g.toBytes();
@@ -275,7 +278,10 @@ function mergedDecoder(tables: Tables, cachePosition: boolean): Uint8Array {
     declareOutputs(b, tables.vocab, PRESENT_NAMES, (n) => `${name}/${n}`);
     return b.graph();
   };
-  g.node('If', ['use_cache_branch'], { then_branch: { g: branch('with_past', true) }, else_branch: { g: branch('no_past', false) } }, ['logits', ...PRESENT_NAMES]);
+  g.node('If', ['use_cache_branch'], { then_branch: { g: branch('with_past', true) }, else_branch: { g: branch('no_past', false) } }, [
+    'logits',
+    ...PRESENT_NAMES,
+  ]);
   declareOutputs(g, tables.vocab, PRESENT_NAMES);
   return g.toBytes();
 }
@@ -308,15 +314,39 @@ export async function generateNllbModel(outDir: string, options: NllbDemoOptions
   } else onnx('decoder_model_merged.onnx', mergedDecoder(tables, options.cachePosition ?? false));
   const json = (name: string, value: unknown) => fs.writeFileSync(path.join(dir, name), `${JSON.stringify(value, null, 2)}\n`);
   json('config.json', {
-    _name_or_path: 'kuma/demo-nllb', architectures: ['M2M100ForConditionalGeneration'], model_type: 'm2m_100',
-    activation_function: 'relu', d_model: D_MODEL, decoder_attention_heads: HEADS, decoder_ffn_dim: 2 * D_MODEL,
-    decoder_layers: LAYERS, encoder_attention_heads: HEADS, encoder_ffn_dim: 2 * D_MODEL, encoder_layers: 1,
-    num_hidden_layers: 1, max_position_embeddings: 1024, scale_embedding: true, is_encoder_decoder: true, use_cache: true,
-    vocab_size: tables.vocab, bos_token_id: 0, pad_token_id: 1, eos_token_id: EOS, decoder_start_token_id: EOS,
-    max_length: 200, tokenizer_class: 'NllbTokenizer', torch_dtype: 'float32', transformers_version: '4.44.2',
+    _name_or_path: 'kuma/demo-nllb',
+    architectures: ['M2M100ForConditionalGeneration'],
+    model_type: 'm2m_100',
+    activation_function: 'relu',
+    d_model: D_MODEL,
+    decoder_attention_heads: HEADS,
+    decoder_ffn_dim: 2 * D_MODEL,
+    decoder_layers: LAYERS,
+    encoder_attention_heads: HEADS,
+    encoder_ffn_dim: 2 * D_MODEL,
+    encoder_layers: 1,
+    num_hidden_layers: 1,
+    max_position_embeddings: 1024,
+    scale_embedding: true,
+    is_encoder_decoder: true,
+    use_cache: true,
+    vocab_size: tables.vocab,
+    bos_token_id: 0,
+    pad_token_id: 1,
+    eos_token_id: EOS,
+    decoder_start_token_id: EOS,
+    max_length: 200,
+    tokenizer_class: 'NllbTokenizer',
+    torch_dtype: 'float32',
+    transformers_version: '4.44.2',
   });
   json('generation_config.json', {
-    _from_model_config: true, bos_token_id: 0, decoder_start_token_id: EOS, eos_token_id: EOS, max_length: 200,
-    pad_token_id: 1, transformers_version: '4.44.2',
+    _from_model_config: true,
+    bos_token_id: 0,
+    decoder_start_token_id: EOS,
+    eos_token_id: EOS,
+    max_length: 200,
+    pad_token_id: 1,
+    transformers_version: '4.44.2',
   });
 }

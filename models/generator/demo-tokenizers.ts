@@ -80,7 +80,12 @@ function* fillerMerges(): Generator<[string, string]> {
  * words win, so a glossary word is one token in either model type. With a `layout`, filler pieces pad the
  * vocabulary to the layout's size and languages and `<mask>` take its ids; without, they follow the vocabulary.
  */
-export function buildNllbTokenizer(type: DemoTokenizerType, words: readonly string[], languages: readonly string[], layout?: NllbVocabularyLayout): DemoTokenizer {
+export function buildNllbTokenizer(
+  type: DemoTokenizerType,
+  words: readonly string[],
+  languages: readonly string[],
+  layout?: NllbVocabularyLayout,
+): DemoTokenizer {
   const vocab: string[] = [...SPECIAL_TOKENS, SPACE];
   const kind = new Map<string, 'char' | 'spacechar' | 'word' | 'prefix' | 'filler'>();
   const add = (token: string, k: 'char' | 'spacechar' | 'word' | 'prefix' | 'filler') => {
@@ -132,18 +137,32 @@ export function buildNllbTokenizer(type: DemoTokenizerType, words: readonly stri
   const model =
     type === 'bpe'
       ? {
-          type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null,
-          fuse_unk: true, byte_fallback: false, ignore_merges: false,
+          type: 'BPE',
+          dropout: null,
+          unk_token: '<unk>',
+          continuing_subword_prefix: null,
+          end_of_word_suffix: null,
+          fuse_unk: true,
+          byte_fallback: false,
+          ignore_merges: false,
           vocab: Object.fromEntries(layout ? byId.map((t, id) => [t, id]) : vocab.map((t, i) => [t, i])),
           // Legacy "a b" merge strings, as the NLLB repos ship them (no token here contains a space).
           merges: merges.map(([a, b]) => `${a} ${b}`),
         }
       : {
-          type: 'Unigram', unk_id: 3, byte_fallback: false,
+          type: 'Unigram',
+          unk_id: 3,
+          byte_fallback: false,
           vocab: (layout ? byId : vocab).map((t, id): [string, number] => [t, addedIds.has(id) ? 0 : score(t, id)]),
         };
   const addedToken = (id: number, content: string) => ({
-    id, content, single_word: false, lstrip: content === MASK, rstrip: false, normalized: content === MASK, special: true,
+    id,
+    content,
+    single_word: false,
+    lstrip: content === MASK,
+    rstrip: false,
+    normalized: content === MASK,
+    special: true,
   });
   const defaultSource = languages.includes('eng_Latn') ? 'eng_Latn' : languages[0]!;
   const defaultSourceId = added.find((a) => a.content === defaultSource)!.id;
@@ -165,8 +184,10 @@ export function buildNllbTokenizer(type: DemoTokenizerType, words: readonly stri
       type: 'TemplateProcessing',
       single: [{ SpecialToken: { id: defaultSource, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
       pair: [
-        { SpecialToken: { id: defaultSource, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } },
-        { Sequence: { id: 'B', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } },
+        { SpecialToken: { id: defaultSource, type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 0 } },
+        { SpecialToken: { id: '</s>', type_id: 0 } },
       ],
       special_tokens: {
         '</s>': { id: '</s>', ids: [2], tokens: ['</s>'] },
@@ -178,8 +199,14 @@ export function buildNllbTokenizer(type: DemoTokenizerType, words: readonly stri
   };
   const maskToken = { __type: 'AddedToken', content: MASK, lstrip: true, normalized: true, rstrip: false, single_word: false };
   const specialTokensMap = {
-    additional_special_tokens: [...languages], bos_token: '<s>', cls_token: '<s>', eos_token: '</s>',
-    mask_token: maskToken, pad_token: '<pad>', sep_token: '</s>', unk_token: '<unk>',
+    additional_special_tokens: [...languages],
+    bos_token: '<s>',
+    cls_token: '<s>',
+    eos_token: '</s>',
+    mask_token: maskToken,
+    pad_token: '<pad>',
+    sep_token: '</s>',
+    unk_token: '<unk>',
   };
   const tokenizerConfig = {
     added_tokens_decoder: Object.fromEntries(tokenizerJson.added_tokens.map(({ id, ...rest }) => [String(id), rest])),

@@ -5,7 +5,22 @@
  * the history from the self-attention cache and the regions from the cross-attention cache.
  */
 import { GraphBuilder } from '../../src/engines/onnx/graph-builder.js';
-import { BUCKET_FRAMES, FLOAT, FRAMES, HEADS, HEAD_DIM, INT64, LAYERS, MAX_REGIONS, D_MODEL, Scope, ioType, serialize, type GraphVariant, type Uint8Tensor } from './demo-whisper-graph.js';
+import {
+  BUCKET_FRAMES,
+  FLOAT,
+  FRAMES,
+  HEADS,
+  HEAD_DIM,
+  INT64,
+  LAYERS,
+  MAX_REGIONS,
+  D_MODEL,
+  Scope,
+  ioType,
+  serialize,
+  type GraphVariant,
+  type Uint8Tensor,
+} from './demo-whisper-graph.js';
 
 /** Logit of the token the model wants, of a sampled alternative reading, and the fall-off per 20 ms away from a wanted timestamp. */
 const SHARP = 20;
@@ -27,7 +42,9 @@ export interface DecoderTables {
 
 const past = (i: number, part: string, kv: string) => `past_key_values.${i}.${part}.${kv}`;
 const present = (i: number, part: string, kv: string) => `present.${i}.${part}.${kv}`;
-export const PRESENT_NAMES = Array.from({ length: LAYERS }, (_, i) => ['decoder', 'encoder'].flatMap((p) => ['key', 'value'].map((kv) => present(i, p, kv)))).flat();
+export const PRESENT_NAMES = Array.from({ length: LAYERS }, (_, i) =>
+  ['decoder', 'encoder'].flatMap((p) => ['key', 'value'].map((kv) => present(i, p, kv))),
+).flat();
 
 /** Table names shared by the decoder's branches (main-graph initializers). */
 interface Shared {
@@ -64,7 +81,10 @@ function decoderBody(s: Scope, t: DecoderTables, sh: Shared, withPast: boolean, 
   const scalarF = (x: number) => s.f32([x], []);
   const ids4 = s.op('Unsqueeze', [s.op('Cast', ['input_ids'], FLOAT), s.i64([1, 3])]);
   const pattern = (feature: number, scale: number) =>
-    s.weight(Array.from({ length: HEADS * HEAD_DIM }, (_, k) => (k % HEAD_DIM === feature ? scale : 0)), [1, HEADS, 1, HEAD_DIM]);
+    s.weight(
+      Array.from({ length: HEADS * HEAD_DIM }, (_, k) => (k % HEAD_DIM === feature ? scale : 0)),
+      [1, HEADS, 1, HEAD_DIM],
+    );
   for (let i = 0; i < LAYERS; i++) {
     const key = s.op('Mul', [ids4, pattern(0, i + 1)]);
     const value = s.op('Mul', [ids4, pattern(1, i + 1)]);
@@ -92,11 +112,16 @@ function decoderBody(s: Scope, t: DecoderTables, sh: Shared, withPast: boolean, 
   };
   // History: the ids kept in the last layer's value cache, then the new ones.
   const pastLen = withPast ? s.op('Gather', [s.op('Shape', [past(0, 'decoder', 'key')]), scalarI(2)]) : scalarI(0);
-  const history = withPast ? s.op('Concat', [s.op('Cast', [feature(s.float(past(LAYERS - 1, 'decoder', 'value')), 1, LAYERS)], INT64), 'input_ids'], { axis: { i: 1 } }) : 'input_ids';
+  const history = withPast
+    ? s.op('Concat', [s.op('Cast', [feature(s.float(past(LAYERS - 1, 'decoder', 'value')), 1, LAYERS)], INT64), 'input_ids'], { axis: { i: 1 } })
+    : 'input_ids';
   const total = s.op('Add', [pastLen, s.op('Gather', [s.op('Shape', ['input_ids']), scalarI(1)])]);
   const positions = v.cachePosition ? 'cache_position' : s.op('Range', [pastLen, total, scalarI(1)]);
   const q = s.op('Range', [scalarI(0), total, scalarI(1)]);
-  const upTo = s.op('Unsqueeze', [s.op('Cast', [s.op('LessOrEqual', [s.op('Unsqueeze', [q, s.i64([0])]), s.op('Unsqueeze', [positions, s.i64([1])])])], FLOAT), s.i64([0])]);
+  const upTo = s.op('Unsqueeze', [
+    s.op('Cast', [s.op('LessOrEqual', [s.op('Unsqueeze', [q, s.i64([0])]), s.op('Unsqueeze', [positions, s.i64([1])])])], FLOAT),
+    s.i64([0]),
+  ]);
   const h = s.op('Unsqueeze', [s.op('Cast', [history], FLOAT), s.i64([1])]);
   const flag = (b: string) => s.op('Mul', [upTo, s.op('Cast', [b], FLOAT)]);
   const isTs = flag(s.op('And', [s.op('GreaterOrEqual', [h, scalarF(t.timestampBegin)]), s.op('LessOrEqual', [h, scalarF(t.timestampBegin + FRAMES)])]));
@@ -136,7 +161,10 @@ function decoderBody(s: Scope, t: DecoderTables, sh: Shared, withPast: boolean, 
   const target = s.op('Where', [opening, startK, endK]);
 
   // Without timestamps: the phrases of all regions in a row; m text tokens so far.
-  const phraseAll = s.op('Add', [s.op('Unsqueeze', [s.op('Mul', [translate, scalarF(P)]), s.i64([2])]), s.op('Unsqueeze', [bucket(s.op('Sub', [endAll, startAll])), s.i64([1])])]);
+  const phraseAll = s.op('Add', [
+    s.op('Unsqueeze', [s.op('Mul', [translate, scalarF(P)]), s.i64([2])]),
+    s.op('Unsqueeze', [bucket(s.op('Sub', [endAll, startAll])), s.i64([1])]),
+  ]);
   const lengthAll = s.op('Mul', [s.op('Gather', [sh.lengths, s.op('Cast', [phraseAll], INT64)]), s.op('Unsqueeze', [presentAll, s.i64([1])])]);
   const cumEnd = s.op('CumSum', [lengthAll, s.i64([2], [])]);
   const mm = s.op('Unsqueeze', [m, s.i64([2])]);
@@ -202,7 +230,10 @@ export function mergedDecoderGraph(t: DecoderTables, v: GraphVariant): Uint8Arra
     declareOutputs(b, v, t.vocab, PRESENT_NAMES, (n) => `${name}/${n}`);
     return b.graph();
   };
-  g.node('If', ['use_cache_branch'], { then_branch: { g: branch('with_past', true) }, else_branch: { g: branch('no_past', false) } }, ['logits', ...PRESENT_NAMES]);
+  g.node('If', ['use_cache_branch'], { then_branch: { g: branch('with_past', true) }, else_branch: { g: branch('no_past', false) } }, [
+    'logits',
+    ...PRESENT_NAMES,
+  ]);
   declareOutputs(g, v, t.vocab, PRESENT_NAMES);
   return serialize(g, bytes);
 }

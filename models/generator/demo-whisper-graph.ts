@@ -75,7 +75,8 @@ export class Scope {
 export function serialize(g: GraphBuilder, bytes: Uint8Tensor[]): Uint8Array {
   if (!bytes.length) return g.toBytes();
   const model = onnx.ModelProto.decode(g.toBytes());
-  for (const t of bytes) model.graph!.initializer!.push(onnx.TensorProto.create({ name: t.name, dims: t.dims, dataType: onnx.TensorProto.DataType.UINT8, rawData: t.data }));
+  for (const t of bytes)
+    model.graph!.initializer!.push(onnx.TensorProto.create({ name: t.name, dims: t.dims, dataType: onnx.TensorProto.DataType.UINT8, rawData: t.data }));
   return onnx.ModelProto.encode(model).finish();
 }
 
@@ -113,7 +114,10 @@ export function encoderGraph(v: GraphVariant): Uint8Array {
   const next = s.op('Slice', [padded, s.i64([2]), s.i64([FRAMES + 2]), s.i64([1])]);
   const onset = s.op('Mul', [frame, s.op('Sub', [one, prev])]);
   const offset = s.op('Mul', [frame, s.op('Sub', [one, next])]);
-  const ordinals = s.f32(Array.from({ length: MAX_REGIONS }, (_, k) => k + 1), [MAX_REGIONS, 1]);
+  const ordinals = s.f32(
+    Array.from({ length: MAX_REGIONS }, (_, k) => k + 1),
+    [MAX_REGIONS, 1],
+  );
   /** Σ_t value[t] over the k-th mark (marks counted by CumSum), for k < MAX_REGIONS: [B, K]. */
   const perRegion = (marks: string, value: string) => {
     const rank = s.op('Unsqueeze', [s.op('CumSum', [marks, s.i64([1], [])]), s.i64([1])]);

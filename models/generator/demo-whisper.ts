@@ -116,8 +116,15 @@ function buildVocabulary(bambaraToken: boolean): Vocabulary {
     }
   }
   const added = [
-    '<|endoftext|>', '<|startoftranscript|>', ...WHISPER_LANGUAGES.map((l) => `<|${l}|>`),
-    '<|translate|>', '<|transcribe|>', '<|startoflm|>', '<|startofprev|>', '<|nocaptions|>', '<|notimestamps|>',
+    '<|endoftext|>',
+    '<|startoftranscript|>',
+    ...WHISPER_LANGUAGES.map((l) => `<|${l}|>`),
+    '<|translate|>',
+    '<|transcribe|>',
+    '<|startoflm|>',
+    '<|startofprev|>',
+    '<|nocaptions|>',
+    '<|notimestamps|>',
     ...Array.from({ length: FRAMES + 1 }, (_, i) => `<|${(i * 0.02).toFixed(2)}|>`),
     ...(bambaraToken ? ['<|bm|>'] : []),
   ];
@@ -126,7 +133,13 @@ function buildVocabulary(bambaraToken: boolean): Vocabulary {
   added.forEach((content, i) => ids.set(content, textSize + i));
   const addedTokens = added.map((content, i) => ({
     // Recent Whisper tokenizer.json files list the timestamps as non-special added tokens.
-    id: textSize + i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: !/^<\|\d+\.\d\d\|>$/.test(content),
+    id: textSize + i,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: !/^<\|\d+\.\d\d\|>$/.test(content),
   }));
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   const tokenizerJson = {
@@ -139,33 +152,61 @@ function buildVocabulary(bambaraToken: boolean): Vocabulary {
     post_processor: {
       type: 'TemplateProcessing',
       single: [
-        { SpecialToken: { id: '<|startoftranscript|>', type_id: 0 } }, { SpecialToken: { id: '<|notimestamps|>', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<|endoftext|>', type_id: 0 } },
+        { SpecialToken: { id: '<|startoftranscript|>', type_id: 0 } },
+        { SpecialToken: { id: '<|notimestamps|>', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '<|endoftext|>', type_id: 0 } },
       ],
       pair: [
-        { SpecialToken: { id: '<|startoftranscript|>', type_id: 0 } }, { SpecialToken: { id: '<|notimestamps|>', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '<|endoftext|>', type_id: 1 } },
+        { SpecialToken: { id: '<|startoftranscript|>', type_id: 0 } },
+        { SpecialToken: { id: '<|notimestamps|>', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 1 } },
+        { SpecialToken: { id: '<|endoftext|>', type_id: 1 } },
       ],
-      special_tokens: Object.fromEntries(['<|startoftranscript|>', '<|notimestamps|>', '<|endoftext|>'].map((t) => [t, { id: t, ids: [ids.get(t)!], tokens: [t] }])),
+      special_tokens: Object.fromEntries(
+        ['<|startoftranscript|>', '<|notimestamps|>', '<|endoftext|>'].map((t) => [t, { id: t, ids: [ids.get(t)!], tokens: [t] }]),
+      ),
     },
     decoder: { ...byteLevel, add_prefix_space: true },
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false,
-      ignore_merges: false, vocab: Object.fromEntries(vocab), merges,
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab: Object.fromEntries(vocab),
+      merges,
     },
   };
   const specialTokensMap = {
     additional_special_tokens: added.filter((t) => !/^<\|\d+\.\d\d\|>$/.test(t) && t !== '<|endoftext|>'),
-    bos_token: '<|endoftext|>', eos_token: '<|endoftext|>', pad_token: '<|endoftext|>', unk_token: '<|endoftext|>',
+    bos_token: '<|endoftext|>',
+    eos_token: '<|endoftext|>',
+    pad_token: '<|endoftext|>',
+    unk_token: '<|endoftext|>',
   };
   const tokenizerConfig = {
-    add_bos_token: false, add_prefix_space: false, clean_up_tokenization_spaces: true, errors: 'replace', model_max_length: 1024,
-    processor_class: 'WhisperProcessor', return_attention_mask: false, tokenizer_class: 'WhisperTokenizer',
+    add_bos_token: false,
+    add_prefix_space: false,
+    clean_up_tokenization_spaces: true,
+    errors: 'replace',
+    model_max_length: 1024,
+    processor_class: 'WhisperProcessor',
+    return_attention_mask: false,
+    tokenizer_class: 'WhisperTokenizer',
     added_tokens_decoder: Object.fromEntries(addedTokens.map(({ id, ...rest }) => [String(id), rest])),
     ...specialTokensMap,
   };
   return {
-    tokenizerJson, tokenizerConfig, specialTokensMap, ids, size: textSize + added.length,
+    tokenizerJson,
+    tokenizerConfig,
+    specialTokensMap,
+    ids,
+    size: textSize + added.length,
     wordId: (word) => ids.get(spelled(word).join(''))!,
   };
 }
@@ -203,29 +244,68 @@ export async function generateWhisperModel(outDir: string, options: WhisperDemoO
     onnx('decoder_with_past_model', splitDecoderGraph(tables, graph, true));
   } else onnx('decoder_model_merged', mergedDecoderGraph(tables, graph));
 
-  const json = (name: string, value: unknown, indent: number | undefined = 2) => fs.writeFileSync(path.join(dir, name), `${JSON.stringify(value, null, indent)}\n`);
+  const json = (name: string, value: unknown, indent: number | undefined = 2) =>
+    fs.writeFileSync(path.join(dir, name), `${JSON.stringify(value, null, indent)}\n`);
   const id = (token: string) => vocabulary.ids.get(token)!;
   const eot = id('<|endoftext|>');
   json('tokenizer.json', vocabulary.tokenizerJson, undefined);
   json('tokenizer_config.json', vocabulary.tokenizerConfig);
   json('special_tokens_map.json', vocabulary.specialTokensMap);
   json('config.json', {
-    _name_or_path: 'kuma/demo-whisper', architectures: ['WhisperForConditionalGeneration'], model_type: 'whisper',
-    activation_function: 'gelu', apply_spec_augment: false, begin_suppress_tokens: [id('Ġ'), eot], bos_token_id: eot,
-    d_model: D_MODEL, decoder_attention_heads: HEADS, decoder_ffn_dim: 4 * D_MODEL, decoder_layers: LAYERS, decoder_start_token_id: id('<|startoftranscript|>'),
-    encoder_attention_heads: HEADS, encoder_ffn_dim: 4 * D_MODEL, encoder_layers: 1, eos_token_id: eot, forced_decoder_ids: null,
-    is_encoder_decoder: true, max_length: 448, max_source_positions: FRAMES, max_target_positions: 448, median_filter_width: 7,
-    num_hidden_layers: 1, num_mel_bins: MELS, pad_token_id: eot, scale_embedding: false, suppress_tokens: [],
-    torch_dtype: variant === 'fp16' ? 'float16' : 'float32', transformers_version: '4.46.0', use_cache: true, vocab_size: vocabulary.size,
+    _name_or_path: 'kuma/demo-whisper',
+    architectures: ['WhisperForConditionalGeneration'],
+    model_type: 'whisper',
+    activation_function: 'gelu',
+    apply_spec_augment: false,
+    begin_suppress_tokens: [id('Ġ'), eot],
+    bos_token_id: eot,
+    d_model: D_MODEL,
+    decoder_attention_heads: HEADS,
+    decoder_ffn_dim: 4 * D_MODEL,
+    decoder_layers: LAYERS,
+    decoder_start_token_id: id('<|startoftranscript|>'),
+    encoder_attention_heads: HEADS,
+    encoder_ffn_dim: 4 * D_MODEL,
+    encoder_layers: 1,
+    eos_token_id: eot,
+    forced_decoder_ids: null,
+    is_encoder_decoder: true,
+    max_length: 448,
+    max_source_positions: FRAMES,
+    max_target_positions: 448,
+    median_filter_width: 7,
+    num_hidden_layers: 1,
+    num_mel_bins: MELS,
+    pad_token_id: eot,
+    scale_embedding: false,
+    suppress_tokens: [],
+    torch_dtype: variant === 'fp16' ? 'float16' : 'float32',
+    transformers_version: '4.46.0',
+    use_cache: true,
+    vocab_size: vocabulary.size,
   });
   // Fine-tunes often ship only this much: no lang_to_id, no_timestamps_token_id or forced_decoder_ids.
   json('generation_config.json', {
-    _from_model_config: true, bos_token_id: eot, decoder_start_token_id: id('<|startoftranscript|>'), eos_token_id: eot,
-    max_length: 448, pad_token_id: eot, transformers_version: '4.46.0',
+    _from_model_config: true,
+    bos_token_id: eot,
+    decoder_start_token_id: id('<|startoftranscript|>'),
+    eos_token_id: eot,
+    max_length: 448,
+    pad_token_id: eot,
+    transformers_version: '4.46.0',
   });
   json('preprocessor_config.json', {
-    chunk_length: 30, feature_extractor_type: 'WhisperFeatureExtractor', feature_size: MELS, hop_length: 160, n_fft: 400,
-    n_samples: 480000, nb_max_frames: 3000, padding_side: 'right', padding_value: 0.0, processor_class: 'WhisperProcessor',
-    return_attention_mask: false, sampling_rate: 16000,
+    chunk_length: 30,
+    feature_extractor_type: 'WhisperFeatureExtractor',
+    feature_size: MELS,
+    hop_length: 160,
+    n_fft: 400,
+    n_samples: 480000,
+    nb_max_frames: 3000,
+    padding_side: 'right',
+    padding_value: 0.0,
+    processor_class: 'WhisperProcessor',
+    return_attention_mask: false,
+    sampling_rate: 16000,
   });
 }

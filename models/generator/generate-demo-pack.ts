@@ -22,7 +22,10 @@ export const DEFAULT_DEMO_DIR = path.resolve(GENERATOR_DIR, '..', 'demo');
 
 function sourcesHash(): string {
   const hash = createHash('sha256');
-  for (const file of fs.readdirSync(GENERATOR_DIR).filter((f) => f.endsWith('.ts')).sort()) {
+  for (const file of fs
+    .readdirSync(GENERATOR_DIR)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()) {
     hash.update(file).update(fs.readFileSync(path.join(GENERATOR_DIR, file)));
   }
   return hash.digest('hex');

@@ -46,11 +46,16 @@ function ensurePython(): void {
   if (pythonHasTorch()) return;
   const root = process.getuid?.() === 0;
   if (!root || spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) {
-    throw new Error(`The pack generator needs Debian's ${DEBIAN_PACKAGES.join(', ')} (${PYTHON} with torch and onnx). Install them as root: apt-get install ${DEBIAN_PACKAGES.join(' ')}`);
+    throw new Error(
+      `The pack generator needs Debian's ${DEBIAN_PACKAGES.join(', ')} (${PYTHON} with torch and onnx). Install them as root: apt-get install ${DEBIAN_PACKAGES.join(' ')}`,
+    );
   }
   console.log(`Installing ${DEBIAN_PACKAGES.join(', ')} with apt-get (once)…`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', '--no-install-recommends', ...DEBIAN_PACKAGES]]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', ...DEBIAN_PACKAGES],
+  ]) {
     const run = spawnSync('apt-get', args, { stdio: 'inherit', env });
     if (run.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${run.status})`);
   }

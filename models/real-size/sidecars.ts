@@ -34,7 +34,10 @@ const MAX_CORPUS_WORDS = 40_000;
 /** Text files of the shared data sets (Bambara and French; no English side exists there). */
 function corpusTexts(dataDir: string): Array<{ file: string; text: string }> {
   const files = ['flores200-bam-fra/flores.bam_Latn.txt', 'flores200-bam-fra/flores.fra_Latn.txt', 'bayelemabaga-test/test.tsv'];
-  return files.map((f) => path.join(dataDir, f)).filter((f) => fs.existsSync(f)).map((file) => ({ file, text: fs.readFileSync(file, 'utf8') }));
+  return files
+    .map((f) => path.join(dataDir, f))
+    .filter((f) => fs.existsSync(f))
+    .map((file) => ({ file, text: fs.readFileSync(file, 'utf8') }));
 }
 
 /**
@@ -51,13 +54,17 @@ export function corpusWords(dataDir = SHARED_DATA, limit = MAX_CORPUS_WORDS): { 
       if ([...word].every((c) => alphabet.has(c))) counts.set(word, (counts.get(word) ?? 0) + 1);
     }
   }
-  const words = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, limit).map(([w]) => w);
+  const words = [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .slice(0, limit)
+    .map(([w]) => w);
   return { words, files: texts.map((t) => path.relative(dataDir, t.file)) };
 }
 
 function readVocabSize(dir: string): number {
   const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as { vocab_size?: unknown };
-  if (config.vocab_size !== NLLB_LAYOUT.size) throw new Error(`${dir}/config.json: vocab_size ${String(config.vocab_size)}, the NLLB tokenizer layout has ${NLLB_LAYOUT.size}`);
+  if (config.vocab_size !== NLLB_LAYOUT.size)
+    throw new Error(`${dir}/config.json: vocab_size ${String(config.vocab_size)}, the NLLB tokenizer layout has ${NLLB_LAYOUT.size}`);
   return config.vocab_size;
 }
 

@@ -62,7 +62,14 @@ export interface ApiDeps {
   limiter?: RateLimiter | null;
   limitDefaults?: LimitDefaults;
   /** Realtime sessions (GET /realtime): the VAD service and limits; absent = no VAD, default limits. */
-  realtime?: { vad: VadService | null; maxBufferSeconds: number; inputRate?: InputRateOptions; maxMessageBytes: number; interimAllowed?: () => boolean; finalTimeoutMs?: number };
+  realtime?: {
+    vad: VadService | null;
+    maxBufferSeconds: number;
+    inputRate?: InputRateOptions;
+    maxMessageBytes: number;
+    interimAllowed?: () => boolean;
+    finalTimeoutMs?: number;
+  };
   /** WebSocket sessions one key may have open at once; 0 or absent = unlimited. */
   maxRealtimeSessionsPerKey?: number;
   /** Open sessions by key, so that revoking a key ends them (src/auth/key-sessions.ts); absent = not tracked. */
@@ -175,4 +182,3 @@ function asClientError(deps: ApiDeps, req: ApiRequest, err: unknown): unknown {
   deps.logger.info({ requestId: req.requestId, status: mapped.status, code: mapped.code, reason: mapped.message }, 'request refused');
   return mapped;
 }
-

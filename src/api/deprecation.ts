@@ -47,9 +47,7 @@ export function markLegacyModel(catalog: ModelCatalog, model: CatalogModel, req:
 
 /** The 410 a native route answers from the retirement date on, whatever the method and whoever asks. */
 export function retiredError(catalog: ModelCatalog, route: NativeRouteSpec, asked: string): ApiError {
-  return new ApiError(
-    'endpoint_retired',
-    `${asked} was retired on ${catalog.retirementDate}. Use ${route.migration}.`,
-    { headers: { link: `<${route.successor}>; rel="successor-version"`, sunset: catalog.retiresAt().toUTCString() } },
-  );
+  return new ApiError('endpoint_retired', `${asked} was retired on ${catalog.retirementDate}. Use ${route.migration}.`, {
+    headers: { link: `<${route.successor}>; rel="successor-version"`, sunset: catalog.retiresAt().toUTCString() },
+  });
 }

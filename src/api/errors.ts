@@ -124,14 +124,22 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof DecoderRestartedError) return new ApiError('service_unavailable', err.message, { headers: { 'retry-after': '1' } });
   // The ledger's database is down or restarting: worth a retry, unlike the 500 of a bug.
-  if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'The account database is unavailable. Try again shortly.', { headers: { 'retry-after': '2' } });
+  if (err instanceof StoreUnavailableError)
+    return new ApiError('service_unavailable', 'The account database is unavailable. Try again shortly.', { headers: { 'retry-after': '2' } });
   if (err instanceof InsufficientQuotaError) return new ApiError('insufficient_quota', err.message);
   if (err instanceof InvalidAmountError) return new ApiError('invalid_value', err.message);
   if (err instanceof CredentialError) return new ApiError('invalid_api_key', err.message);
   // The speech sockets' text limits: the piece is refused whole and may be sent again.
-  if (err instanceof TextTooLongError) return new ApiError('invalid_value', `text: at most ${err.limit} characters per message (got ${err.characters}); send the text in smaller pieces.`, { param: 'text' });
+  if (err instanceof TextTooLongError)
+    return new ApiError('invalid_value', `text: at most ${err.limit} characters per message (got ${err.characters}); send the text in smaller pieces.`, {
+      param: 'text',
+    });
   if (err instanceof TooMuchTextWaitingError) {
-    return new ApiError('invalid_value', `text: ${err.waiting} characters are waiting to be spoken and at most ${err.limit} may wait; send this piece again once more audio has arrived.`, { param: 'text' });
+    return new ApiError(
+      'invalid_value',
+      `text: ${err.waiting} characters are waiting to be spoken and at most ${err.limit} may wait; send this piece again once more audio has arrived.`,
+      { param: 'text' },
+    );
   }
   if (err instanceof AdminAuthError) return new ApiError(err.reason === 'api_key' ? 'permission_denied' : 'invalid_api_key', err.message);
   if (err instanceof RateLimitedError) {

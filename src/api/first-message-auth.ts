@@ -52,7 +52,13 @@ class FirstMessageGate implements DuplexHandler {
     private readonly authorize: LateAuthorization,
   ) {
     this.timer = setTimeout(
-      () => this.refuse(new ApiError('invalid_api_key', `No credential within ${FIRST_MESSAGE_TIMEOUT_MS / 1000} s: send the API key (or an ek_ client secret) as "xi_api_key" in the first message, or with the upgrade.`)),
+      () =>
+        this.refuse(
+          new ApiError(
+            'invalid_api_key',
+            `No credential within ${FIRST_MESSAGE_TIMEOUT_MS / 1000} s: send the API key (or an ek_ client secret) as "xi_api_key" in the first message, or with the upgrade.`,
+          ),
+        ),
       FIRST_MESSAGE_TIMEOUT_MS,
     );
     this.timer.unref();
@@ -86,7 +92,12 @@ class FirstMessageGate implements DuplexHandler {
     clearTimeout(this.timer);
     const credential = typeof frame === 'string' ? this.spec.credential(frame) : undefined;
     if (!credential) {
-      return this.refuse(new ApiError('invalid_api_key', 'No API key: give it with the upgrade (xi-api-key or Authorization header, ?xi-api-key=, a subprotocol) or as "xi_api_key" in the first message.'));
+      return this.refuse(
+        new ApiError(
+          'invalid_api_key',
+          'No API key: give it with the upgrade (xi-api-key or Authorization header, ?xi-api-key=, a subprotocol) or as "xi_api_key" in the first message.',
+        ),
+      );
     }
     this.state = 'authorizing';
     this.hold(frame);
@@ -97,7 +108,12 @@ class FirstMessageGate implements DuplexHandler {
     this.heldBytes += typeof frame === 'string' ? Buffer.byteLength(frame) : frame.byteLength;
     this.held.push(frame);
     if (this.held.length > MAX_HELD_FRAMES || this.heldBytes > MAX_HELD_BYTES) {
-      this.refuse(new ApiError('invalid_request', `More than ${MAX_HELD_FRAMES} messages or ${MAX_HELD_BYTES} bytes were sent before the credential was checked: wait for audio before sending more.`));
+      this.refuse(
+        new ApiError(
+          'invalid_request',
+          `More than ${MAX_HELD_FRAMES} messages or ${MAX_HELD_BYTES} bytes were sent before the credential was checked: wait for audio before sending more.`,
+        ),
+      );
     }
   }
 

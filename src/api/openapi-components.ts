@@ -43,7 +43,9 @@ export class SchemaComponents {
   private register(name: string, body: unknown): void {
     const existing = this.schemas[name];
     if (existing !== undefined && !isDeepStrictEqual(existing, body)) {
-      throw new Error(`OpenAPI component ${name} has two different definitions (an id used twice, or a schema used as both request and response whose sides differ)`);
+      throw new Error(
+        `OpenAPI component ${name} has two different definitions (an id used twice, or a schema used as both request and response whose sides differ)`,
+      );
     }
     this.schemas[name] = body;
   }

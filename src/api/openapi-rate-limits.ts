@@ -18,7 +18,10 @@ export function rateLimitHeaderComponents(): JsonObject {
   for (const [name, what] of Object.entries(DIMENSIONS)) {
     const scope = `The tighter of the key's and the account's limits on ${what}; absent when neither is limited.`;
     headers[`x-ratelimit-limit-${name}`] = { description: `Limit. ${scope}`, schema: { type: 'string', pattern: '^\\d+$' } };
-    headers[`x-ratelimit-remaining-${name}`] = { description: `What is left of it after this request was admitted. ${scope}`, schema: { type: 'string', pattern: '^\\d+$' } };
+    headers[`x-ratelimit-remaining-${name}`] = {
+      description: `What is left of it after this request was admitted. ${scope}`,
+      schema: { type: 'string', pattern: '^\\d+$' },
+    };
     headers[`x-ratelimit-reset-${name}`] = { description: `Time until it is whole again. ${DURATION}`, schema: { type: 'string' } };
   }
   headers['retry-after'] = { description: 'Whole seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } };

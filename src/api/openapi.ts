@@ -93,9 +93,7 @@ function operation(route: RouteDef, components: SchemaComponents): JsonObject {
     ...(op.description ? { description: op.description } : {}),
     ...(op.tags ? { tags: op.tags } : {}),
     ...(params.length ? { parameters: params } : {}),
-    ...(op.request
-      ? { requestBody: { required: true, content: { [op.request.contentType]: { schema: components.input(op.request.schema) } } } }
-      : {}),
+    ...(op.request ? { requestBody: { required: true, content: { [op.request.contentType]: { schema: components.input(op.request.schema) } } } } : {}),
     ...(op.deprecated ? { deprecated: true } : {}),
     responses: responses(route, components),
     security: securityOf(route),
@@ -114,7 +112,14 @@ function securityOf(route: RouteDef): JsonObject[] {
 function responses(route: RouteDef, components: SchemaComponents): JsonObject {
   const op = route.openapi!;
   const all = new Map<number, OpenApiResponse>(Object.entries(op.responses).map(([status, r]) => [Number(status), { ...r, content: [...(r.content ?? [])] }]));
-  const errorStatuses = new Set([...(route.auth ? [401, 429] : []), ...(route.billable ? [402] : []), ...(op.request ? (route.surface === 'native' ? NATIVE_BODY_ERRORS : BODY_ERRORS) : []), ...(route.surface === 'admin' ? ADMIN_AUTH_ERRORS : []), ...TRANSPORT_ERRORS, ...(op.errors ?? [])]);
+  const errorStatuses = new Set([
+    ...(route.auth ? [401, 429] : []),
+    ...(route.billable ? [402] : []),
+    ...(op.request ? (route.surface === 'native' ? NATIVE_BODY_ERRORS : BODY_ERRORS) : []),
+    ...(route.surface === 'admin' ? ADMIN_AUTH_ERRORS : []),
+    ...TRANSPORT_ERRORS,
+    ...(op.errors ?? []),
+  ]);
   // A native route answers its errors as `{detail}` (its 410 after retirement is the envelope plus `detail`).
   if (route.surface === 'native') errorStatuses.add(410);
   for (const status of errorStatuses) {

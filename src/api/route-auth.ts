@@ -39,10 +39,15 @@ export function presentedCredential(def: RouteDef, req: ApiRequest): string | un
   if (def.surface === 'native') return headers['x-api-key']?.trim() || undefined;
   // A browser's WebSocket carries the key as a subprotocol entry instead (PROTOCOLS §8); ElevenLabs clients
   // send theirs as `xi-api-key`, a header or (where the route takes it: a browser cannot set headers) a query parameter.
-  const fromHeaders = extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] ?? headers['xi-api-key'] }) ?? keyFromSubprotocols(headers['sec-websocket-protocol']);
+  const fromHeaders =
+    extractApiKey({ authorization: headers.authorization, 'x-api-key': headers['x-api-key'] ?? headers['xi-api-key'] }) ??
+    keyFromSubprotocols(headers['sec-websocket-protocol']);
   if (fromHeaders !== undefined) return fromHeaders;
   for (const name of def.keyQueryParameters ?? []) {
-    const value = req.query.get(name)?.trim().replace(/^Bearer\s+/i, '');
+    const value = req.query
+      .get(name)
+      ?.trim()
+      .replace(/^Bearer\s+/i, '');
     if (value) return value;
   }
   return undefined;

@@ -49,7 +49,14 @@ export async function mintClientSecret(
   const value = CLIENT_SECRET_PREFIX + randomBytes(32).toString('base64url');
   const expiresAtMs = now + ttl * 1000;
   await store.createClientSecret(
-    { secretHash: hashClientSecret(value), accountId: caller.account.id, keyId: caller.key.id, shape: grant.shape, session: grant.session, expiresAt: expiresAtMs },
+    {
+      secretHash: hashClientSecret(value),
+      accountId: caller.account.id,
+      keyId: caller.key.id,
+      shape: grant.shape,
+      session: grant.session,
+      expiresAt: expiresAtMs,
+    },
     now,
   );
   return { value, expiresAt: Math.floor(expiresAtMs / 1000) };

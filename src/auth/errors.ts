@@ -25,9 +25,7 @@ export class CredentialError extends Error {
 export type AdminAuthFailure = 'missing' | 'incorrect' | 'api_key';
 
 const ADMIN_AUTH_MESSAGES: Record<AdminAuthFailure, string> = {
-  missing:
-    'The admin endpoints need an admin key: send it as Authorization: Bearer kadm_…. ' +
-    'An operator creates one with: npm run keys -- admin create',
+  missing: 'The admin endpoints need an admin key: send it as Authorization: Bearer kadm_…. ' + 'An operator creates one with: npm run keys -- admin create',
   // Never echo the presented key, not even a prefix: it may be a real key pasted into the wrong place.
   incorrect: 'Incorrect admin key provided (unknown or revoked). Check the key you are sending, or create a new one with: npm run keys -- admin create',
   api_key: 'API keys cannot use the admin endpoints; use an admin key (Authorization: Bearer kadm_…).',

@@ -60,8 +60,7 @@ export class KeyCache implements KeyLookup {
  * (the dev account, tests, an embedder). Delegates everything else unchanged.
  */
 export function withKeyCacheInvalidation(store: Store, cache: KeyCache): Store {
-  const after = <T>(result: Promise<T>): Promise<T> =>
-    result.finally(() => cache.invalidate());
+  const after = <T>(result: Promise<T>): Promise<T> => result.finally(() => cache.invalidate());
   return {
     ...store,
     revokeKey: (keyId) => after(store.revokeKey(keyId)),

@@ -3,8 +3,7 @@
  * (InsufficientQuotaError → 402 insufficient_quota) and to stream error events.
  */
 
-export const INSUFFICIENT_QUOTA_MESSAGE =
-  'You exceeded your current quota: your balance cannot cover this request. Add credit to your account.';
+export const INSUFFICIENT_QUOTA_MESSAGE = 'You exceeded your current quota: your balance cannot cover this request. Add credit to your account.';
 
 /** The account's balance, less what requests in flight hold, cannot cover the work asked for. */
 export class InsufficientQuotaError extends Error {

@@ -112,7 +112,10 @@ export class Reservation {
       return { records, balanceMicros: account.balanceMicros };
     }
     const part = ++this.parts;
-    const { balances } = await this.host.store.recordUsage(records, { partOfHold: { holdId: this.id, part }, ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}) });
+    const { balances } = await this.host.store.recordUsage(records, {
+      partOfHold: { holdId: this.id, part },
+      ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}),
+    });
     const balanceMicros = balances[this.ctx.accountId];
     if (balanceMicros === undefined) throw new Error(`Store returned no balance for ${this.ctx.accountId}`);
     this.held = Math.max(0, this.held - records.reduce((sum, r) => sum + r.costMicros, 0));
@@ -137,7 +140,10 @@ export class Reservation {
         if (!account) throw new Error(`Unknown account: ${this.ctx.accountId}`);
         return { records, balanceMicros: account.balanceMicros };
       }
-      const { balances } = await this.host.store.recordUsage(records, { releaseHoldId: this.id, ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}) });
+      const { balances } = await this.host.store.recordUsage(records, {
+        releaseHoldId: this.id,
+        ...(this.ctx.requireActiveKey ? { requireActiveKey: true } : {}),
+      });
       const balanceMicros = balances[this.ctx.accountId];
       if (balanceMicros === undefined) throw new Error(`Store returned no balance for ${this.ctx.accountId}`);
       this.host.settled(records);

@@ -25,6 +25,8 @@ export function formatUnits(micros: number): string {
   const sign = micros < 0 ? '-' : '';
   const abs = Math.abs(micros);
   const whole = Math.floor(abs / MICROS_PER_UNIT);
-  const fraction = String(abs % MICROS_PER_UNIT).padStart(6, '0').replace(/0{1,4}$/, '');
+  const fraction = String(abs % MICROS_PER_UNIT)
+    .padStart(6, '0')
+    .replace(/0{1,4}$/, '');
   return `${sign}${whole}.${fraction}`;
 }

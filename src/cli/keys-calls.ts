@@ -12,7 +12,9 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export function callLines(calls: CallRecord[], formatUnits: (micros: number) => string): string[] {
   const shown = calls.slice(-CALL_ROWS_SHOWN);
   if (shown.length === 0) return [];
-  const lines = [`Calls (last ${shown.length}): start  call  account  carrier  mode  duration  turns  caller audio  characters synthesized/translated  cost  end`];
+  const lines = [
+    `Calls (last ${shown.length}): start  call  account  carrier  mode  duration  turns  caller audio  characters synthesized/translated  cost  end`,
+  ];
   for (const c of shown) {
     lines.push(
       `${c.startedAt}  ${c.id}  ${c.accountId}  ${c.carrier}  ${c.mode}  ${seconds(c.durationMs)}  ${c.turns} turns` +

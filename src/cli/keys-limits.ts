@@ -66,7 +66,7 @@ async function show(positionals: string[], store: Store, out: Output, defaults: 
     const state = key.revokedAt ? '  (revoked)' : '';
     out(`  ${key.id}  ${describeLimits(applyOverrides(defaults.key, keyOverrides), keyOverrides)}${state}`);
   }
-  out('0 = unlimited. A request must be within both its key\'s and its account\'s limits.');
+  out("0 = unlimited. A request must be within both its key's and its account's limits.");
 }
 
 export async function limitsCommand(args: string[], store: Store, out: Output, defaults: LimitDefaults = NO_DEFAULTS): Promise<void> {

@@ -39,7 +39,7 @@ export async function webhookCommand(args: string[], store: Store, out: Output):
       out('');
       out(`Signing secret: ${newSecret}`);
       out('');
-      out('Save this secret now: it is shown only this once. Check each request\'s Kuma-Signature header with it');
+      out("Save this secret now: it is shown only this once. Check each request's Kuma-Signature header with it");
       out(replaced ? '(the previous secret no longer signs anything).' : '(see "Webhooks" in README.md).');
     }
     out('Kuma connects only to hosts the operator allows (KUMA_OUTBOUND_ALLOW); a running server uses this within 5 s.');
@@ -50,7 +50,9 @@ export async function webhookCommand(args: string[], store: Store, out: Output):
     const accountId = await requireAccount(store, positionals[0], `webhook ${action} ACCOUNT_ID`);
     const current = await store.getWebhook(accountId);
     if (action === 'show') {
-      out(current ? `${accountId}  ${current.url}  (signing secret set ${current.updatedAt}; not shown)` : `${accountId}  no webhook: call events are not sent`);
+      out(
+        current ? `${accountId}  ${current.url}  (signing secret set ${current.updatedAt}; not shown)` : `${accountId}  no webhook: call events are not sent`,
+      );
       return;
     }
     await store.setWebhook(accountId, null);

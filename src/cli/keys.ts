@@ -44,7 +44,6 @@ ${ADMIN_HELP}
 Amounts are in units (1 unit = ${MICROS_PER_UNIT.toLocaleString('en-US')} micros), with up to 6 decimals.
 The database is KUMA_DB_PATH (default data/kuma.sqlite).`;
 
-
 const NEGATIVE_NUMBER = /^-\d+(\.\d+)?$/;
 
 /**
@@ -120,7 +119,9 @@ async function creditCommand(args: string[], store: Store, out: Output): Promise
   const amountMicros = parseUnits(units, { allowNegative: true });
   if (!(await store.getAccount(accountId))) throw new UsageError(`No account with id ${accountId}`);
   const account = await store.credit(accountId, amountMicros);
-  out(`${amountMicros < 0 ? 'Debited' : 'Credited'} ${formatUnits(Math.abs(amountMicros))} ${amountMicros < 0 ? 'from' : 'to'} ${account.id}; balance is now ${formatUnits(account.balanceMicros)}`);
+  out(
+    `${amountMicros < 0 ? 'Debited' : 'Credited'} ${formatUnits(Math.abs(amountMicros))} ${amountMicros < 0 ? 'from' : 'to'} ${account.id}; balance is now ${formatUnits(account.balanceMicros)}`,
+  );
 }
 
 async function revokeCommand(args: string[], store: Store, out: Output): Promise<void> {
@@ -138,8 +139,10 @@ async function usageCommand(args: string[], store: Store, out: Output): Promise<
   const rows = await store.listUsage({ ...filter, latest: USAGE_ROWS_SHOWN });
   if (rows.length === 0) out('No usage recorded yet.');
   for (const r of rows) {
-    out(`${r.createdAt}  ${r.requestId}  ${r.accountId}  ${r.keyId}  ${r.model}  ${r.quantity} ${r.unit}` +
-      ` × ${r.unitPriceMicros} micros = ${formatUnits(r.costMicros)}`);
+    out(
+      `${r.createdAt}  ${r.requestId}  ${r.accountId}  ${r.keyId}  ${r.model}  ${r.quantity} ${r.unit}` +
+        ` × ${r.unitPriceMicros} micros = ${formatUnits(r.costMicros)}`,
+    );
   }
   const calls = callLines(await store.listCalls({ ...filter, latest: CALL_ROWS_SHOWN }), formatUnits);
   if (calls.length > 0) out('');
@@ -198,7 +201,13 @@ async function main(): Promise<void> {
     const config = loadConfig();
     store = await openStore(config);
     const options = { limitDefaults: limitDefaultsOf(config) };
-    process.exitCode = await runKeysCommand(process.argv.slice(2), store, (l) => console.log(l), (l) => console.error(l), options);
+    process.exitCode = await runKeysCommand(
+      process.argv.slice(2),
+      store,
+      (l) => console.log(l),
+      (l) => console.error(l),
+      options,
+    );
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exitCode = 1;
@@ -206,6 +215,5 @@ async function main(): Promise<void> {
     await store?.close();
   }
 }
-
 
 if (isEntryPoint(import.meta.url)) await main();

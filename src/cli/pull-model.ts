@@ -111,18 +111,25 @@ export async function runPullCommand(argv: string[], io: PullIo): Promise<number
       return 0;
     }
     const retries = values.retries === undefined ? undefined : Number(values.retries);
-    if (retries !== undefined && (!Number.isInteger(retries) || retries < 1 || retries > 100)) throw new UsageError('--retries must be a whole number from 1 to 100');
-    if (values.endpoint !== undefined && !/^https?:\/\/[^/]+/.test(values.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, got ${values.endpoint}`);
+    if (retries !== undefined && (!Number.isInteger(retries) || retries < 1 || retries > 100))
+      throw new UsageError('--retries must be a whole number from 1 to 100');
+    if (values.endpoint !== undefined && !/^https?:\/\/[^/]+/.test(values.endpoint))
+      throw new UsageError(`--endpoint must be an http(s) URL, got ${values.endpoint}`);
     if (values.pack !== undefined) {
-      const conflicting = [...positionals.map((p) => `the repo id ${p}`), ...(['revision', 'include', 'exclude', 'engine', 'id'] as const).filter((o) => values[o] !== undefined).map((o) => `--${o}`)];
+      const conflicting = [
+        ...positionals.map((p) => `the repo id ${p}`),
+        ...(['revision', 'include', 'exclude', 'engine', 'id'] as const).filter((o) => values[o] !== undefined).map((o) => `--${o}`),
+      ];
       const { variant, dest, manifest, endpoint, quiet } = values;
       const command = { pack: values.pack, variant, dest, manifest, baseManifest: values['base-manifest'], endpoint, retries, quiet, conflicting };
       return await runPackCommand(command, { err: io.err, env, base, progress: io.progress, client: io.client, packs: io.packs });
     }
     if (values.variant !== undefined || values['base-manifest'] !== undefined) throw new UsageError('--variant and --base-manifest go with --pack');
-    if (positionals.length !== 1) throw new UsageError(positionals.length ? `Expected one repo id, got: ${positionals.join(' ')}` : 'Missing the repo id (e.g. facebook/mms-tts-bam)');
+    if (positionals.length !== 1)
+      throw new UsageError(positionals.length ? `Expected one repo id, got: ${positionals.join(' ')}` : 'Missing the repo id (e.g. facebook/mms-tts-bam)');
     const repo = positionals[0]!;
-    if (values.engine !== undefined && !(ENGINE_TYPES as readonly string[]).includes(values.engine)) throw new UsageError(`Unknown --engine ${values.engine}; one of ${ENGINE_TYPES.join(', ')}`);
+    if (values.engine !== undefined && !(ENGINE_TYPES as readonly string[]).includes(values.engine))
+      throw new UsageError(`Unknown --engine ${values.engine}; one of ${ENGINE_TYPES.join(', ')}`);
     if (values.manifest !== undefined && !values.id) throw new UsageError('--manifest needs --id, the served model id of the entry (e.g. --id sunjata-1)');
     const dest = path.resolve(base, values.dest ?? path.join('models', repo.split('/').pop()!));
     const endpoint = values.endpoint ?? (env.HF_ENDPOINT || undefined);
@@ -174,7 +181,6 @@ export async function runPullCommand(argv: string[], io: PullIo): Promise<number
     return 1;
   }
 }
-
 
 if (isEntryPoint(import.meta.url)) {
   process.exitCode = await runPullCommand(process.argv.slice(2), { out: (l) => console.log(l), err: (l) => console.error(l) });

@@ -41,7 +41,12 @@ export function readyLine(port: number, config: Config): string {
  * Prints the ready line once the models are warm — through `write` where given (serve-process.ts writes it into
  * the log's buffered destination, so it comes after every "model ready" line, not among them).
  */
-export function announceReadiness(port: number, config: Config, modelsReady: Promise<void>, write: (text: string) => void = (text) => void process.stdout.write(text)): void {
+export function announceReadiness(
+  port: number,
+  config: Config,
+  modelsReady: Promise<void>,
+  write: (text: string) => void = (text) => void process.stdout.write(text),
+): void {
   modelsReady.then(
     () => write(`${readyLine(port, config)}\n`),
     (err: Error) => write(`Kuma is serving without its models: ${err.message} (${localBaseUrl(port, config)}/readyz says the same)\n`),
@@ -59,7 +64,9 @@ export function printBanner(port: number, config: Config, keys: FirstStartKeys, 
         ? `First start: created a dev account with ${config.devBalanceUnits} units of credit. Its API key (shown once, keep it):\n\n    ${keys.apiKey}\n`
         : 'Manage API keys with: npm run keys -- help',
       ...(keys.adminKey
-        ? [`Created an admin key for the admin API (${base}/admin/v1), not an API key (shown once, keep it; more with npm run keys -- admin create):\n\n    ${keys.adminKey}\n`]
+        ? [
+            `Created an admin key for the admin API (${base}/admin/v1), not an API key (shown once, keep it; more with npm run keys -- admin create):\n\n    ${keys.adminKey}\n`,
+          ]
         : []),
       `Try: curl -H "Authorization: Bearer <key>" ${base}/openai/v1/models`,
       config.modelsManifest ? 'Loading the models: one more line says when they are warm (until then, requests that need one get 503 with Retry-After).' : '',

@@ -73,7 +73,8 @@ export function formatInfo(format: SpeechFormat, variant?: EncodingVariant): For
   if (!variant) return info;
   const { sampleRate, bitrateKbps } = variant;
   if (format === 'pcm') {
-    if (!Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 48000 || bitrateKbps !== undefined) throw new RangeError(`pcm variant: a rate from 8000 to 48000 Hz and no bitrate, got ${JSON.stringify(variant)}`);
+    if (!Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 48000 || bitrateKbps !== undefined)
+      throw new RangeError(`pcm variant: a rate from 8000 to 48000 Hz and no bitrate, got ${JSON.stringify(variant)}`);
     return Object.freeze({ ...info, mediaType: littleEndianPcm(sampleRate), sampleRate });
   }
   if (format === 'mp3') {
@@ -94,9 +95,15 @@ const MPEG1 = { frameSamples: 1152, bitrates: [32, 40, 48, 64, 80, 96, 112, 128,
 const MPEG2 = { frameSamples: MP3_FRAME_SAMPLES, bitrates: [8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160] };
 const MPEG25 = { frameSamples: MP3_FRAME_SAMPLES, bitrates: [8, 16, 24, 32, 40, 48, 64] };
 const MP3_RATES: ReadonlyMap<number, { frameSamples: number; bitrates: number[] }> = new Map([
-  [48000, MPEG1], [44100, MPEG1], [32000, MPEG1],
-  [24000, MPEG2], [22050, MPEG2], [16000, MPEG2],
-  [12000, MPEG25], [11025, MPEG25], [8000, MPEG25],
+  [48000, MPEG1],
+  [44100, MPEG1],
+  [32000, MPEG1],
+  [24000, MPEG2],
+  [22050, MPEG2],
+  [16000, MPEG2],
+  [12000, MPEG25],
+  [11025, MPEG25],
+  [8000, MPEG25],
 ]);
 
 export function isSpeechFormat(value: unknown): value is SpeechFormat {

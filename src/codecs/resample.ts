@@ -66,9 +66,13 @@ function loadSpeex(): Promise<SpeexModule> {
   modulePromise ??= (async () => {
     // In Node the emscripten glue reads the .wasm with fs (it only fetches in browsers), so no fetch hiding is needed.
     try {
-      return await (await importFactory('@echogarden/speex-resampler-wasm/simd'))();
+      return await (
+        await importFactory('@echogarden/speex-resampler-wasm/simd')
+      )();
     } catch {
-      return await (await importFactory('@echogarden/speex-resampler-wasm'))();
+      return await (
+        await importFactory('@echogarden/speex-resampler-wasm')
+      )();
     }
   })();
   modulePromise.catch(() => {
@@ -83,7 +87,10 @@ function assertRate(name: string, rate: number): void {
 
 /** Plain copy: rates are equal, nothing to filter. */
 class IdentityResampler implements StreamingResampler {
-  constructor(readonly inputRate: number, readonly outputRate: number) {}
+  constructor(
+    readonly inputRate: number,
+    readonly outputRate: number,
+  ) {}
   process(input: Float32Array): Float32Array {
     return input.slice();
   }
@@ -111,7 +118,12 @@ class SpeexStreamingResampler implements StreamingResampler {
   /** processTransient()'s output, reused from call to call. */
   private transientOut = new Float32Array(0);
 
-  constructor(private readonly m: SpeexModule, readonly inputRate: number, readonly outputRate: number, quality: number) {
+  constructor(
+    private readonly m: SpeexModule,
+    readonly inputRate: number,
+    readonly outputRate: number,
+    quality: number,
+  ) {
     const errPtr = m._malloc(4);
     this.state = m._speex_resampler_init(1, inputRate, outputRate, quality, errPtr);
     const err = m.HEAP32[errPtr >> 2] ?? -1;

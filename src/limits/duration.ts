@@ -20,7 +20,7 @@ export function formatDuration(ms: number): string {
 
 /** Parses what formatDuration writes (and Go's other unit spellings used by OpenAI), in ms; NaN when malformed. */
 export function parseDuration(text: string): number {
-  const unitMs: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 1e-6 };
+  const unitMs: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, µs: 0.001, ns: 1e-6 };
   const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)/g)];
   if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) return Number.NaN;
   return parts.reduce((sum, p) => sum + Number(p[1]) * unitMs[p[2]!]!, 0);

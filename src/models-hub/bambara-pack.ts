@@ -72,7 +72,12 @@ export const BAMBARA_PINS: BambaraPins = {
  */
 export const DEFAULT_NLLB_VARIANT = 'fp32';
 
-const CC_BY_NC = { id: 'cc-by-nc-4.0', name: 'Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0)', url: 'https://creativecommons.org/licenses/by-nc/4.0/', commercialUse: false };
+const CC_BY_NC = {
+  id: 'cc-by-nc-4.0',
+  name: 'Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0)',
+  url: 'https://creativecommons.org/licenses/by-nc/4.0/',
+  commercialUse: false,
+};
 
 const short = (sha: string) => sha.slice(0, 12);
 
@@ -88,12 +93,14 @@ export function bambaraPack(pins: BambaraPins = BAMBARA_PINS): ModelPack {
   const nllbLicense: ModelLicense = {
     ...CC_BY_NC,
     source: `NLLB-200 distilled 600M by Meta AI (facebook/nllb-200-distilled-600M), ONNX export ${mt.repo}@${short(mt.revision)}`,
-    notice: 'NON-COMMERCIAL USE ONLY. NLLB-200 is licensed CC BY-NC 4.0 by Meta AI: do not serve it in a commercial product or a paid service, and credit Meta AI.',
+    notice:
+      'NON-COMMERCIAL USE ONLY. NLLB-200 is licensed CC BY-NC 4.0 by Meta AI: do not serve it in a commercial product or a paid service, and credit Meta AI.',
   };
   const mmsLicense: ModelLicense = {
     ...CC_BY_NC,
     source: `MMS-TTS Bambara by Meta AI (facebook/mms-tts, bam), sherpa-onnx export ${tts.repo}@${short(tts.revision)} (folder bam)`,
-    notice: 'NON-COMMERCIAL USE ONLY. MMS-TTS is licensed CC BY-NC 4.0 by Meta AI: do not serve it, or sell the speech it makes, in a commercial product or a paid service, and credit Meta AI.',
+    notice:
+      'NON-COMMERCIAL USE ONLY. MMS-TTS is licensed CC BY-NC 4.0 by Meta AI: do not serve it, or sell the speech it makes, in a commercial product or a paid service, and credit Meta AI.',
   };
   const pair = (suffix: string) => [pinned(mt, `onnx/encoder_model${suffix}.onnx`), pinned(mt, `onnx/decoder_model_merged${suffix}.onnx`)];
   return {
@@ -120,7 +127,9 @@ export function bambaraPack(pins: BambaraPins = BAMBARA_PINS): ModelPack {
         license: nllbLicense,
         pinnedFrom: [
           `https://huggingface.co/${mt.repo}/tree/${mt.revision}/onnx`,
-          ...['encoder_model', 'encoder_model_quantized', 'encoder_model_fp16', 'decoder_model_merged'].map((f) => `https://huggingface.co/${mt.repo}/blob/main/onnx/${f}.onnx`),
+          ...['encoder_model', 'encoder_model_quantized', 'encoder_model_fp16', 'decoder_model_merged'].map(
+            (f) => `https://huggingface.co/${mt.repo}/blob/main/onnx/${f}.onnx`,
+          ),
           `https://huggingface.co/${mt.repo}/tree/main`,
         ],
       },
@@ -134,7 +143,10 @@ export function bambaraPack(pins: BambaraPins = BAMBARA_PINS): ModelPack {
         files: ['bam/model.onnx', 'bam/tokens.txt'].map((p) => pinned(tts, p)),
         options: {},
         license: mmsLicense,
-        pinnedFrom: [`https://huggingface.co/${tts.repo}/commits/${tts.revision}/bam`, `https://huggingface.co/${tts.repo}/tree/44ddd92c2c44a863384f77a6fd03019ee3956cd5/bam`],
+        pinnedFrom: [
+          `https://huggingface.co/${tts.repo}/commits/${tts.revision}/bam`,
+          `https://huggingface.co/${tts.repo}/tree/44ddd92c2c44a863384f77a6fd03019ee3956cd5/bam`,
+        ],
       },
     ],
   };

@@ -148,7 +148,10 @@ export async function downloadFile(request: DownloadRequest): Promise<DownloadRe
         if (!response.ok) throw await client.statusError(response, context);
         if (offset > 0 && response.status === 206 && rangeStart(response.headers.get('content-range')) !== offset) {
           await response.body?.cancel();
-          throw new HubError('bad-response', `Asked for ${file.path} from byte ${offset}, the server sent Content-Range ${response.headers.get('content-range')}`);
+          throw new HubError(
+            'bad-response',
+            `Asked for ${file.path} from byte ${offset}, the server sent Content-Range ${response.headers.get('content-range')}`,
+          );
         }
         if (offset > 0 && response.status !== 206) {
           progress.note(`the server ignored the Range request (HTTP ${response.status}); downloading from the start`);
@@ -163,7 +166,8 @@ export async function downloadFile(request: DownloadRequest): Promise<DownloadRe
           if (response.body) {
             for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
               armStall();
-              if (offset + chunk.length > file.size) throw new HubError('bad-response', `The server sent more than the ${file.size} bytes listed for ${file.path}`);
+              if (offset + chunk.length > file.size)
+                throw new HubError('bad-response', `The server sent more than the ${file.size} bytes listed for ${file.path}`);
               await handle.write(chunk).catch((err) => {
                 throw diskError(err, partialPath, 'write');
               });
@@ -194,7 +198,10 @@ export async function downloadFile(request: DownloadRequest): Promise<DownloadRe
         await fs.rm(partialPath, { force: true });
         const want = expected ? `sha256 ${expected}` : file.gitOid ? `git blob ${file.gitOid}` : `${linkedSize} bytes`;
         const got = expected ? `sha256 ${sha256}` : file.gitOid ? `git blob ${gitOid}` : `${file.size} bytes`;
-        throw new HubError('checksum', `Checksum mismatch for ${file.path}: expected ${want}, got ${got}. The download was deleted; run the command again (a proxy or mirror may be altering files).`);
+        throw new HubError(
+          'checksum',
+          `Checksum mismatch for ${file.path}: expected ${want}, got ${got}. The download was deleted; run the command again (a proxy or mirror may be altering files).`,
+        );
       }
       await fs.rename(partialPath, finalPath).catch((err) => {
         throw diskError(err, finalPath, 'move the download into place at');

@@ -21,7 +21,18 @@ export interface EngineGuess {
 export class GuessError extends Error {}
 
 /** model_type values of transformers' CTC speech encoders that the optimum export turns into `input_values → logits`. */
-const CTC_MODEL_TYPES = new Set(['wav2vec2', 'wav2vec2-bert', 'wav2vec2-conformer', 'hubert', 'wavlm', 'data2vec-audio', 'unispeech', 'unispeech-sat', 'sew', 'sew-d']);
+const CTC_MODEL_TYPES = new Set([
+  'wav2vec2',
+  'wav2vec2-bert',
+  'wav2vec2-conformer',
+  'hubert',
+  'wavlm',
+  'data2vec-audio',
+  'unispeech',
+  'unispeech-sat',
+  'sew',
+  'sew-d',
+]);
 
 function readJsonObject(file: string): Record<string, unknown> | null {
   try {
@@ -52,7 +63,9 @@ function listFiles(dir: string): string[] {
  */
 function seq2seqVariant(files: string[], folder: string): { variant: string; others: string[] } | null {
   const prefix = folder ? `${folder}/encoder_model` : 'encoder_model';
-  const suffixes = files.filter((f) => f.startsWith(prefix) && f.endsWith('.onnx') && !f.slice(prefix.length).includes('/')).map((f) => f.slice(prefix.length, -'.onnx'.length));
+  const suffixes = files
+    .filter((f) => f.startsWith(prefix) && f.endsWith('.onnx') && !f.slice(prefix.length).includes('/'))
+    .map((f) => f.slice(prefix.length, -'.onnx'.length));
   if (!suffixes.length) return null;
   const order = ['', '_fp16', '_quantized', '_int8', '_uint8', '_q4', '_q4f16', '_bnb4'];
   const rank = (s: string) => (order.includes(s) ? order.indexOf(s) : order.length);
@@ -84,22 +97,35 @@ export function guessEngine(dir: string): EngineGuess {
     const engine: EngineType = modelType === 'whisper' ? 'whisper' : 'nllb';
     const folder = files.some((f) => f.startsWith('onnx/encoder_model')) ? 'onnx' : '';
     const found = seq2seqVariant(files, folder);
-    if (!found) throw new GuessError(`${dir} has a ${modelType} config.json but no encoder_model*.onnx: export it with optimum-cli export onnx (see models/MODELS.md)`);
+    if (!found)
+      throw new GuessError(`${dir} has a ${modelType} config.json but no encoder_model*.onnx: export it with optimum-cli export onnx (see models/MODELS.md)`);
     const options: Record<string, unknown> = found.variant ? { variant: found.variant } : {};
     if (!folder) notes.push(`the ${engine} runner reads its ONNX files from onnx/: move them there (cd ${dir} && mkdir -p onnx && mv *.onnx* onnx/)`);
-    if (found.others.length) notes.push(`other ONNX variants present: ${found.others.map((v) => JSON.stringify(v || 'fp32')).join(', ')} (options.variant picks one)`);
+    if (found.others.length)
+      notes.push(`other ONNX variants present: ${found.others.map((v) => JSON.stringify(v || 'fp32')).join(', ')} (options.variant picks one)`);
     return { engine, options, because: `config.json model_type ${modelType} with ${folder ? `${folder}/` : ''}encoder_model${found.variant}.onnx`, notes };
   }
 
   if (modelType === 'vits') {
     const model = onlyOnnx(files, ['model.onnx', 'onnx/model.onnx']);
-    if (!model) throw new GuessError(`${dir} has a VITS config.json but no single model.onnx (export with optimum-cli export onnx; with several, pick one in options.model)`);
-    return { engine: 'vits-hf', options: model === 'model.onnx' || model === 'onnx/model.onnx' ? {} : { model }, because: `config.json model_type vits with ${model}`, notes };
+    if (!model)
+      throw new GuessError(
+        `${dir} has a VITS config.json but no single model.onnx (export with optimum-cli export onnx; with several, pick one in options.model)`,
+      );
+    return {
+      engine: 'vits-hf',
+      options: model === 'model.onnx' || model === 'onnx/model.onnx' ? {} : { model },
+      because: `config.json model_type vits with ${model}`,
+      notes,
+    };
   }
 
   if (CTC_MODEL_TYPES.has(modelType) && has('vocab.json')) {
     const model = onlyOnnx(files, ['model.onnx', 'onnx/model.onnx']);
-    if (!model) throw new GuessError(`${dir} has a ${modelType} config.json but no single model.onnx: export it with optimum-cli export onnx --task automatic-speech-recognition`);
+    if (!model)
+      throw new GuessError(
+        `${dir} has a ${modelType} config.json but no single model.onnx: export it with optimum-cli export onnx --task automatic-speech-recognition`,
+      );
     const options: Record<string, unknown> = model === 'model.onnx' || model === 'onnx/model.onnx' ? {} : { modelFile: model };
     // MMS adapter repos ship one vocabulary per language; the runner needs to know which.
     const vocab = readJsonObject(path.join(dir, 'vocab.json')) ?? {};
@@ -107,7 +133,10 @@ export function guessEngine(dir: string): EngineGuess {
     const tokenizer = readJsonObject(path.join(dir, 'tokenizer_config.json')) ?? {};
     if (nested && typeof tokenizer.target_lang !== 'string') {
       if ('bam' in vocab) options.language = 'bam';
-      else notes.push(`vocab.json has one vocabulary per language but none for bam: set options.language (languages: ${Object.keys(vocab).slice(0, 8).join(', ')}…)`);
+      else
+        notes.push(
+          `vocab.json has one vocabulary per language but none for bam: set options.language (languages: ${Object.keys(vocab).slice(0, 8).join(', ')}…)`,
+        );
     }
     return { engine: 'ctc-wav2vec2', options, because: `config.json model_type ${modelType} with ${model} and vocab.json`, notes };
   }
@@ -122,17 +151,34 @@ export function guessEngine(dir: string): EngineGuess {
     const model = onlyOnnx(files, ['model.onnx', 'model.int8.onnx']);
     if (has('model_config.json') || has('model_config.yaml')) {
       if (!model) throw new GuessError(`${dir} looks like a NeMo export (tokens.txt, model_config) but has no single model.onnx`);
-      return { engine: 'ctc-nemo', options: model === 'model.onnx' ? {} : { modelFile: model }, because: `NeMo export: ${model}, tokens.txt and ${has('model_config.json') ? 'model_config.json' : 'model_config.yaml'}`, notes };
+      return {
+        engine: 'ctc-nemo',
+        options: model === 'model.onnx' ? {} : { modelFile: model },
+        because: `NeMo export: ${model}, tokens.txt and ${has('model_config.json') ? 'model_config.json' : 'model_config.yaml'}`,
+        notes,
+      };
     }
     if (!model) throw new GuessError(`${dir} has tokens.txt but no single .onnx model file to read the sherpa-onnx metadata from`);
     const meta = readModelMetadata(path.join(dir, model));
     if (meta.model_type === 'vits' || (meta.sample_rate !== undefined && meta.n_speakers !== undefined)) {
-      return { engine: 'vits-sherpa', options: model === 'model.onnx' ? {} : { model }, because: `sherpa-onnx VITS metadata in ${model} (sample_rate ${meta.sample_rate})`, notes };
+      return {
+        engine: 'vits-sherpa',
+        options: model === 'model.onnx' ? {} : { model },
+        because: `sherpa-onnx VITS metadata in ${model} (sample_rate ${meta.sample_rate})`,
+        notes,
+      };
     }
     if (meta.model_type?.startsWith('EncDec') || meta.feat_dim !== undefined || meta.subsampling_factor !== undefined) {
-      return { engine: 'ctc-nemo', options: model === 'model.onnx' ? {} : { modelFile: model }, because: `NeMo CTC metadata in ${model} (model_type ${meta.model_type ?? '?'})`, notes };
+      return {
+        engine: 'ctc-nemo',
+        options: model === 'model.onnx' ? {} : { modelFile: model },
+        because: `NeMo CTC metadata in ${model} (model_type ${meta.model_type ?? '?'})`,
+        notes,
+      };
     }
-    throw new GuessError(`${dir} has tokens.txt and ${model}, but its metadata says neither VITS nor NeMo CTC (model_type ${JSON.stringify(meta.model_type ?? '')})`);
+    throw new GuessError(
+      `${dir} has tokens.txt and ${model}, but its metadata says neither VITS nor NeMo CTC (model_type ${JSON.stringify(meta.model_type ?? '')})`,
+    );
   }
 
   const shown = files.slice(0, 12).join(', ') + (files.length > 12 ? ', …' : '');

@@ -82,14 +82,18 @@ export class HubClient {
 
   /** Lists the files of `repo` at `revision`, with sizes and checksums. */
   async listFiles(repo: string, revision: string): Promise<RepoListing> {
-    if (!/^[\w.-]+(\/[\w.-]+)?$/.test(repo)) throw new HubError('bad-request', `"${repo}" is not a Hugging Face repo id (expected owner/name, e.g. facebook/mms-tts-bam)`);
+    if (!/^[\w.-]+(\/[\w.-]+)?$/.test(repo))
+      throw new HubError('bad-request', `"${repo}" is not a Hugging Face repo id (expected owner/name, e.g. facebook/mms-tts-bam)`);
     // One call gives the commit and, with blobs=true, each file's size and LFS sha256.
     const info = (await this.getJson(`${this.endpoint}/api/models/${repo}/revision/${encodeRevision(revision)}?blobs=true`, { repo, revision })) as {
       sha?: unknown;
       siblings?: Array<{ rfilename?: unknown; size?: unknown; blobId?: unknown; lfs?: { sha256?: unknown; size?: unknown } }>;
     };
     if (typeof info.sha !== 'string' || !Array.isArray(info.siblings)) {
-      throw new HubError('bad-response', `${this.endpoint} answered the model info request for ${repo} without a commit or a file list: is it a Hugging Face hub endpoint?`);
+      throw new HubError(
+        'bad-response',
+        `${this.endpoint} answered the model info request for ${repo} without a commit or a file list: is it a Hugging Face hub endpoint?`,
+      );
     }
     const commit = info.sha;
     let files: HubFile[] = info.siblings.map((s) => ({
@@ -141,7 +145,7 @@ export class HubClient {
       throw new HubError('bad-response', `${url} did not answer with JSON (HTTP ${response.status}): is ${this.endpoint} a Hugging Face hub endpoint?`);
     }
     const link = response.headers.get('link');
-    const next = link ? /<([^>]+)>\s*;\s*rel="?next"?/.exec(link)?.[1] ?? null : null;
+    const next = link ? (/<([^>]+)>\s*;\s*rel="?next"?/.exec(link)?.[1] ?? null) : null;
     return { body, next: next ? new URL(next, url).href : null };
   }
 
@@ -173,7 +177,17 @@ export class HubClient {
   async statusError(response: Response, context: { repo: string; revision: string; file?: string }): Promise<HubError> {
     const code = response.headers.get('x-error-code') ?? '';
     let message = response.headers.get('x-error-message') ?? '';
-    if (!message) message = await response.text().then((t) => { try { return String((JSON.parse(t) as { error?: unknown }).error ?? ''); } catch { return t.slice(0, 200); } }, () => '');
+    if (!message)
+      message = await response.text().then(
+        (t) => {
+          try {
+            return String((JSON.parse(t) as { error?: unknown }).error ?? '');
+          } catch {
+            return t.slice(0, 200);
+          }
+        },
+        () => '',
+      );
     await response.body?.cancel().catch(() => undefined);
     const { repo, revision, file } = context;
     const status = response.status;

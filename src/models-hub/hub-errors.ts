@@ -4,17 +4,7 @@
  * (no network, wrong host, disk full) instead of undici's bare "fetch failed".
  */
 
-export type HubErrorKind =
-  | 'bad-request'
-  | 'not-found'
-  | 'gated'
-  | 'unauthorized'
-  | 'http'
-  | 'range'
-  | 'bad-response'
-  | 'network'
-  | 'checksum'
-  | 'disk';
+export type HubErrorKind = 'bad-request' | 'not-found' | 'gated' | 'unauthorized' | 'http' | 'range' | 'bad-response' | 'network' | 'checksum' | 'disk';
 
 export class HubError extends Error {
   constructor(

@@ -31,13 +31,18 @@ export function inlineJson(value: unknown): string {
 
 /** Other top-level fields (a "comment") come first, then the models, one per line. */
 export function formatManifest(models: RawEntry[], extra: Record<string, unknown> = {}): string {
-  const head = Object.entries(extra).map(([k, v]) => `  ${JSON.stringify(k)}: ${inlineJson(v)},\n`).join('');
+  const head = Object.entries(extra)
+    .map(([k, v]) => `  ${JSON.stringify(k)}: ${inlineJson(v)},\n`)
+    .join('');
   return `{\n${head}  "models": [\n${models.map((m) => `    ${inlineJson(m)}`).join(',\n')}\n  ]\n}\n`;
 }
 
 /** The entry as it goes in a manifest stored at `manifestFile` (directory relative to it). */
 export function manifestEntry(entry: NewEntry, manifestFile: string): RawEntry {
-  const relative = path.relative(path.dirname(path.resolve(manifestFile)), entry.absoluteDir).split(path.sep).join('/');
+  const relative = path
+    .relative(path.dirname(path.resolve(manifestFile)), entry.absoluteDir)
+    .split(path.sep)
+    .join('/');
   return {
     id: entry.id,
     engine: entry.engine,
@@ -74,7 +79,13 @@ export function upsertManifestEntry(manifestFile: string, entry: NewEntry, vendo
   if (clash) throw new Error(`${entry.id} is an alias of ${clash.id} in ${manifestFile}: remove the alias there first, or pick another --id`);
   if (index >= 0) {
     const { options: _old, engine: _engine, dir: _dir, license: _license, ...kept } = models[index]!;
-    models[index] = { ...kept, engine: fresh.engine, dir: fresh.dir, ...(fresh.options ? { options: fresh.options } : {}), ...(fresh.license ? { license: fresh.license } : {}) };
+    models[index] = {
+      ...kept,
+      engine: fresh.engine,
+      dir: fresh.dir,
+      ...(fresh.options ? { options: fresh.options } : {}),
+      ...(fresh.license ? { license: fresh.license } : {}),
+    };
   } else {
     models.push(fresh);
   }

@@ -89,11 +89,15 @@ export function checkPack(pack: ModelPack): void {
     if (!HEX40.test(model.revision)) throw new PackError(`Pack ${pack.name}, ${model.id}: revision ${JSON.stringify(model.revision)} is not a full commit sha`);
     const all = [...model.files, ...Object.values(model.variants?.choices ?? {}).flatMap((v) => v.files)];
     for (const file of all) {
-      if (file.sha256 !== null && !HEX64.test(file.sha256)) throw new PackError(`Pack ${pack.name}, ${model.repo}/${file.path}: ${JSON.stringify(file.sha256)} is not a sha256`);
-      if (file.size !== null && !(Number.isInteger(file.size) && file.size >= 0)) throw new PackError(`Pack ${pack.name}, ${model.repo}/${file.path}: size ${file.size} is not a byte count`);
-      if (model.modelDir && !file.path.startsWith(`${model.modelDir}/`)) throw new PackError(`Pack ${pack.name}, ${model.id}: ${file.path} is outside ${model.modelDir}/`);
+      if (file.sha256 !== null && !HEX64.test(file.sha256))
+        throw new PackError(`Pack ${pack.name}, ${model.repo}/${file.path}: ${JSON.stringify(file.sha256)} is not a sha256`);
+      if (file.size !== null && !(Number.isInteger(file.size) && file.size >= 0))
+        throw new PackError(`Pack ${pack.name}, ${model.repo}/${file.path}: size ${file.size} is not a byte count`);
+      if (model.modelDir && !file.path.startsWith(`${model.modelDir}/`))
+        throw new PackError(`Pack ${pack.name}, ${model.id}: ${file.path} is outside ${model.modelDir}/`);
     }
-    if (model.variants && !model.variants.choices[model.variants.default]) throw new PackError(`Pack ${pack.name}, ${model.id}: default variant ${model.variants.default} is not one of its variants`);
+    if (model.variants && !model.variants.choices[model.variants.default])
+      throw new PackError(`Pack ${pack.name}, ${model.id}: default variant ${model.variants.default} is not one of its variants`);
   }
 }
 

@@ -16,7 +16,13 @@ const PLAIN_EVERY_MS = 5000;
 const RATE_WINDOW_MS = 5000;
 
 const formatDuration = (seconds: number) =>
-  !Number.isFinite(seconds) ? '--' : seconds < 60 ? `${Math.ceil(seconds)}s` : seconds < 3600 ? `${Math.floor(seconds / 60)}m${String(Math.ceil(seconds % 60)).padStart(2, '0')}s` : `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`;
+  !Number.isFinite(seconds)
+    ? '--'
+    : seconds < 60
+      ? `${Math.ceil(seconds)}s`
+      : seconds < 3600
+        ? `${Math.floor(seconds / 60)}m${String(Math.ceil(seconds % 60)).padStart(2, '0')}s`
+        : `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`;
 
 export class PullProgress {
   private doneBytes = 0;
@@ -73,7 +79,9 @@ export class PullProgress {
     if (this.tty) this.draw(false);
     else if (at - this.lastPlain >= PLAIN_EVERY_MS) {
       this.lastPlain = at;
-      this.log(`  ${this.fileSize ? Math.floor((100 * this.fileDone) / this.fileSize) : 100}% ${formatBytes(this.fileDone)} of ${formatBytes(this.fileSize)}, ${formatBytes(this.rate())}/s`);
+      this.log(
+        `  ${this.fileSize ? Math.floor((100 * this.fileDone) / this.fileSize) : 100}% ${formatBytes(this.fileDone)} of ${formatBytes(this.fileSize)}, ${formatBytes(this.rate())}/s`,
+      );
     }
   }
 

@@ -73,7 +73,13 @@ export async function pullPack(pack: ModelPack, options: PackPullOptions): Promi
     );
     const unused = otherVariantFiles(r, folder);
     if (unused.length) options.log(`  Not used by this variant (delete to free disk space): ${unused.join(', ')}`);
-    entries.push({ id: model.id, engine: model.engine, absoluteDir: model.modelDir ? path.join(folder, ...model.modelDir.split('/')) : folder, options: r.options, license: model.license });
+    entries.push({
+      id: model.id,
+      engine: model.engine,
+      absoluteDir: model.modelDir ? path.join(folder, ...model.modelDir.split('/')) : folder,
+      options: r.options,
+      license: model.license,
+    });
   }
 
   if (!fs.existsSync(options.manifest)) {

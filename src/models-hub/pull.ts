@@ -108,7 +108,8 @@ async function upToDate(dest: string, file: HubFile, state: State | null): Promi
   const stat = await fs.stat(localPath(dest, file.path)).catch(() => null);
   if (!stat?.isFile() || stat.size !== file.size) return null;
   const known = state?.files[file.path];
-  if (known && known.size === file.size && known.mtimeMs === stat.mtimeMs && (!file.sha256 || known.sha256 === file.sha256)) return { sha256: known.sha256, mtimeMs: stat.mtimeMs };
+  if (known && known.size === file.size && known.mtimeMs === stat.mtimeMs && (!file.sha256 || known.sha256 === file.sha256))
+    return { sha256: known.sha256, mtimeMs: stat.mtimeMs };
   const full = localPath(dest, file.path);
   const sha256 = await sha256Of(full);
   const matches = file.sha256 ? sha256 === file.sha256 : file.gitOid ? (await gitOidOf(full, file.size)) === file.gitOid : known?.sha256 === sha256;
@@ -127,7 +128,11 @@ export async function pullModel(options: PullOptions): Promise<PullResult> {
   const revision = options.revision ?? 'main';
   const listing = await client.listFiles(options.repo, revision);
   if (options.pinned) {
-    if (listing.commit !== revision) throw new HubError('bad-response', `${options.repo}: the hub resolved the pinned commit ${revision} to ${listing.commit}; is the endpoint a faithful mirror?`);
+    if (listing.commit !== revision)
+      throw new HubError(
+        'bad-response',
+        `${options.repo}: the hub resolved the pinned commit ${revision} to ${listing.commit}; is the endpoint a faithful mirror?`,
+      );
     return downloadAll(client, options, listing, pinFiles(listing, options.pinned));
   }
   const files = selectFiles(listing.files, options.include, options.exclude);
@@ -135,9 +140,17 @@ export async function pullModel(options: PullOptions): Promise<PullResult> {
   // name): stopping here beats downloading gigabytes of a model that will not load.
   const unmatched = (options.include ?? []).filter((p) => !listing.files.some((f) => globToRegExp(p).test(f.path)));
   if (unmatched.length || !files.length) {
-    const sample = listing.files.slice(0, 40).map((f) => f.path).join(', ');
-    const what = unmatched.length ? `--include ${unmatched.map((p) => `'${p}'`).join(' ')} matches no file` : 'No file is left after the --include/--exclude filters';
-    throw new HubError('bad-request', `${what} of ${options.repo}@${revision}; its files are: ${sample}${listing.files.length > 40 ? `, … (${listing.files.length} in all)` : ''}`);
+    const sample = listing.files
+      .slice(0, 40)
+      .map((f) => f.path)
+      .join(', ');
+    const what = unmatched.length
+      ? `--include ${unmatched.map((p) => `'${p}'`).join(' ')} matches no file`
+      : 'No file is left after the --include/--exclude filters';
+    throw new HubError(
+      'bad-request',
+      `${what} of ${options.repo}@${revision}; its files are: ${sample}${listing.files.length > 40 ? `, … (${listing.files.length} in all)` : ''}`,
+    );
   }
   return downloadAll(client, options, listing, files);
 }
@@ -152,10 +165,16 @@ export function pinFiles(listing: RepoListing, pins: PinnedFile[]): HubFile[] {
     const listed = listing.files.find((f) => f.path === pin.path);
     if (!listed) throw new HubError('not-found', `${at} has no ${pin.path}, which the pack pins; nothing was downloaded`);
     if (pin.size !== null && listed.size !== pin.size) {
-      throw new HubError('checksum', `The hub lists ${pin.path} of ${at} with ${listed.size} bytes, the pack pins ${pin.size}: the endpoint serves other files than the pack was made for; nothing was downloaded`);
+      throw new HubError(
+        'checksum',
+        `The hub lists ${pin.path} of ${at} with ${listed.size} bytes, the pack pins ${pin.size}: the endpoint serves other files than the pack was made for; nothing was downloaded`,
+      );
     }
     if (pin.sha256 !== null && listed.sha256 !== undefined && listed.sha256 !== pin.sha256) {
-      throw new HubError('checksum', `The hub lists ${pin.path} of ${at} with sha256 ${listed.sha256}, the pack pins ${pin.sha256}: the endpoint serves other files than the pack was made for; nothing was downloaded`);
+      throw new HubError(
+        'checksum',
+        `The hub lists ${pin.path} of ${at} with sha256 ${listed.sha256}, the pack pins ${pin.sha256}: the endpoint serves other files than the pack was made for; nothing was downloaded`,
+      );
     }
     return pin.sha256 !== null ? { ...listed, sha256: pin.sha256 } : listed;
   });
@@ -178,7 +197,10 @@ async function downloadAll(client: HubClient, options: PullOptions, listing: Rep
   const needed = files.filter((f) => !present.has(f.path)).reduce((n, f) => n + f.size, 0);
   const stats = await fs.statfs(await existingAncestor(dest)).catch(() => null);
   if (stats && needed > stats.bavail * stats.bsize) {
-    throw new HubError('disk', `Not enough disk space in ${dest}: the download needs ${formatBytes(needed)}, ${formatBytes(stats.bavail * stats.bsize)} is free`);
+    throw new HubError(
+      'disk',
+      `Not enough disk space in ${dest}: the download needs ${formatBytes(needed)}, ${formatBytes(stats.bavail * stats.bsize)} is free`,
+    );
   }
   await fs.mkdir(dest, { recursive: true }).catch((err) => {
     throw diskError(err, dest, 'create the folder');
@@ -203,6 +225,8 @@ async function downloadAll(client: HubClient, options: PullOptions, listing: Rep
     progress.endFile('downloaded');
   }
   await writeState(dest, state);
-  progress.finish(`Done: ${result.downloaded.length} downloaded (${formatBytes(result.downloadedBytes)}), ${result.upToDate.length} already up to date, in ${dest}`);
+  progress.finish(
+    `Done: ${result.downloaded.length} downloaded (${formatBytes(result.downloadedBytes)}), ${result.upToDate.length} already up to date, in ${dest}`,
+  );
   return result;
 }

@@ -60,7 +60,10 @@ export function startMemoryReducer(options: MemoryReducerOptions): MemoryReducer
     const before = process.memoryUsage.rss();
     gc();
     collections++;
-    logger.info({ connectionsPeak: peak, connections: now, rssBeforeMb: Math.round(before / 2 ** 20), ms: Math.round(performance.now() - t0) }, 'memory: collected after a peak of connections');
+    logger.info(
+      { connectionsPeak: peak, connections: now, rssBeforeMb: Math.round(before / 2 ** 20), ms: Math.round(performance.now() - t0) },
+      'memory: collected after a peak of connections',
+    );
     peak = now;
   }, options.checkMs ?? 1_000);
   timer.unref();

@@ -21,7 +21,12 @@ export function realtimeMetrics(metrics: Metrics): RealtimeMetrics {
   if (!m) {
     const registers = [metrics.registry];
     m = {
-      sessions: new Gauge({ name: 'kuma_realtime_sessions_active', help: 'Realtime sessions open now, by kind (transcription, translation).', labelNames: ['kind'] as const, registers }),
+      sessions: new Gauge({
+        name: 'kuma_realtime_sessions_active',
+        help: 'Realtime sessions open now, by kind (transcription, translation).',
+        labelNames: ['kind'] as const,
+        registers,
+      }),
       turns: new Counter({ name: 'kuma_realtime_vad_turns_total', help: 'Turns server_vad detected (speech_started events).', registers }),
       speechStoppedToCompleted: new Histogram({
         name: 'kuma_realtime_speech_stopped_to_completed_seconds',
@@ -30,8 +35,18 @@ export function realtimeMetrics(metrics: Metrics): RealtimeMetrics {
         registers,
       }),
       // How overload shows: eager chunks (interims) give way to full ones, then items fail transcription_timeout.
-      chunks: new Counter({ name: 'kuma_realtime_chunks_total', help: 'Chunks of realtime turns encoded, by kind: eager (small, while the model had a free place), full (the model busy), final.', labelNames: ['kind'] as const, registers }),
-      itemsFailed: new Counter({ name: 'kuma_realtime_items_failed_total', help: 'Realtime items that got a transcription failed event, by error code (transcription_timeout, service_unavailable, server_error).', labelNames: ['code'] as const, registers }),
+      chunks: new Counter({
+        name: 'kuma_realtime_chunks_total',
+        help: 'Chunks of realtime turns encoded, by kind: eager (small, while the model had a free place), full (the model busy), final.',
+        labelNames: ['kind'] as const,
+        registers,
+      }),
+      itemsFailed: new Counter({
+        name: 'kuma_realtime_items_failed_total',
+        help: 'Realtime items that got a transcription failed event, by error code (transcription_timeout, service_unavailable, server_error).',
+        labelNames: ['code'] as const,
+        registers,
+      }),
     };
     byServer.set(metrics, m);
   }

@@ -23,7 +23,12 @@ export function telephonyMetrics(metrics: Metrics): TelephonyMetrics {
     const registers = [metrics.registry];
     m = {
       calls: new Gauge({ name: 'kuma_telephony_calls_active', help: 'Calls in progress, by carrier.', labelNames: ['carrier'] as const, registers }),
-      callsEnded: new Counter({ name: 'kuma_telephony_calls_ended_total', help: 'Calls ended, by carrier and reason (caller_hangup, app_ended, app_disconnected, insufficient_quota, …).', labelNames: ['carrier', 'reason'] as const, registers }),
+      callsEnded: new Counter({
+        name: 'kuma_telephony_calls_ended_total',
+        help: 'Calls ended, by carrier and reason (caller_hangup, app_ended, app_disconnected, insufficient_quota, …).',
+        labelNames: ['carrier', 'reason'] as const,
+        registers,
+      }),
       bargeIns: new Counter({ name: 'kuma_telephony_barge_ins_total', help: 'Times caller speech or a key interrupted the voice.', registers }),
       frameLateness: new Histogram({
         name: 'kuma_telephony_frame_lateness_seconds',

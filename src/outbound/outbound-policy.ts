@@ -66,9 +66,7 @@ export function parseOutboundPolicy(spec: string): OutboundPolicy {
       ranges.push([address, address.kind() === 'ipv4' ? 32 : 128]);
     } else if (HOST_NAME.test(entry)) hosts.add(entry);
     else {
-      throw new OutboundPolicyError(
-        `the entry "${raw.trim()}" is not a host name, *.domain wildcard, IP address, CIDR range or *`,
-      );
+      throw new OutboundPolicyError(`the entry "${raw.trim()}" is not a host name, *.domain wildcard, IP address, CIDR range or *`);
     }
   }
   return { anyPublicHost, hosts, domainSuffixes, ranges };
@@ -106,13 +104,17 @@ export async function checkOutbound(rawUrl: string, policy: OutboundPolicy, look
   }
   if (!SCHEMES.has(url.protocol)) throw new OutboundRefusedError('bad_scheme', `the scheme ${url.protocol} is not allowed; use https, wss, http or ws`);
   // WHATWG parsing already turned 2130706433 or 0x7f.1 into 127.0.0.1; IPv6 literals keep their brackets.
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase().replace(/\.$/, '');
+  const host = url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .toLowerCase()
+    .replace(/\.$/, '');
 
   if (isIP(host)) {
     const address = unwrap(ipaddr.parse(host));
     if (!inListedRange(policy, address)) {
       if (!policy.anyPublicHost) throw new OutboundRefusedError('not_allowed_host', `the address ${host} is not on ${LIST_HINT}`);
-      if (!isPublic(address)) throw new OutboundRefusedError('private_address', `${host} is a private or reserved address; it is allowed only when listed in ${LIST_HINT}`);
+      if (!isPublic(address))
+        throw new OutboundRefusedError('private_address', `${host} is a private or reserved address; it is allowed only when listed in ${LIST_HINT}`);
     }
     return { url, host, address: address.toString(), family: address.kind() === 'ipv4' ? 4 : 6 };
   }
@@ -138,7 +140,10 @@ export async function checkOutbound(rawUrl: string, policy: OutboundPolicy, look
   // Every address, not the first: a name with one public and one inner address must not be a way in.
   // The inner address itself is not named, so that the answer reveals nothing of the operator's network.
   if (!named && addresses.some((a) => !isPublic(a) && !inListedRange(policy, a))) {
-    throw new OutboundRefusedError('private_address', `the host ${host} resolves to a private or reserved address; list the host name or its range in ${LIST_HINT} to allow it`);
+    throw new OutboundRefusedError(
+      'private_address',
+      `the host ${host} resolves to a private or reserved address; list the host name or its range in ${LIST_HINT} to allow it`,
+    );
   }
   const first = addresses[0]!;
   return { url, host, address: first.toString(), family: first.kind() === 'ipv4' ? 4 : 6 };

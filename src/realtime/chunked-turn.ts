@@ -142,10 +142,15 @@ export class ChunkedTurn implements TurnRecognizer {
     this.observer?.chunk?.(step < this.maxStep ? 'eager' : 'full');
     if (this.geometry.stateful) return this.track(this.streamPiece(audio(this.fed, this.fed + step), false, 'continuation', this.inFlightAbort.signal));
     const from = Math.max(0, this.cursor - this.left);
-    const job = this.encode(audio(from, this.cursor + step + this.right), (this.cursor - from) / this.geometry.hop, step / this.geometry.hop, 'continuation', this.inFlightAbort.signal)
-      .then((result) => {
-        if (!this.finished) this.append(result.ids);
-      });
+    const job = this.encode(
+      audio(from, this.cursor + step + this.right),
+      (this.cursor - from) / this.geometry.hop,
+      step / this.geometry.hop,
+      'continuation',
+      this.inFlightAbort.signal,
+    ).then((result) => {
+      if (!this.finished) this.append(result.ids);
+    });
     this.track(job);
   }
 
@@ -248,7 +253,13 @@ export class ChunkedTurn implements TurnRecognizer {
     this.join(result.ids);
   }
 
-  private async encode(samples: Float32Array, skip: number, take: number | null, priority: 'opening' | 'continuation', signal: AbortSignal): Promise<FramesResult> {
+  private async encode(
+    samples: Float32Array,
+    skip: number,
+    take: number | null,
+    priority: 'opening' | 'continuation',
+    signal: AbortSignal,
+  ): Promise<FramesResult> {
     // A copy: the engine transfers its input to the worker, which would detach a view of the session's buffer.
     const result = await this.model.engine.run<FramesResult>('frames', { samples: samples.slice(), skip, take }, signal, this.job(priority));
     this.blank = result.blank;

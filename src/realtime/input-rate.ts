@@ -62,12 +62,21 @@ export function admitAppend(bound: InputRateBound, seconds: number, waitingSecon
   const { maxRate, burstSeconds } = bound.options;
   const pace = `Send audio at most ${maxRate}× real time (after a burst of ${burstSeconds} s), and send this append again.`;
   if (seconds > burstSeconds) {
-    throw new RealtimeInputError('input_audio_rate_exceeded', `This append holds ${seconds.toFixed(1)} s of audio; one append may hold at most ${burstSeconds} s. It was not taken: split it.`);
+    throw new RealtimeInputError(
+      'input_audio_rate_exceeded',
+      `This append holds ${seconds.toFixed(1)} s of audio; one append may hold at most ${burstSeconds} s. It was not taken: split it.`,
+    );
   }
   if (waitingSeconds !== null && waitingSeconds + seconds > maxWaitingSeconds) {
-    throw new RealtimeInputError('input_audio_rate_exceeded', `${waitingSeconds.toFixed(1)} s of this session's audio are still waiting for voice-activity detection (at most ${maxWaitingSeconds} s may wait): this append was not taken. ${pace}`);
+    throw new RealtimeInputError(
+      'input_audio_rate_exceeded',
+      `${waitingSeconds.toFixed(1)} s of this session's audio are still waiting for voice-activity detection (at most ${maxWaitingSeconds} s may wait): this append was not taken. ${pace}`,
+    );
   }
   if (!bound.take(seconds)) {
-    throw new RealtimeInputError('input_audio_rate_exceeded', `Audio is arriving faster than ${maxRate}× real time: this append (${Math.round(seconds * 1000)} ms of audio) was not taken. ${pace}`);
+    throw new RealtimeInputError(
+      'input_audio_rate_exceeded',
+      `Audio is arriving faster than ${maxRate}× real time: this append (${Math.round(seconds * 1000)} ms of audio) was not taken. ${pace}`,
+    );
   }
 }

@@ -93,7 +93,11 @@ async function deliverWithin(ctx: DeliveryContext, job: CommittedItem, limits: F
         quotaLeft = false; // the transcript is delivered and billed; the session ends after it
       }
       if (quotaLeft) {
-        const result = transcript ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, signal, { account: ctx.deps.charge.accountId }) : { translations: [''] };
+        const result = transcript
+          ? await translator.engine.run<{ translations: string[] }>('translate', { texts: [transcript], source: 'bam_Latn', target: job.target }, signal, {
+              account: ctx.deps.charge.accountId,
+            })
+          : { translations: [''] };
         translation = { language: job.target, text: result.translations[0] ?? '', characters: billing.translatedCharacters };
       }
     }
@@ -131,7 +135,10 @@ async function settleDelivered(ctx: DeliveryContext, billing: ItemBilling, trans
       await billing.release();
       return ctx.fatal('key_revoked', KEY_REVOKED_MESSAGE);
     }
-    ctx.deps.logger?.error({ requestId: ctx.deps.charge.requestId, itemId, err: (err as Error).message }, 'recording realtime item usage failed: delivered, not charged');
+    ctx.deps.logger?.error(
+      { requestId: ctx.deps.charge.requestId, itemId, err: (err as Error).message },
+      'recording realtime item usage failed: delivered, not charged',
+    );
   }
 }
 

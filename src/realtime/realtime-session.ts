@@ -145,7 +145,8 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
 
   private handle(command: SessionInput): void {
     if (this.lifecycle.closed || this.closing) {
-      if (!this.lifecycle.closed) this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
+      if (!this.lifecycle.closed)
+        this.emit({ type: 'rejected', error: new RealtimeInputError('session_closed', 'The session is closing.'), input: command.kind, ref: command.ref });
       return;
     }
     try {
@@ -162,13 +163,25 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
 
   private update(update: SessionUpdate, ref: string | undefined): void {
     const next = applyUpdate(this.config, update);
-    if (next.turnDetection && !this.deps.vad) throw new RealtimeInputError('invalid_value', 'server_vad is not available on this server (no VAD model is loaded); use turn_detection: null.', 'session.turn_detection');
-    if (next.target && !this.deps.translator) throw new RealtimeInputError('invalid_value', 'Translation is not available on this server (no translation model is loaded).', 'session.language');
+    if (next.turnDetection && !this.deps.vad)
+      throw new RealtimeInputError(
+        'invalid_value',
+        'server_vad is not available on this server (no VAD model is loaded); use turn_detection: null.',
+        'session.turn_detection',
+      );
+    if (next.target && !this.deps.translator)
+      throw new RealtimeInputError('invalid_value', 'Translation is not available on this server (no translation model is loaded).', 'session.language');
     this.busy = true;
     this.reconfigure(next, false)
       .then(
         () => this.emit({ type: 'updated' }),
-        (err: unknown) => this.emit({ type: 'rejected', error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'), input: 'update', ref }),
+        (err: unknown) =>
+          this.emit({
+            type: 'rejected',
+            error: err instanceof RealtimeInputError ? err : new RealtimeInputError('invalid_value', 'The session could not be configured.'),
+            input: 'update',
+            ref,
+          }),
       )
       .finally(() => this.drain());
   }
@@ -210,10 +223,19 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
 
   private append(audio: Uint8Array): void {
     if (!this.config.model) {
-      throw new RealtimeInputError('session_not_configured', 'No transcription model is configured: send session.update with audio.input.transcription.model (or transcription_session.update) before audio.', 'audio');
+      throw new RealtimeInputError(
+        'session_not_configured',
+        'No transcription model is configured: send session.update with audio.input.transcription.model (or transcription_session.update) before audio.',
+        'audio',
+      );
     }
     // Refused whole (an error naming the append) when over the rate bound, or when too much waits for the VAD.
-    admitAppend(this.inputRate, this.decoder!.secondsIn(audio.length), this.vad ? (this.buffer.end - this.scoredEnd) / 16_000 : null, this.deps.maxBufferSeconds);
+    admitAppend(
+      this.inputRate,
+      this.decoder!.secondsIn(audio.length),
+      this.vad ? (this.buffer.end - this.scoredEnd) / 16_000 : null,
+      this.deps.maxBufferSeconds,
+    );
     const samples = this.decoder!.decode(audio);
     if (!samples.length) return;
     this.buffer.append(samples);
@@ -245,7 +267,10 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
     const from = this.turn ? this.turn.start : this.buffer.start;
     const held = this.buffer.end - from;
     if (held < MIN_COMMIT_SAMPLES) {
-      throw new RealtimeInputError('input_audio_buffer_commit_empty', `Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has ${samplesToMs(held)}ms of audio.`);
+      throw new RealtimeInputError(
+        'input_audio_buffer_commit_empty',
+        `Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has ${samplesToMs(held)}ms of audio.`,
+      );
     }
     const turn = this.turn;
     this.turn = null;
@@ -307,7 +332,10 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
     // began. The rest of the silence that ended the turn (silence_duration_ms, 500 by default) holds no
     // words; encoding it cost ≈ 8 % of a 4 s turn's final, which the caller waits for (FinalLimits).
     const heard = event.silenceStartMs === undefined ? end : Math.min(end, Math.max(turn.start, msToSamples(event.silenceStartMs) + RECOGNITION_TAIL_SAMPLES));
-    this.commitRange(turn.start, end, turn.itemId, turn.transcriber, { stoppedAt: performance.now(), ...(heard < end ? { speechSamples: heard - turn.start } : {}) });
+    this.commitRange(turn.start, end, turn.itemId, turn.transcriber, {
+      stoppedAt: performance.now(),
+      ...(heard < end ? { speechSamples: heard - turn.start } : {}),
+    });
   }
 
   private openTurn(start: number): void {
@@ -360,13 +388,27 @@ export class RealtimeSession implements Session<RealtimeCloseReason> {
   }
 
   /** Commits [from, to) as item `itemId` and queues its transcription behind the items committed before it. */
-  private commitRange(from: number, to: number, itemId: string, transcriber: TurnRecognizer | null, extra: { stoppedAt?: number; idle?: boolean; speechSamples?: number } = {}): void {
+  private commitRange(
+    from: number,
+    to: number,
+    itemId: string,
+    transcriber: TurnRecognizer | null,
+    extra: { stoppedAt?: number; idle?: boolean; speechSamples?: number } = {},
+  ): void {
     const samples = this.buffer.copy(from, to);
     this.buffer.dropBefore(to);
     this.lastActivity = to;
     this.emit({ type: 'committed', itemId, previousItemId: this.lastItemId });
     this.lastItemId = itemId;
-    const job: CommittedItem = { itemId, samples, transcriber: transcriber ?? this.transcriberFor(itemId), model: this.config.model!, target: this.config.target, committedAt: performance.now(), ...extra };
+    const job: CommittedItem = {
+      itemId,
+      samples,
+      transcriber: transcriber ?? this.transcriberFor(itemId),
+      model: this.config.model!,
+      target: this.config.target,
+      committedAt: performance.now(),
+      ...extra,
+    };
     this.items = this.items.then(() => deliverItem(this.delivery, job));
   }
 

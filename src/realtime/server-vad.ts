@@ -31,7 +31,12 @@ export class ServerVad {
   private filled = 0;
 
   /** `startSample`: the clock index of the first sample this channel will be given (VAD windows count from it). */
-  constructor(service: VadService, options: ServerVadOptions, private readonly startSample: number, handlers: ServerVadHandlers) {
+  constructor(
+    service: VadService,
+    options: ServerVadOptions,
+    private readonly startSample: number,
+    handlers: ServerVadHandlers,
+  ) {
     this.offsetMs = startSample / 16;
     this.detector = new TurnDetector(options);
     this.channel = service.open(
@@ -43,7 +48,11 @@ export class ServerVad {
           handlers.onTurn(
             event.type === 'speech_started'
               ? { type: event.type, audioStartMs: event.audioStartMs + this.offsetMs }
-              : { type: event.type, audioEndMs: event.audioEndMs + this.offsetMs, ...(event.silenceStartMs !== undefined ? { silenceStartMs: event.silenceStartMs + this.offsetMs } : {}) },
+              : {
+                  type: event.type,
+                  audioEndMs: event.audioEndMs + this.offsetMs,
+                  ...(event.silenceStartMs !== undefined ? { silenceStartMs: event.silenceStartMs + this.offsetMs } : {}),
+                },
           );
         }
         if (!this.closed) handlers.onScored(this.startSample + (firstWindow + probabilities.length) * VAD_WINDOW);

@@ -96,7 +96,12 @@ export function targetOf(config: Pick<SessionConfig, 'language' | 'translationMo
   if (!config.translationModel) return translationTargetOf(config.language);
   if (!config.language) return DEFAULT_TARGET;
   const target = TARGETS_WHEN_ASKED[config.language];
-  if (!target) throw new RealtimeInputError('invalid_value', `The transcription model ${config.translationModel} translates into fr (fra_Latn) or en (eng_Latn), not ${JSON.stringify(config.language).slice(0, 40)}.`, 'session.audio.input.transcription.language');
+  if (!target)
+    throw new RealtimeInputError(
+      'invalid_value',
+      `The transcription model ${config.translationModel} translates into fr (fra_Latn) or en (eng_Latn), not ${JSON.stringify(config.language).slice(0, 40)}.`,
+      'session.audio.input.transcription.language',
+    );
   return target;
 }
 
@@ -104,17 +109,23 @@ export function validateFormat(format: InputFormat): InputFormat {
   const ok = format.codec === 'pcm16' ? PCM16_RATES.includes(format.rate) : format.rate === 8000;
   if (!ok) {
     const allowed = format.codec === 'pcm16' ? PCM16_RATES.join(', ') : '8000';
-    throw new RealtimeInputError('unsupported_audio_format', `The input audio format ${format.codec} at ${format.rate} Hz is not supported; rates: ${allowed}.`, 'session.audio.input.format');
+    throw new RealtimeInputError(
+      'unsupported_audio_format',
+      `The input audio format ${format.codec} at ${format.rate} Hz is not supported; rates: ${allowed}.`,
+      'session.audio.input.format',
+    );
   }
   return format;
 }
 
 function validateVad(vad: TurnDetectionConfig): TurnDetectionConfig {
-  const bad = (param: string, rule: string) => new RealtimeInputError('invalid_value', `turn_detection.${param} must be ${rule}.`, `session.turn_detection.${param}`);
+  const bad = (param: string, rule: string) =>
+    new RealtimeInputError('invalid_value', `turn_detection.${param} must be ${rule}.`, `session.turn_detection.${param}`);
   if (!(vad.threshold >= 0 && vad.threshold <= 1)) throw bad('threshold', 'between 0 and 1');
   if (!(vad.prefixPaddingMs >= 0 && vad.prefixPaddingMs <= 10_000)) throw bad('prefix_padding_ms', 'between 0 and 10000');
   if (!(vad.silenceDurationMs >= 32 && vad.silenceDurationMs <= 10_000)) throw bad('silence_duration_ms', 'between 32 and 10000');
-  if (vad.idleTimeoutMs !== null && !(vad.idleTimeoutMs >= 1000 && vad.idleTimeoutMs <= 600_000)) throw bad('idle_timeout_ms', 'between 1000 and 600000, or null');
+  if (vad.idleTimeoutMs !== null && !(vad.idleTimeoutMs >= 1000 && vad.idleTimeoutMs <= 600_000))
+    throw bad('idle_timeout_ms', 'between 1000 and 600000, or null');
   return vad;
 }
 

@@ -38,7 +38,15 @@ export function sqliteClientSecrets(db: Database.Database): SqliteClientSecrets 
     insert(secret, now) {
       db.transaction(() => {
         prune.run(now);
-        insert.run(secret.secretHash, secret.accountId, secret.keyId, secret.shape, JSON.stringify(secret.session), secret.expiresAt, new Date(now).toISOString());
+        insert.run(
+          secret.secretHash,
+          secret.accountId,
+          secret.keyId,
+          secret.shape,
+          JSON.stringify(secret.session),
+          secret.expiresAt,
+          new Date(now).toISOString(),
+        );
       }).immediate();
     },
     consume(secretHash) {

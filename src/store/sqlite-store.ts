@@ -125,9 +125,7 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     listAccounts: db.prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY rowid'),
     countAccounts: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts'),
     // One statement read-modify-write: the addition happens inside SQLite, never in JS, so no update is lost.
-    addToBalance: db.prepare<[number, string], AccountRow>(
-      'UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ? RETURNING *',
-    ),
+    addToBalance: db.prepare<[number, string], AccountRow>('UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ? RETURNING *'),
     insertKey: db.prepare('INSERT INTO api_keys (id, account_id, key_hash, label, created_at) VALUES (?, ?, ?, ?, ?)'),
     // One indexed read per (uncached) authentication: the key, its account and both limit overrides.
     findKeyByHash: db.prepare<[string], FoundKeyRow>(
@@ -183,15 +181,28 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     const debits = new Map<string, number>(records.map((r) => [r.accountId, 0]));
     for (const [line, r] of records.entries()) {
       const { changes } = stmt.insertUsage.run(
-        r.requestId, r.accountId, r.keyId, r.model, r.unit, r.quantity, r.unitPriceMicros, r.costMicros, createdAt,
-        settlementId, settlementId === null ? null : line,
+        r.requestId,
+        r.accountId,
+        r.keyId,
+        r.model,
+        r.unit,
+        r.quantity,
+        r.unitPriceMicros,
+        r.costMicros,
+        createdAt,
+        settlementId,
+        settlementId === null ? null : line,
       );
       // Only rows actually inserted are debited: a retried settlement costs nothing more.
       if (changes > 0) debits.set(r.accountId, debits.get(r.accountId)! + r.costMicros);
     }
     const balances: Record<string, number> = {};
     for (const [accountId, total] of debits) balances[accountId] = addToBalance(accountId, -total).balanceMicros;
-    if (options.partOfHold) holds.shrink(options.partOfHold.holdId, [...debits.values()].reduce((a, b) => a + b, 0));
+    if (options.partOfHold)
+      holds.shrink(
+        options.partOfHold.holdId,
+        [...debits.values()].reduce((a, b) => a + b, 0),
+      );
     return { balances };
   });
 
@@ -252,12 +263,24 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     async listUsage(filter = {}) {
       const where: string[] = [];
       const params: (string | number)[] = [];
-      if (filter.accountId !== undefined) { where.push('account_id = ?'); params.push(filter.accountId); }
-      if (filter.requestId !== undefined) { where.push('request_id = ?'); params.push(filter.requestId); }
+      if (filter.accountId !== undefined) {
+        where.push('account_id = ?');
+        params.push(filter.accountId);
+      }
+      if (filter.requestId !== undefined) {
+        where.push('request_id = ?');
+        params.push(filter.requestId);
+      }
       let sql = `SELECT * FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
       // The last N by id (the account index carries the rowid), put back in ascending order.
-      if (filter.latest !== undefined) { sql = `SELECT * FROM (${sql} ORDER BY id DESC LIMIT ?)`; params.push(filter.latest); }
-      return db.prepare<(string | number)[], UsageRow>(`${sql} ORDER BY id`).all(...params).map(toUsage);
+      if (filter.latest !== undefined) {
+        sql = `SELECT * FROM (${sql} ORDER BY id DESC LIMIT ?)`;
+        params.push(filter.latest);
+      }
+      return db
+        .prepare<(string | number)[], UsageRow>(`${sql} ORDER BY id`)
+        .all(...params)
+        .map(toUsage);
     },
 
     async placeHold(hold, now) {

@@ -66,7 +66,9 @@ export function sqliteTelephony(db: Database.Database): SqliteTelephony {
   const callsOf = db.prepare<[string], CallRow>('SELECT * FROM calls WHERE account_id = ? ORDER BY started_at');
   const allCalls = db.prepare<[], CallRow>('SELECT * FROM calls ORDER BY started_at');
   // The last N calls by start (the (account_id, started_at) index read backwards), put back in ascending order.
-  const latestOf = db.prepare<[string, number], CallRow>('SELECT * FROM (SELECT * FROM calls WHERE account_id = ? ORDER BY started_at DESC LIMIT ?) ORDER BY started_at');
+  const latestOf = db.prepare<[string, number], CallRow>(
+    'SELECT * FROM (SELECT * FROM calls WHERE account_id = ? ORDER BY started_at DESC LIMIT ?) ORDER BY started_at',
+  );
   const latestAll = db.prepare<[number], CallRow>('SELECT * FROM (SELECT * FROM calls ORDER BY started_at DESC LIMIT ?) ORDER BY started_at');
   return {
     serverSecret(name, create) {

@@ -9,7 +9,11 @@ export class StoreUnavailableError extends Error {
    * @param detail the driver's account, for the log (may name hosts or socket paths)
    * @param reason a short code safe to show without authentication (ECONNREFUSED, 57P01, …)
    */
-  constructor(readonly detail: string, readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly detail: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(`The account database is unavailable: ${detail}`, options);
     this.name = 'StoreUnavailableError';
   }

@@ -23,19 +23,20 @@ import type { StaticAsset, StaticSite } from '../transport/static-site.js';
 const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'web');
 
 /** The page's policy; `styleHash` allows exactly the one inline stylesheet the build puts in the page. */
-export const studioCsp = (styleHash: string) => [
-  "default-src 'none'",
-  "script-src 'self'",
-  `style-src 'self' '${styleHash}'`,
-  "img-src 'self' data:",
-  "media-src 'self' blob:",
-  "connect-src 'self'",
-  "worker-src 'self'",
-  "manifest-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const studioCsp = (styleHash: string) =>
+  [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src 'self' '${styleHash}'`,
+    "img-src 'self' data:",
+    "media-src 'self' blob:",
+    "connect-src 'self'",
+    "worker-src 'self'",
+    "manifest-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 const REVALIDATE = 'no-cache';
@@ -87,13 +88,15 @@ export async function buildStudioSite(settings: StudioSettings, webDir = WEB_DIR
   if (!css) throw new Error('studio build: no stylesheet was produced');
   const styleText = css.text.trim();
   const styleHash = `sha256-${crypto.createHash('sha256').update(styleText).digest('base64')}`;
-  const page = template.replace('{{styles.css:inline}}', () => styleText).replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
-    if (name === 'vendor') return escapeHtml(settings.vendor);
-    if (name === 'demo-models') return settings.demoModels ? 'true' : 'false';
-    const url = names[name];
-    if (!url) throw new Error(`studio build: index.html names ${name}, which the build did not produce`);
-    return url;
-  });
+  const page = template
+    .replace('{{styles.css:inline}}', () => styleText)
+    .replace(/\{\{([a-z-]+(?:\.js|\.css)?)\}\}/g, (_, name: string) => {
+      if (name === 'vendor') return escapeHtml(settings.vendor);
+      if (name === 'demo-models') return settings.demoModels ? 'true' : 'false';
+      const url = names[name];
+      if (!url) throw new Error(`studio build: index.html names ${name}, which the build did not produce`);
+      return url;
+    });
   site.set('/', asset(new TextEncoder().encode(page), CONTENT_TYPES['.html']!, REVALIDATE, { 'content-security-policy': studioCsp(styleHash) }));
   return site;
 }

@@ -19,9 +19,13 @@ export const CALL_MODES: readonly CallMode[] = ['transcription', 'relay'];
 
 /** Primary language subtags (ISO 639-1, 639-2/B and 639-3) → Kuma's code. */
 const PRIMARY_TAGS: Record<string, CallLanguage> = {
-  bam: 'bam', bm: 'bam',
-  fra: 'fra', fre: 'fra', fr: 'fra',
-  eng: 'eng', en: 'eng',
+  bam: 'bam',
+  bm: 'bam',
+  fra: 'fra',
+  fre: 'fra',
+  fr: 'fra',
+  eng: 'eng',
+  en: 'eng',
 };
 
 /**

@@ -76,8 +76,17 @@ export function mintCallToken(secret: string, grant: CallTokenGrant & { ttlSecon
     expiresAt: issuedAt + Math.floor(grant.ttlSeconds),
   };
   const payload: Payload = {
-    a: claims.accountId, k: claims.keyId, m: claims.mode, u: claims.relayUrl, tl: claims.transcriptionLanguage, sl: claims.ttsLanguage,
-    g: claims.welcomeGreeting, i: claims.interruptible, o: claims.allowRelayOverride ? 1 : 0, iat: claims.issuedAt, exp: claims.expiresAt,
+    a: claims.accountId,
+    k: claims.keyId,
+    m: claims.mode,
+    u: claims.relayUrl,
+    tl: claims.transcriptionLanguage,
+    sl: claims.ttsLanguage,
+    g: claims.welcomeGreeting,
+    i: claims.interruptible,
+    o: claims.allowRelayOverride ? 1 : 0,
+    iat: claims.issuedAt,
+    exp: claims.expiresAt,
   };
   const signed = CALL_TOKEN_PREFIX + Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
   return { token: `${signed}.${macOf(secret, signed).toString('base64url')}`, claims };
@@ -95,7 +104,8 @@ export function verifyCallToken(secret: string, token: string, now = Date.now())
   const presented = Buffer.from(macPart, 'base64url');
   // The MAC is checked before the payload is read: nothing an outsider wrote is parsed. Only the canonical
   // spelling of the MAC counts (base64url's last character has spare bits), so no two tokens share a MAC.
-  if (presented.length !== MAC_BYTES || presented.toString('base64url') !== macPart || !timingSafeEqual(presented, macOf(secret, signed))) throw new CallTokenError('bad_signature');
+  if (presented.length !== MAC_BYTES || presented.toString('base64url') !== macPart || !timingSafeEqual(presented, macOf(secret, signed)))
+    throw new CallTokenError('bad_signature');
   let payload: Payload;
   try {
     payload = PayloadSchema.parse(JSON.parse(Buffer.from(signed.slice(CALL_TOKEN_PREFIX.length), 'base64url').toString('utf8')));

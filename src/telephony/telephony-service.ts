@@ -88,36 +88,60 @@ export class TelephonyService implements CallOpener {
 
   /** A token → the grant; used before the upgrade (`?token=`) and on `start` (custom parameters). */
   async authorize(token: string | null, start: CallStart | null): Promise<CallGrant> {
-    if (!token) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, 'No call token: give ?token= on the stream URL or a "token" custom parameter (mint one with POST /telephony/v1/tokens).');
+    if (!token)
+      throw new CallRefused(
+        CLOSE_CODES.policyViolation,
+        CLOSE_REASONS.invalidCallToken,
+        'No call token: give ?token= on the stream URL or a "token" custom parameter (mint one with POST /telephony/v1/tokens).',
+      );
     let claims: CallTokenClaims;
     try {
       claims = verifyCallToken(this.deps.tokenSecret, token);
       await checkCallTokenKey(this.deps.store, claims);
     } catch (err) {
-      if (err instanceof CallTokenError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${(err as Error).message}`);
+      if (err instanceof CallTokenError)
+        throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${(err as Error).message}`);
       throw err;
     }
     const settings = settingsOf(claims);
     const override = start?.customParameters.relay_url;
     if (override && claims.allowRelayOverride) settings.relayUrl = override;
-    if (settings.mode === 'relay' && !settings.relayUrl) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, 'A relay call needs a relay URL: the token has none and the call gave no relay_url parameter.');
+    if (settings.mode === 'relay' && !settings.relayUrl)
+      throw new CallRefused(
+        CLOSE_CODES.policyViolation,
+        CLOSE_REASONS.invalidCallToken,
+        'A relay call needs a relay URL: the token has none and the call gave no relay_url parameter.',
+      );
     return { accountId: claims.accountId, keyId: claims.keyId, settings };
   }
 
-  async createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession> {
+  async createCall(
+    grant: CallGrant,
+    identity: Omit<CallIdentity, 'accountId' | 'keyId'>,
+    start: CallStart,
+    carrier: CallCarrier,
+    adapter: CarrierAdapter,
+  ): Promise<CallSession> {
     try {
       // A token checked before the upgrade may have lost its key while the carrier was yet to send `start`.
       await checkCallTokenKey(this.deps.store, grant);
       await this.deps.ledger.assertCanStart(grant.accountId);
     } catch (err) {
-      if (err instanceof CallTokenError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${err.message}`);
-      if (err instanceof InsufficientQuotaError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.insufficientQuota, 'The account has no balance left for calls.');
+      if (err instanceof CallTokenError)
+        throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.invalidCallToken, `The call token was refused: ${err.message}`);
+      if (err instanceof InsufficientQuotaError)
+        throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.insufficientQuota, 'The account has no balance left for calls.');
       throw err;
     }
     try {
       this.releases.set(grant, this.cap.acquire(grant.accountId));
     } catch (err) {
-      if (err instanceof RateLimitedError) throw new CallRefused(CLOSE_CODES.policyViolation, CLOSE_REASONS.callLimit, `The account already has ${this.deps.maxCallsPerAccount} calls in progress.`);
+      if (err instanceof RateLimitedError)
+        throw new CallRefused(
+          CLOSE_CODES.policyViolation,
+          CLOSE_REASONS.callLimit,
+          `The account already has ${this.deps.maxCallsPerAccount} calls in progress.`,
+        );
       throw err;
     }
     const { models } = this.deps;
@@ -130,7 +154,12 @@ export class TelephonyService implements CallOpener {
         pacer: this.pacer,
         vad: models.vad,
         asr: models.asr,
-        tts: { model: models.tts.id, engine: models.tts.engine, speakable: typeof alphabet === 'string' ? new Set(alphabet) : null, encoders: this.deps.encoders },
+        tts: {
+          model: models.tts.id,
+          engine: models.tts.engine,
+          speakable: typeof alphabet === 'string' ? new Set(alphabet) : null,
+          encoders: this.deps.encoders,
+        },
         mt: models.mt,
         maxBufferSeconds: this.deps.maxBufferSeconds,
         ...(this.deps.metrics ? { observer: observerOf(this.deps.metrics, identity.carrier) } : {}),
@@ -151,7 +180,17 @@ export class TelephonyService implements CallOpener {
   async connectApp(call: CallSession, grant: CallGrant): Promise<CallApp> {
     if (grant.settings.mode === 'transcription') return transcriptionSink(call, this.deps.webhooks, this.hub);
     try {
-      return await connectRelay(call, grant.settings.relayUrl!, { checkUrl: this.vetRelayUrl, connectTimeoutMs: this.deps.relayConnectTimeoutMs, logger: this.deps.logger, ...(this.deps.media ? { media: this.deps.media } : {}) }, call.signal);
+      return await connectRelay(
+        call,
+        grant.settings.relayUrl!,
+        {
+          checkUrl: this.vetRelayUrl,
+          connectTimeoutMs: this.deps.relayConnectTimeoutMs,
+          logger: this.deps.logger,
+          ...(this.deps.media ? { media: this.deps.media } : {}),
+        },
+        call.signal,
+      );
     } catch (err) {
       void call.close('app_unreachable');
       throw new CallRefused(CLOSE_CODES.internalError, CLOSE_REASONS.appUnreachable, `The relay application could not be reached: ${(err as Error).message}`);

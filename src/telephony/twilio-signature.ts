@@ -16,7 +16,8 @@ const STANDARD_PORTS: Record<string, string> = { https: '443', wss: '443', http:
 function paramsText(params: TwilioParams | undefined): string {
   if (!params) return '';
   const grouped = new Map<string, string[]>();
-  const entries = params instanceof URLSearchParams ? [...params] : Object.entries(params).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : v.map((x) => [k, x])));
+  const entries =
+    params instanceof URLSearchParams ? [...params] : Object.entries(params).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : v.map((x) => [k, x])));
   for (const [name, value] of entries) grouped.set(name!, [...(grouped.get(name!) ?? []), value!]);
   let text = '';
   for (const name of [...grouped.keys()].sort()) for (const value of grouped.get(name)!.sort()) text += name + value;
@@ -24,7 +25,9 @@ function paramsText(params: TwilioParams | undefined): string {
 }
 
 export function twilioSignature(authToken: string, url: string, params?: TwilioParams): string {
-  return createHmac('sha1', authToken).update(url + paramsText(params), 'utf8').digest('base64');
+  return createHmac('sha1', authToken)
+    .update(url + paramsText(params), 'utf8')
+    .digest('base64');
 }
 
 /** The URL as given, and with its standard port added or removed (an explicit non-standard port stays). */

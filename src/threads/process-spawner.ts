@@ -89,7 +89,9 @@ export class RemoteProcess {
     if (ref === this.referenced) return;
     this.referenced = ref;
     if (!this.over) this.onRefChange(ref ? +1 : -1);
-    for (const pipe of Object.values(this.pipes)) if (ref) pipe.ref(); else pipe.unref();
+    for (const pipe of Object.values(this.pipes))
+      if (ref) pipe.ref();
+      else pipe.unref();
   }
 
   /** @internal the spawner's replies for this program. */

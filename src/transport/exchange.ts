@@ -286,7 +286,9 @@ export class Exchange implements ApiRequest, WriteContext {
     const tell = async (delivered: boolean) => {
       if (told) return;
       told = true;
-      await onDelivered(delivered).catch((err: unknown) => this.server.options.logger.error({ requestId: this.requestId, err }, 'settling a charge on delivery failed'));
+      await onDelivered(delivered).catch((err: unknown) =>
+        this.server.options.logger.error({ requestId: this.requestId, err }, 'settling a charge on delivery failed'),
+      );
     };
     try {
       if (!this.bodyComplete) await this.settleBody();
@@ -304,7 +306,13 @@ export class Exchange implements ApiRequest, WriteContext {
     if (this.sink.isAborted) return;
     const response = staticResponse(asset, this.headers);
     // A 304 reports the length the 200 would have had (RFC 9110 §8.6) and sends no body.
-    this.sink.sendWhole(response.status, { ...this.responseHeaders, ...response.headers }, response.body, this.closeConnection(), this.headOnly || response.status === 304);
+    this.sink.sendWhole(
+      response.status,
+      { ...this.responseHeaders, ...response.headers },
+      response.body,
+      this.closeConnection(),
+      this.headOnly || response.status === 304,
+    );
   }
 
   private async settleBody(): Promise<void> {
@@ -325,7 +333,8 @@ export class Exchange implements ApiRequest, WriteContext {
     if (mapped.status < 500) logger.info({ requestId: this.requestId, code: mapped.code, err: mapped.message }, what);
     // A refusal for lack of capacity (503 + Retry-After: a model at capacity or still loading while the server
     // starts, a database restarting) is something a retry gets past: warn, one line, never error with a stack.
-    else if (isCapacityRefusal(err) || mapped.status === 503) logger.warn({ requestId: this.requestId, code: mapped.code, err: err instanceof Error ? err.message : mapped.message }, what);
+    else if (isCapacityRefusal(err) || mapped.status === 503)
+      logger.warn({ requestId: this.requestId, code: mapped.code, err: err instanceof Error ? err.message : mapped.message }, what);
     else logger.error({ requestId: this.requestId, err: err instanceof ApiError ? err.message : err }, what);
   }
 
@@ -352,7 +361,15 @@ export class Exchange implements ApiRequest, WriteContext {
       metrics.inFlight.dec();
       if (server.accessLog.isLevelEnabled('info')) {
         server.accessLog.info(
-          { requestId: this.requestId, method: this.rawMethod, route: this.routeLabel, path: this.path, status, ms: Math.round(ms * 10) / 10, aborted: sink.isAborted },
+          {
+            requestId: this.requestId,
+            method: this.rawMethod,
+            route: this.routeLabel,
+            path: this.path,
+            status,
+            ms: Math.round(ms * 10) / 10,
+            aborted: sink.isAborted,
+          },
           'request',
         );
       }

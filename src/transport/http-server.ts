@@ -63,7 +63,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const listenOptions = options.sharedPort ? LIBUS_LISTEN_DEFAULT : LIBUS_LISTEN_EXCLUSIVE_PORT;
   const listenSocket = await new Promise<uWS.us_listen_socket | false>((resolve) => {
     // uWS.js takes (host, port, options, callback) natively; its typings list options only without a host.
-    (app.listen as unknown as (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void)(options.host, options.port, listenOptions, resolve);
+    (app.listen as unknown as (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void)(
+      options.host,
+      options.port,
+      listenOptions,
+      resolve,
+    );
   });
   if (!listenSocket) {
     app.close();

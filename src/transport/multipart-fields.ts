@@ -23,10 +23,7 @@ export function checkMultipartContentType(contentType: string | undefined): void
   const mediaType = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
   if (mediaType !== 'multipart/form-data') {
     const shown = mediaType === '' ? 'none' : `'${mediaType.slice(0, 100)}'`;
-    throw new ApiError(
-      'unsupported_content_type',
-      `Unsupported Content-Type (${shown}): this endpoint expects multipart/form-data.`,
-    );
+    throw new ApiError('unsupported_content_type', `Unsupported Content-Type (${shown}): this endpoint expects multipart/form-data.`);
   }
 }
 

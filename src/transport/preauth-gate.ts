@@ -59,7 +59,10 @@ export class PreAuthGate {
 export function preAuthRefusalError(refusal: PreAuthRefusal): ApiError {
   return refusal === 'preauth_limit'
     ? new ApiError('service_unavailable', 'Too many WebSocket connections are waiting to authenticate; retry shortly.', { headers: { 'retry-after': '1' } })
-    : new ApiError('rate_limit_exceeded', 'Too many WebSocket connections from this address are waiting to authenticate; retry shortly.', { type: 'requests', headers: { 'retry-after': '1' } });
+    : new ApiError('rate_limit_exceeded', 'Too many WebSocket connections from this address are waiting to authenticate; retry shortly.', {
+        type: 'requests',
+        headers: { 'retry-after': '1' },
+      });
 }
 
 /** The address a cap counts: IPv4 as is, IPv6 by its /64. */
@@ -67,5 +70,8 @@ export function addressKey(address: string): string {
   if (!ipaddr.isValid(address)) return address;
   const parsed = ipaddr.process(address);
   if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
+  return `${(parsed as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((part) => part.toString(16))
+    .join(':')}::/64`;
 }

@@ -24,7 +24,10 @@ export interface WriteContext {
 export function formatSse(message: SseMessage): string {
   const event = message.event ? `event: ${message.event}\n` : '';
   // A payload line must not contain a bare newline; JSON.stringify never emits one.
-  const data = message.data.split(/\r?\n/).map((line) => `data: ${line}\n`).join('');
+  const data = message.data
+    .split(/\r?\n/)
+    .map((line) => `data: ${line}\n`)
+    .join('');
   return `${event}${data}\n`;
 }
 
@@ -113,7 +116,15 @@ async function writeStreamed(ctx: WriteContext, result: ApiResult, onEnded: OnEn
         confirmed,
       );
     case 'bytes':
-      return pump(ctx, result.chunks, () => ctx.sink.begin(status, { ...headers, ...result.lateHeaders?.(), 'content-type': result.contentType }, confirmed), (chunk) => chunk, () => null, onEnded, confirmed);
+      return pump(
+        ctx,
+        result.chunks,
+        () => ctx.sink.begin(status, { ...headers, ...result.lateHeaders?.(), 'content-type': result.contentType }, confirmed),
+        (chunk) => chunk,
+        () => null,
+        onEnded,
+        confirmed,
+      );
     case 'duplex':
       if (ctx.upgrade?.(result)) return;
       // A WebSocket route asked for over plain HTTP.

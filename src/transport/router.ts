@@ -10,9 +10,7 @@ interface CompiledRoute {
 }
 
 export type RouteMatch =
-  | { kind: 'found'; route: HttpRoute; params: Record<string, string> }
-  | { kind: 'wrong_method'; allowed: HttpMethod[] }
-  | { kind: 'not_found' };
+  { kind: 'found'; route: HttpRoute; params: Record<string, string> } | { kind: 'wrong_method'; allowed: HttpMethod[] } | { kind: 'not_found' };
 
 function splitPath(path: string): string[] {
   // Trailing slashes are forgiven: `/models/` is `/models`.

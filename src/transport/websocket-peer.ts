@@ -190,7 +190,10 @@ export class WebSocketPeer implements DuplexPeer {
    */
   private closeNotReading(buffered: number): void {
     const preAuth = this.isPreAuth;
-    this.logger.info({ requestId: this.requestId, route: this.route, buffered, preAuth }, preAuth ? 'pre-auth WebSocket client is not reading: dropped' : 'WebSocket client is not reading: closed 1008');
+    this.logger.info(
+      { requestId: this.requestId, route: this.route, buffered, preAuth },
+      preAuth ? 'pre-auth WebSocket client is not reading: dropped' : 'WebSocket client is not reading: closed 1008',
+    );
     this.counters.refused('not_reading');
     if (preAuth) this.ws.close();
     else this.end(CLOSE_CODES.policyViolation, CLOSE_REASONS.notReading);

@@ -80,7 +80,13 @@ export class WebSocketSessions {
     const maxBuffered = this.options.maxBufferedBytes;
     const highWater = Math.min(256 * 1024, Math.max(1, Math.floor(maxBuffered / 2)));
     const { preAuthMaxBufferedBytes, preAuthMaxPings } = this.options;
-    this.limits = { maxBufferedBytes: maxBuffered, preAuthMaxBufferedBytes, preAuthMaxPings, highWaterBytes: highWater, lowWaterBytes: Math.max(1, Math.floor(highWater / 4)) };
+    this.limits = {
+      maxBufferedBytes: maxBuffered,
+      preAuthMaxBufferedBytes,
+      preAuthMaxPings,
+      highWaterBytes: highWater,
+      lowWaterBytes: Math.max(1, Math.floor(highWater / 4)),
+    };
     this.preAuth = new PreAuthGate(this.options);
   }
 
@@ -171,7 +177,15 @@ export class WebSocketSessions {
     const framesOut = metrics.websocketFrames.labels({ route: data.route, direction: 'out' });
     const framesIn = metrics.websocketFrames.labels({ route: data.route, direction: 'in' });
     const refused = (reason: string) => metrics.websocketRefusals.inc({ route: data.route, reason });
-    const peer = new WebSocketPeer(ws as uWS.WebSocket<unknown>, data.requestId, data.route, this.limits, { framesOut, framesIn, refused }, logger, data.preAuthPlace);
+    const peer = new WebSocketPeer(
+      ws as uWS.WebSocket<unknown>,
+      data.requestId,
+      data.route,
+      this.limits,
+      { framesOut, framesIn, refused },
+      logger,
+      data.preAuthPlace,
+    );
     data.preAuthPlace = null; // the peer holds it now
     data.peer = peer;
     this.open.add(peer);

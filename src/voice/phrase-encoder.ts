@@ -102,12 +102,16 @@ export class PhraseEncoder {
   async *phrase(samples: Float32Array, sampleRate: number, characters: number): AsyncGenerator<EncodedSlice> {
     if (!this.encoder) {
       const { format, variant, account, encoders } = this.output;
-      this.encoder = await createEncoder(format, { inputRate: sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) }, encoders);
+      this.encoder = await createEncoder(
+        format,
+        { inputRate: sampleRate, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}) },
+        encoders,
+      );
       this.rate = sampleRate;
       this.lag = encoderLagSamples(this.encoder.info, sampleRate);
     }
     if (characters > 0) this.phrases.push({ start: this.pushed, length: samples.length, characters });
-    for (let offset = 0; offset < samples.length; ) {
+    for (let offset = 0; offset < samples.length;) {
       const slice = Math.max(1, Math.round(sampleRate * this.sliceSeconds));
       this.sliceSeconds = Math.min(this.slices.max, this.sliceSeconds * 2);
       const bytes = await this.push(samples.subarray(offset, offset + slice));
@@ -167,7 +171,14 @@ export class PhraseEncoder {
  * Audio that is not speech of text (a call's `play` file, DTMF tones): `samples` encoded in one-second slices,
  * `loop` times (0: until `signal`), then the encoder's end. Nothing in it is charged.
  */
-export async function* encodeClip(encoders: EncoderSource, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, signal: AbortSignal): AsyncGenerator<Uint8Array> {
+export async function* encodeClip(
+  encoders: EncoderSource,
+  format: SpeechFormat,
+  samples: Float32Array,
+  sampleRate: number,
+  loop: number,
+  signal: AbortSignal,
+): AsyncGenerator<Uint8Array> {
   const encoder = new PhraseEncoder({ format, encoders }, { first: 1, max: 1 });
   try {
     for (let round = 0; (loop === 0 || round < loop) && !signal.aborted && samples.length; round++) {

@@ -111,7 +111,9 @@ export class PhraseSpeaker implements AsyncIterable<SpokenAudio> {
 
   async *[Symbol.asyncIterator](): AsyncGenerator<SpokenAudio> {
     const { format, variant, account, encoders } = this.options;
-    const stream = new AlignedStream(new PhraseEncoder({ format, account, ...(variant ? { variant } : {}), ...(encoders ? { encoders } : {}) }, this.options.slices));
+    const stream = new AlignedStream(
+      new PhraseEncoder({ format, account, ...(variant ? { variant } : {}), ...(encoders ? { encoders } : {}) }, this.options.slices),
+    );
     const synthesizer = this.synthesizer;
     try {
       for (;;) {

@@ -177,7 +177,13 @@ export class PhraseSynthesizer {
 }
 
 /** A planned text (phrase-plan.ts) synthesized phrase by phrase, as PCM chunks for the REST encoder. */
-export async function* synthesizePhrases(engine: PhraseEngine, phrases: PlannedPhrase[], voice: Voice, signal: AbortSignal, account: string): AsyncGenerator<PcmChunk> {
+export async function* synthesizePhrases(
+  engine: PhraseEngine,
+  phrases: PlannedPhrase[],
+  voice: Voice,
+  signal: AbortSignal,
+  account: string,
+): AsyncGenerator<PcmChunk> {
   const synthesizer = new PhraseSynthesizer({ engine, voice, account, signal });
   for (const phrase of phrases) synthesizer.add(phrase);
   synthesizer.end();

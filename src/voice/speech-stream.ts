@@ -50,7 +50,12 @@ export async function* encodeSpeech(
   /** The server's encoders; the process-wide ones when absent (tests). */
   encoders?: EncoderSource,
 ): AsyncGenerator<Uint8Array> {
-  const encoder = new PhraseEncoder({ format, ...(account !== undefined ? { account } : {}), ...(variant ? { variant } : {}), ...(encoders ? { encoders } : {}) });
+  const encoder = new PhraseEncoder({
+    format,
+    ...(account !== undefined ? { account } : {}),
+    ...(variant ? { variant } : {}),
+    ...(encoders ? { encoders } : {}),
+  });
   // Back from a yield means the consumer took the bytes and asked for more: they are delivered.
   const delivered = (bytes: number, covered: number) => {
     tally.bytesDelivered += bytes;

@@ -68,7 +68,17 @@ export class Utterance implements Session {
     private readonly events: UtteranceEvents = {},
   ) {
     const { engine, voice, format, variant, speakable, slices, charge } = setup;
-    this.speaker = new PhraseSpeaker({ engine, voice, format, ...(variant ? { variant } : {}), speakable, account: charge.accountId, signal: this.lifecycle.signal, ...(slices ? { slices } : {}), ...(setup.encoders ? { encoders: setup.encoders } : {}) });
+    this.speaker = new PhraseSpeaker({
+      engine,
+      voice,
+      format,
+      ...(variant ? { variant } : {}),
+      speakable,
+      account: charge.accountId,
+      signal: this.lifecycle.signal,
+      ...(slices ? { slices } : {}),
+      ...(setup.encoders ? { encoders: setup.encoders } : {}),
+    });
     this.bill = new SpeechBill({ ledger: setup.ledger, charge, model: setup.model, logger: setup.logger, label: setup.label });
   }
 

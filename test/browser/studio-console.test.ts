@@ -26,7 +26,16 @@ const urlsSeen: string[] = [];
 
 /** What curl gets from GET /openai/v1/models with this key: the HTTP status. */
 async function curlStatus(apiKey: string): Promise<number> {
-  const { stdout } = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Authorization: Bearer ${apiKey}`, `${t.baseUrl}/openai/v1/models`]);
+  const { stdout } = await run('curl', [
+    '-s',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{http_code}',
+    '-H',
+    `Authorization: Bearer ${apiKey}`,
+    `${t.baseUrl}/openai/v1/models`,
+  ]);
   return Number(stdout);
 }
 
@@ -39,7 +48,16 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     adminKey = (await createAdminKey(t.server.store)).adminKey;
     // Usage today on the test account, for the chart.
     await t.server.store.recordUsage([
-      { requestId: 'req_console_1', accountId: t.accountId, keyId: 'key_x', model: 'sunjata-1', unit: 'second', quantity: 12, unitPriceMicros: 100, costMicros: 1200 },
+      {
+        requestId: 'req_console_1',
+        accountId: t.accountId,
+        keyId: 'key_x',
+        model: 'sunjata-1',
+        unit: 'second',
+        quantity: 12,
+        unitPriceMicros: 100,
+        costMicros: 1200,
+      },
     ]);
     browser = await launchChromium();
     page = await browser.newPage();
@@ -105,7 +123,14 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
 
     const keyId = await page.$$eval('#keys tbody tr', (rows) => rows.find((r) => r.cells[1]?.textContent === 'made in the browser')?.cells[0]?.textContent);
     await page.click(`#keys button[aria-label="Revoke key ${keyId}"]`);
-    await page.waitForFunction((id) => [...document.querySelectorAll('#keys tbody tr')].some((r) => (r as HTMLTableRowElement).cells[0]?.textContent === id && (r as HTMLTableRowElement).cells[3]?.textContent?.startsWith('revoked')), {}, keyId);
+    await page.waitForFunction(
+      (id) =>
+        [...document.querySelectorAll('#keys tbody tr')].some(
+          (r) => (r as HTMLTableRowElement).cells[0]?.textContent === id && (r as HTMLTableRowElement).cells[3]?.textContent?.startsWith('revoked'),
+        ),
+      {},
+      keyId,
+    );
     expect(await curlStatus(apiKey)).toBe(401);
   });
 
@@ -127,7 +152,7 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     await page.click('#webhook-form button[type=submit]');
     await page.waitForFunction(() => !(document.querySelector('#webhook-secret') as HTMLElement).hidden);
     const secret = await status('#webhook-secret-value');
-    expect((await t.server.store.getWebhook(t.accountId))).toMatchObject({ url: 'https://example.com/kuma-events', secret });
+    expect(await t.server.store.getWebhook(t.accountId)).toMatchObject({ url: 'https://example.com/kuma-events', secret });
     await page.click('#webhook-secret-hide');
     await page.click('#webhook-clear');
     await page.waitForFunction(() => document.querySelector('#console-status')?.textContent?.startsWith('Webhook removed'));
@@ -147,7 +172,9 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       const broken = await page.evaluate(() => {
         const found: string[] = [];
-        for (const node of document.querySelectorAll('#view-console th, #view-console td, #view-console label, #view-console button, #view-console select, #view-console h2, #view-console h3, #view-console caption')) {
+        for (const node of document.querySelectorAll(
+          '#view-console th, #view-console td, #view-console label, #view-console button, #view-console select, #view-console h2, #view-console h3, #view-console caption',
+        )) {
           const box = (node as HTMLElement).getBoundingClientRect();
           if (box.right > 390 + 0.5) found.push(`${node.tagName} overflows: ${(node.textContent ?? '').trim().slice(0, 40)}`);
           const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
@@ -180,7 +207,9 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: the con
     await page.waitForFunction(() => !(document.querySelector('#view-try') as HTMLElement).hidden);
     // Typed into the address bar: the fragment changes, the page does not reload.
     await page.evaluate(() => (location.hash = '#console'));
-    await page.waitForFunction(() => !(document.querySelector('#view-console') as HTMLElement).hidden && (document.querySelector('#view-try') as HTMLElement).hidden);
+    await page.waitForFunction(
+      () => !(document.querySelector('#view-console') as HTMLElement).hidden && (document.querySelector('#view-try') as HTMLElement).hidden,
+    );
     expect(await page.$eval('#console-body', (n) => (n as HTMLElement).hidden)).toBe(false); // still signed in: no reload
   });
 

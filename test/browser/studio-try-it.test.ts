@@ -85,15 +85,20 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
   it('paints the page early, and its CSP refuses an inline script', async () => {
     await page.goto(`${t.baseUrl}/`, { waitUntil: 'load' });
     const paint = await page.evaluate(
-      () => new Promise<number>((resolve) => new PerformanceObserver((list) => {
-        const entry = list.getEntriesByName('first-contentful-paint')[0];
-        if (entry) resolve(entry.startTime);
-      }).observe({ type: 'paint', buffered: true })),
+      () =>
+        new Promise<number>((resolve) =>
+          new PerformanceObserver((list) => {
+            const entry = list.getEntriesByName('first-contentful-paint')[0];
+            if (entry) resolve(entry.startTime);
+          }).observe({ type: 'paint', buffered: true }),
+        ),
     );
     console.info(`Studio first contentful paint: ${paint?.toFixed(0)} ms (npm run bench:studio measures it properly)`);
     expect(paint).not.toBeNull();
     const outcome = await page.evaluate(async () => {
-      const violation = new Promise<string>((resolve) => document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }));
+      const violation = new Promise<string>((resolve) =>
+        document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }),
+      );
       const script = document.createElement('script');
       script.textContent = 'window.inlineRan = true';
       document.body.append(script);
@@ -137,8 +142,16 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
       await page.select('#speech-voice', voice);
       await page.$eval('#speech-status', (n) => (n.textContent = ''));
       await page.click('#speech-form button[type=submit]');
-      await page.waitForFunction(() => /response complete|\S/.test(document.querySelector('#speech-status')?.textContent ?? '') && !/Synthesizing/.test(document.querySelector('#speech-status')?.textContent ?? ''), { timeout: 20_000 });
-      expect(await page.$eval('#speech-status', (n) => ({ text: n.textContent, error: n.classList.contains('error') }))).toEqual({ text: expect.stringContaining('response complete'), error: false });
+      await page.waitForFunction(
+        () =>
+          /response complete|\S/.test(document.querySelector('#speech-status')?.textContent ?? '') &&
+          !/Synthesizing/.test(document.querySelector('#speech-status')?.textContent ?? ''),
+        { timeout: 20_000 },
+      );
+      expect(await page.$eval('#speech-status', (n) => ({ text: n.textContent, error: n.classList.contains('error') }))).toEqual({
+        text: expect.stringContaining('response complete'),
+        error: false,
+      });
     }
   }, 60_000);
 
@@ -177,15 +190,25 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
     // so a turn's length does not prove it holds the whole phrase. The file loops, so the next pass is waited for:
     // the test fails unless some turn's final is exactly the REST transcript of the same audio.
     const turnsOnPage = () =>
-      page.$$eval('#live-turns li', (items) => items.map((li, index) => ({ transcript: li.querySelector('.transcript')?.textContent ?? '', time: li.querySelector('.time')?.textContent ?? '', index })));
+      page.$$eval('#live-turns li', (items) =>
+        items.map((li, index) => ({
+          transcript: li.querySelector('.transcript')?.textContent ?? '',
+          time: li.querySelector('.time')?.textContent ?? '',
+          index,
+        })),
+      );
     const turnHandle = await page
       .waitForFunction(
         (minSeconds: number, expected: string) => {
-          const seconds = (clock: string) => { const [m, s] = clock.split(':'); return Number(m) * 60 + Number(s); };
+          const seconds = (clock: string) => {
+            const [m, s] = clock.split(':');
+            return Number(m) * 60 + Number(s);
+          };
           for (const [index, li] of [...document.querySelectorAll('#live-turns li')].entries()) {
             const [from, to] = (li.querySelector('.time')?.textContent ?? '').split('–');
             const transcript = li.querySelector('.transcript')?.textContent ?? '';
-            if (from && to && seconds(to) - seconds(from) >= minSeconds && transcript === expected) return { transcript, time: li.querySelector('.time')?.textContent ?? '', index };
+            if (from && to && seconds(to) - seconds(from) >= minSeconds && transcript === expected)
+              return { transcript, time: li.querySelector('.time')?.textContent ?? '', index };
           }
           return null;
         },
@@ -196,7 +219,8 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
       .catch(async () => null);
     if (!turnHandle) expect(await turnsOnPage()).toContainEqual(expect.objectContaining({ transcript: expectedTranscript }));
     const turn = (await turnHandle!.jsonValue()) as { transcript: string; time: string; index: number };
-    if (turn.index > 0) console.warn(`Studio live test: ${turn.index} turn(s) before the whole one (split by a starved browser): ${JSON.stringify(await turnsOnPage())}`);
+    if (turn.index > 0)
+      console.warn(`Studio live test: ${turn.index} turn(s) before the whole one (split by a starved browser): ${JSON.stringify(await turnsOnPage())}`);
     expect(turn.transcript).toBe(expectedTranscript);
     const interim = await page.evaluate(() => (window as unknown as { interimSeen: string[] }).interimSeen);
     expect(interim.length).toBeGreaterThan(0);
@@ -204,7 +228,14 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
     expect(expectedTranscript.startsWith(interim[0]!)).toBe(true);
     expect(turn.time).toMatch(/^0:\d\d\.\d–0:\d\d\.\d$/);
     const translation = `#live-turns li:nth-child(${turn.index + 1}) .translation`;
-    await page.waitForFunction((selector: string) => { const s = document.querySelector(selector)?.textContent; return s && s !== '…'; }, { timeout: 10_000 }, translation);
+    await page.waitForFunction(
+      (selector: string) => {
+        const s = document.querySelector(selector)?.textContent;
+        return s && s !== '…';
+      },
+      { timeout: 10_000 },
+      translation,
+    );
     expect(await text(translation)).toBe(await restTranslation(expectedTranscript, 'fra_Latn'));
     await page.screenshot({ path: path.join(screenshotDir(), 'studio-try-it.png'), fullPage: false });
     await page.click('#live-stop');
@@ -216,12 +247,20 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
       const long = 'n bɛ taa sugu la sisan, i ni ce. '.repeat(28).trim();
       await page.$eval('#speech-text', (node, value) => ((node as HTMLTextAreaElement).value = value), long);
       await page.select('#speech-format', format);
-      await page.$eval('#speech-audio', (node) => { delete (node as HTMLAudioElement).dataset.playingMs; delete (node as HTMLAudioElement).dataset.responseEndMs; });
+      await page.$eval('#speech-audio', (node) => {
+        delete (node as HTMLAudioElement).dataset.playingMs;
+        delete (node as HTMLAudioElement).dataset.responseEndMs;
+      });
       await page.click('#speech-form button[type=submit]');
-      const times = await page.waitForFunction(
-        () => { const d = document.querySelector<HTMLAudioElement>('#speech-audio')!.dataset; return d.playingMs && d.responseEndMs ? { playing: Number(d.playingMs), end: Number(d.responseEndMs) } : null; },
-        { timeout: 20_000 },
-      ).then((handle) => handle.jsonValue());
+      const times = await page
+        .waitForFunction(
+          () => {
+            const d = document.querySelector<HTMLAudioElement>('#speech-audio')!.dataset;
+            return d.playingMs && d.responseEndMs ? { playing: Number(d.playingMs), end: Number(d.responseEndMs) } : null;
+          },
+          { timeout: 20_000 },
+        )
+        .then((handle) => handle.jsonValue());
       expect(times!.playing).toBeLessThan(times!.end);
       expect(await text('#speech-status')).toMatch(/^sound after \d+ ms; response complete after \d+ ms\.$/);
     }, 40_000);
@@ -256,7 +295,11 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
       form.append('file', new Blob([new Uint8Array(fs.readFileSync(spokenWav))], { type: 'audio/wav' }), 'spoken.wav');
       form.append('model', 'sunjata-1');
       form.append('response_format', format);
-      const server = await fetch(`${t.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
+      const server = await fetch(`${t.baseUrl}/openai/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.apiKey}` },
+        body: form,
+      });
       expect(subtitles).toBe(await server.text());
     }
     expect(urlsSeen.filter((url) => url.endsWith('/audio/transcriptions')).length).toBe(transcriptionsBefore);
@@ -273,13 +316,20 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
     await page.setRequestInterception(true);
     const unavailable = (request: import('puppeteer-core').HTTPRequest) => {
       if (request.url().endsWith('/chat/completions')) {
-        void request.respond({ status: 503, headers: { 'retry-after': '7' }, contentType: 'application/json', body: JSON.stringify({ error: { message: 'The model `banjugu-1` is loading.', type: 'api_error', param: null, code: 'service_unavailable' } }) });
+        void request.respond({
+          status: 503,
+          headers: { 'retry-after': '7' },
+          contentType: 'application/json',
+          body: JSON.stringify({ error: { message: 'The model `banjugu-1` is loading.', type: 'api_error', param: null, code: 'service_unavailable' } }),
+        });
       } else void request.continue();
     };
     page.on('request', unavailable);
     await page.click('#text-form button[type=submit]');
     // The message's `backticked` model id shows as code, not with its backticks.
-    await page.waitForFunction(() => document.querySelector('#text-status')?.textContent === 'The server is not ready. The model banjugu-1 is loading. Try again in 7 s.');
+    await page.waitForFunction(
+      () => document.querySelector('#text-status')?.textContent === 'The server is not ready. The model banjugu-1 is loading. Try again in 7 s.',
+    );
     expect(await page.$eval('#text-status', (n) => n.querySelector('code')?.textContent)).toBe('banjugu-1');
     page.off('request', unavailable);
     await page.setRequestInterception(false);
@@ -289,7 +339,11 @@ describe.skipIf(!chromium && !browserRequired)('Kuma Studio in Chromium: Try it'
     const secrets = [t.apiKey];
     for (const url of urlsSeen) for (const secret of [...secrets, 'ek_']) expect(url).not.toContain(secret);
     expect(urlsSeen.some((url) => url.includes('/realtime?intent=transcription'))).toBe(true);
-    expect(await page.evaluate(() => ({ local: JSON.stringify(localStorage), session: JSON.stringify(sessionStorage), cookie: document.cookie }))).toEqual({ local: '{}', session: '{}', cookie: '' });
+    expect(await page.evaluate(() => ({ local: JSON.stringify(localStorage), session: JSON.stringify(sessionStorage), cookie: document.cookie }))).toEqual({
+      local: '{}',
+      session: '{}',
+      cookie: '',
+    });
     for (const line of t.logs) expect(line).not.toContain(t.apiKey);
 
     await page.type('#api-key', t.apiKey);

@@ -13,7 +13,12 @@ import { wavOfPcm16 } from '../helpers/audio.js';
 import { describeClients } from './installed.js';
 
 const TEXT = 'i ni ce. a ka kɛnɛ wa?';
-const words = (s: string) => s.replace(/[.?,!]/g, '').trim().split(/\s+/).join(' ');
+const words = (s: string) =>
+  s
+    .replace(/[.?,!]/g, '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
 const VOICE = '21m00Tcm4TlvDq8ikWAM'; // an ElevenLabs voice id: Kuma speaks it with the model's default voice
 
 let t: TestServer;

@@ -18,7 +18,7 @@ if (!clientsInstalled && process.env.KUMA_REQUIRE_CLIENTS === '1') {
 /** `describe` when the client package is installed; otherwise a skipped suite (say once how to run it). */
 export const describeClients: typeof describe = clientsInstalled
   ? describe
-  : ((name: string, ...rest: unknown[]) => {
+  : (((name: string, ...rest: unknown[]) => {
       console.warn(`skipped "${name}": the third-party clients are not installed (npm ci --prefix test/clients)`);
       return (describe.skip as (...args: unknown[]) => unknown)(name, ...rest);
-    }) as unknown as typeof describe;
+    }) as unknown as typeof describe);

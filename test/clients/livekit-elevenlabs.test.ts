@@ -14,7 +14,12 @@ import { wavOfPcm16 } from '../helpers/audio.js';
 import { describeClients } from './installed.js';
 
 const TEXT = 'i ni ce. a ka kɛnɛ wa? tɔgɔ ye musa ye.';
-const words = (s: string) => s.replace(/[.?,!]/g, '').trim().split(/\s+/).join(' ');
+const words = (s: string) =>
+  s
+    .replace(/[.?,!]/g, '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
 
 let t: TestServer;
 

@@ -76,7 +76,12 @@ describeClients('@livekit/agents-plugin-openai STT', () => {
    * The whole audio goes at once (Kuma takes a minute of audio as a burst, and turns are decided on the
    * audio's own clock, so they are the same as at real-time pace).
    */
-  async function run(options: Partial<openai.STTOptions>, audio: Buffer, rate: number, done: (events: stt.SpeechEvent[]) => boolean): Promise<stt.SpeechEvent[]> {
+  async function run(
+    options: Partial<openai.STTOptions>,
+    audio: Buffer,
+    rate: number,
+    done: (events: stt.SpeechEvent[]) => boolean,
+  ): Promise<stt.SpeechEvent[]> {
     const plugin = new openai.STT({ baseURL: `${t.baseUrl}/openai/v1`, apiKey: t.apiKey, ...options });
     const errors: unknown[] = [];
     plugin.on('error', (e) => errors.push(e));
@@ -90,7 +95,9 @@ describeClients('@livekit/agents-plugin-openai STT', () => {
       .poll(() => done(events) || errors.length > 0, { timeout: 30_000 })
       .toBe(true)
       .catch(() => {
-        throw new Error(`the stream did not finish: ${JSON.stringify(events.map((e) => [stt.SpeechEventType[e.type], e.alternatives?.[0]?.text]))}\n${t.logs.slice(-10).join("")}`);
+        throw new Error(
+          `the stream did not finish: ${JSON.stringify(events.map((e) => [stt.SpeechEventType[e.type], e.alternatives?.[0]?.text]))}\n${t.logs.slice(-10).join('')}`,
+        );
       });
     stream.close();
     await reading;
@@ -100,7 +107,8 @@ describeClients('@livekit/agents-plugin-openai STT', () => {
 
   const finals = (events: stt.SpeechEvent[]) => events.filter((e) => e.type === stt.SpeechEventType.FINAL_TRANSCRIPT).map((e) => e.alternatives![0]!.text);
   const turns = (events: stt.SpeechEvent[]) => events.filter((e) => e.type === stt.SpeechEventType.RECOGNITION_USAGE).length;
-  const vad = (silenceMs: number) => (silenceMs === 350 ? {} : { turnDetection: { type: 'server_vad' as const, threshold: 0.5, prefix_padding_ms: 600, silence_duration_ms: silenceMs } });
+  const vad = (silenceMs: number) =>
+    silenceMs === 350 ? {} : { turnDetection: { type: 'server_vad' as const, threshold: 0.5, prefix_padding_ms: 600, silence_duration_ms: silenceMs } };
 
   for (const silenceMs of [300, 350, 400, 500]) {
     it(`demo voice, silence_duration_ms ${silenceMs}${silenceMs === 350 ? ' (the default)' : ''}: one final per spoken turn, each the phrase exactly`, async () => {
@@ -113,38 +121,50 @@ describeClients('@livekit/agents-plugin-openai STT', () => {
     }, 60_000);
   }
 
-  it.skipIf(!hasEspeak)('espeak-ng speech of Bambara text, silence_duration_ms 300–500: one turn per phrase', async () => {
-    // The demo model cannot read espeak-ng's voice, so a demo phrase spoken after the others marks the end:
-    // once its final is in, every turn before it has completed (commit order).
-    const spoken = await Promise.all(ESPEAK_PHRASES.map(espeak24k));
-    const audio = Buffer.concat([silence(0.3), ...spoken.flatMap((s) => [s, silence(1.5)]), await speak(t, 'i ni ce'), silence(1.5)]);
-    for (const silenceMs of [300, 350, 400, 500]) {
-      const events = await run({ model: 'sunjata-1', ...vad(silenceMs) }, audio, 24000, (e) => finals(e).includes('i ni ce'));
-      expect(turns(events), `silence_duration_ms ${silenceMs}`).toBe(ESPEAK_PHRASES.length + 1);
-      expect(finals(events).at(-1)).toBe('i ni ce');
-    }
-  }, 120_000);
+  it.skipIf(!hasEspeak)(
+    'espeak-ng speech of Bambara text, silence_duration_ms 300–500: one turn per phrase',
+    async () => {
+      // The demo model cannot read espeak-ng's voice, so a demo phrase spoken after the others marks the end:
+      // once its final is in, every turn before it has completed (commit order).
+      const spoken = await Promise.all(ESPEAK_PHRASES.map(espeak24k));
+      const audio = Buffer.concat([silence(0.3), ...spoken.flatMap((s) => [s, silence(1.5)]), await speak(t, 'i ni ce'), silence(1.5)]);
+      for (const silenceMs of [300, 350, 400, 500]) {
+        const events = await run({ model: 'sunjata-1', ...vad(silenceMs) }, audio, 24000, (e) => finals(e).includes('i ni ce'));
+        expect(turns(events), `silence_duration_ms ${silenceMs}`).toBe(ESPEAK_PHRASES.length + 1);
+        expect(finals(events).at(-1)).toBe('i ni ce');
+      }
+    },
+    120_000,
+  );
 
   it.each([
     ['fr', 'fra_Latn'],
-    ['en (the plugin\'s default)', 'eng_Latn'],
-  ])('translated transcripts: model banjugu-1, language %s → each final is the translation', async (language, target) => {
-    const phrases = ['i ni ce', 'an bɛ sini'];
-    const expected = await Promise.all(phrases.map((text) => restTranslation(text, target)));
-    expect(expected).not.toEqual(phrases);
-    const audio = Buffer.concat([silence(0.3), ...(await Promise.all(phrases.map((p) => speak(t, p)))).flatMap((s) => [s, silence(1.5)])]);
-    const options = language === 'fr' ? { model: 'banjugu-1', language: 'fr' } : { model: 'banjugu-1' };
-    const events = await run(options, audio, 24000, (e) => turns(e) >= phrases.length);
-    expect(finals(events)).toEqual(expected);
-    const final = events.find((e) => e.type === stt.SpeechEventType.FINAL_TRANSCRIPT)!;
-    expect(final.alternatives![0]!.language).toBe(language.slice(0, 2));
-  }, 60_000);
+    ["en (the plugin's default)", 'eng_Latn'],
+  ])(
+    'translated transcripts: model banjugu-1, language %s → each final is the translation',
+    async (language, target) => {
+      const phrases = ['i ni ce', 'an bɛ sini'];
+      const expected = await Promise.all(phrases.map((text) => restTranslation(text, target)));
+      expect(expected).not.toEqual(phrases);
+      const audio = Buffer.concat([silence(0.3), ...(await Promise.all(phrases.map((p) => speak(t, p)))).flatMap((s) => [s, silence(1.5)])]);
+      const options = language === 'fr' ? { model: 'banjugu-1', language: 'fr' } : { model: 'banjugu-1' };
+      const events = await run(options, audio, 24000, (e) => turns(e) >= phrases.length);
+      expect(finals(events)).toEqual(expected);
+      const final = events.find((e) => e.type === stt.SpeechEventType.FINAL_TRANSCRIPT)!;
+      expect(final.alternatives![0]!.language).toBe(language.slice(0, 2));
+    },
+    60_000,
+  );
 
   async function restTranslation(text: string, target: string): Promise<string> {
     const res = await fetch(`${t.baseUrl}/openai/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'banjugu-1', messages: [{ role: 'user', content: text }], djelia: { source_language: 'bam_Latn', target_language: target } }),
+      body: JSON.stringify({
+        model: 'banjugu-1',
+        messages: [{ role: 'user', content: text }],
+        djelia: { source_language: 'bam_Latn', target_language: target },
+      }),
     });
     return ((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
   }

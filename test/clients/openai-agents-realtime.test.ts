@@ -26,7 +26,9 @@ describeClients('@openai/agents-realtime RealtimeSession', () => {
   });
 
   const userTranscripts = (history: RealtimeItem[]) =>
-    history.flatMap((item) => (item.type === 'message' && item.role === 'user' ? item.content.map((c) => (c.type === 'input_audio' ? c.transcript : null)) : []));
+    history.flatMap((item) =>
+      item.type === 'message' && item.role === 'user' ? item.content.map((c) => (c.type === 'input_audio' ? c.transcript : null)) : [],
+    );
 
   for (const prefix of ['/openai/v1', '/compat/v1']) {
     it(`${prefix}: a transcription session at the SDK's defaults: 0 error events, history holds each transcript`, async () => {

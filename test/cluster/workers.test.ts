@@ -97,10 +97,14 @@ async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 90_000):
 function speechFresh(): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ model: 'jifili-1', input: 'i ni ce', voice: 'alloy', response_format: 'wav' });
-    const req = http.request(`${baseUrl}/openai/v1/audio/speech`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: null }));
-    });
+    const req = http.request(
+      `${baseUrl}/openai/v1/audio/speech`,
+      { method: 'POST', agent: false, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: null }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -163,7 +167,10 @@ describe('KUMA_WORKERS=2', () => {
     const t = { baseUrl, apiKey } as TestServer;
     const audio = await speak(t, 'i ni ce');
     const session = await RealtimeClient.connect(t);
-    session.send({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'sunjata-1' }, turn_detection: null } } } });
+    session.send({
+      type: 'session.update',
+      session: { type: 'transcription', audio: { input: { transcription: { model: 'sunjata-1' }, turn_detection: null } } },
+    });
     await session.next('session.updated');
     session.sendAll(appends(audio));
 

@@ -34,7 +34,7 @@ export function screenshotDir(): string {
  */
 export async function launchChromium(fakeCaptureWav?: string): Promise<Browser> {
   const executablePath = findChromium();
-  if (!executablePath) throw new Error('No Chromium found: install Debian\'s chromium or set KUMA_CHROMIUM');
+  if (!executablePath) throw new Error("No Chromium found: install Debian's chromium or set KUMA_CHROMIUM");
   return puppeteer.launch({
     executablePath,
     headless: true,

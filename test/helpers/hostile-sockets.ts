@@ -21,7 +21,11 @@ export interface RawUpgrade {
  * Sends a WebSocket handshake for `path` and resolves once the answer's head (and, for a refusal, its body up
  * to the close or 500 ms) has arrived. The socket is left open, reading paused after a 101.
  */
-export function rawUpgrade(port: number, path: string, options: { localAddress?: string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<RawUpgrade> {
+export function rawUpgrade(
+  port: number,
+  path: string,
+  options: { localAddress?: string; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<RawUpgrade> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: '127.0.0.1', localAddress: options.localAddress });
     let bytes = Buffer.alloc(0);
@@ -56,8 +60,12 @@ export function rawUpgrade(port: number, path: string, options: { localAddress?:
     socket.on('error', (err) => fail(err));
     socket.on('close', () => settled || answer(true));
     socket.on('connect', () => {
-      const extra = Object.entries(options.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: kuma\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`);
+      const extra = Object.entries(options.headers ?? {})
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: kuma\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`,
+      );
     });
   });
 }

@@ -22,7 +22,10 @@ export async function memoryBombM4a(seconds = 1200): Promise<Buffer> {
     interleaved[2 * i] = left[i]!;
     interleaved[2 * i + 1] = right[i]!;
   }
-  const second = await runFfmpeg(['-f', 'f32le', '-ar', '48000', '-ac', '2', '-i', 'pipe:0', '-c:a', 'aac', '-b:a', '24k', '-f', 'adts', 'pipe:1'], new Uint8Array(interleaved.buffer));
+  const second = await runFfmpeg(
+    ['-f', 'f32le', '-ar', '48000', '-ac', '2', '-i', 'pipe:0', '-c:a', 'aac', '-b:a', '24k', '-f', 'adts', 'pipe:1'],
+    new Uint8Array(interleaved.buffer),
+  );
   const adts = Buffer.alloc(second.length * seconds);
   for (let i = 0; i < seconds; i++) second.copy(adts, i * second.length);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-bomb-'));

@@ -73,7 +73,12 @@ export class OpenApiContract {
     for (const operation of this.operations()) {
       if (operation.method !== method) continue;
       for (const server of operation.servers) {
-        const pattern = new RegExp(`^${escape(server)}${operation.path.split(/\{[^}]+\}/).map(escape).join('[^/]+')}$`);
+        const pattern = new RegExp(
+          `^${escape(server)}${operation.path
+            .split(/\{[^}]+\}/)
+            .map(escape)
+            .join('[^/]+')}$`,
+        );
         if (pattern.test(fullPath)) return { operation, key: `${method} ${server}${operation.path}` };
       }
     }
@@ -106,7 +111,8 @@ export class OpenApiContract {
   /** The document's schema at a JSON pointer (e.g. a request body's), as a validator. */
   validator(jsonPointer: string): ValidateFunction {
     let validate = this.validators.get(jsonPointer);
-    if (!validate) this.validators.set(jsonPointer, (validate = this.ajv.compile({ $ref: `${DOC_ID}#${jsonPointer.split('/').map(encodeURIComponent).join('/')}` })));
+    if (!validate)
+      this.validators.set(jsonPointer, (validate = this.ajv.compile({ $ref: `${DOC_ID}#${jsonPointer.split('/').map(encodeURIComponent).join('/')}` })));
     return validate;
   }
 
@@ -122,7 +128,8 @@ export class OpenApiContract {
     if (payloads.length === 0) throw new Error(`${where}: an event stream without events`);
     const validate = this.validator(schemaPointer);
     for (const payload of payloads) {
-      if (!validate(payload)) throw new Error(`${where}: ${JSON.stringify(payload).slice(0, 300)} does not match ${schemaPointer}: ${this.ajv.errorsText(validate.errors)}`);
+      if (!validate(payload))
+        throw new Error(`${where}: ${JSON.stringify(payload).slice(0, 300)} does not match ${schemaPointer}: ${this.ajv.errorsText(validate.errors)}`);
     }
     return essence === 'text/event-stream' ? payloads : payloads[0];
   }
@@ -130,7 +137,11 @@ export class OpenApiContract {
 
 /** The exact media type, or (for a documented type without parameters) the one with the same essence. */
 function matchMediaType(contentType: string, documented: string[]): string | undefined {
-  const norm = (t: string) => t.toLowerCase().replace(/\s*;\s*/g, ';').trim();
+  const norm = (t: string) =>
+    t
+      .toLowerCase()
+      .replace(/\s*;\s*/g, ';')
+      .trim();
   const exact = documented.find((d) => norm(d) === norm(contentType));
   if (exact) return exact;
   const essence = norm(contentType).split(';')[0];

@@ -21,7 +21,9 @@ export function findPostgresBin(): string | undefined {
   if (process.env.KUMA_POSTGRES_BIN) candidates.push(process.env.KUMA_POSTGRES_BIN);
   const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) {
-    const versions = readdirSync(debian).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(debian)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((v) => path.join(debian, v, 'bin')));
   }
   candidates.push(...(process.env.PATH ?? '').split(path.delimiter));

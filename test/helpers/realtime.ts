@@ -83,8 +83,14 @@ export class RealtimeClient {
   }
 
   /** Opens a session; listens from the start, since the first event can arrive in the same packet as the upgrade's answer. */
-  static async connect(t: TestServer, query = 'intent=transcription', options: { apiKey?: string; prefix?: string; protocols?: string[] } = {}): Promise<RealtimeClient> {
-    const ws = new WebSocket(wsUrl(t.baseUrl, `${options.prefix ?? '/openai/v1'}/realtime?${query}`), options.protocols ?? [], { headers: { authorization: `Bearer ${options.apiKey ?? t.apiKey}` } });
+  static async connect(
+    t: TestServer,
+    query = 'intent=transcription',
+    options: { apiKey?: string; prefix?: string; protocols?: string[] } = {},
+  ): Promise<RealtimeClient> {
+    const ws = new WebSocket(wsUrl(t.baseUrl, `${options.prefix ?? '/openai/v1'}/realtime?${query}`), options.protocols ?? [], {
+      headers: { authorization: `Bearer ${options.apiKey ?? t.apiKey}` },
+    });
     const client = new RealtimeClient(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());

@@ -21,7 +21,11 @@ export interface ServerProcess {
  * can signal the whole group, as a terminal's Ctrl-C or a supervisor's group kill does, without reaching
  * the test runner.
  */
-export async function startServerProcess(env: Record<string, string>, script = 'test/fixtures/serve-with-models.ts', options: { ownProcessGroup?: boolean } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  script = 'test/fixtures/serve-with-models.ts',
+  options: { ownProcessGroup?: boolean } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     // Limits off unless the test turns them on: several tests send hundreds of requests from one key.
     env: { ...process.env, KUMA_RATE_LIMITS: 'off', ...env },

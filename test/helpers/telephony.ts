@@ -19,7 +19,11 @@ export function startTelephonyServer(config: Record<string, unknown> = {}): Prom
 
 /** POST /telephony/v1/tokens with `body` → the token (throws with the server's answer otherwise). */
 export async function mintToken(t: TestServer, body: Record<string, unknown>, apiKey = t.apiKey): Promise<string> {
-  const res = await fetch(`${t.baseUrl}/telephony/v1/tokens`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${t.baseUrl}/telephony/v1/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as { token?: string };
   if (res.status !== 200 || !json.token) throw new Error(`token ${res.status}: ${JSON.stringify(json)}`);
   return json.token;
@@ -32,7 +36,13 @@ export interface CarrierCall {
 }
 
 /** Opens Kuma's carrier path (with `query`, e.g. `?token=`) and starts a simulated call on it. */
-export async function dialCarrier(t: TestServer, carrier: keyof typeof simulators, options: TokenOptions = {}, query = '', headers: Record<string, string> = {}): Promise<CarrierCall> {
+export async function dialCarrier(
+  t: TestServer,
+  carrier: keyof typeof simulators,
+  options: TokenOptions = {},
+  query = '',
+  headers: Record<string, string> = {},
+): Promise<CarrierCall> {
   const ws = new WebSocket(wsUrl(t.baseUrl, `/telephony/v1/${carrier}${query}`), { headers });
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   await new Promise<void>((resolve, reject) => {
@@ -52,7 +62,11 @@ export async function callerSpeech(t: TestServer, text: string): Promise<Int16Ar
 
 /** What the caller heard (or received), transcribed by the server's speech model. */
 export function transcribePhone(t: TestServer, pcm: Int16Array, rate = 8000): Promise<string> {
-  return transcribeWith(t.server.engines!, Float32Array.from(pcm, (v) => v / 32768), rate);
+  return transcribeWith(
+    t.server.engines!,
+    Float32Array.from(pcm, (v) => v / 32768),
+    rate,
+  );
 }
 
 /** Demo speech of `text` as 16-bit PCM at `rate` (8000 or 16000), for carriers that carry linear PCM. */

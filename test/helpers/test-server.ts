@@ -36,7 +36,20 @@ export async function startTestServer(
   } = {},
 ): Promise<TestServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-test-'));
-  const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(dir, 'kuma.sqlite'), logLevel: 'info', tmpDir: dir, modelsManifest: '', rateLimits: false, studio: false, ...options.config });
+  const config = loadConfig(
+    {},
+    {
+      host: '127.0.0.1',
+      port: 0,
+      dbPath: path.join(dir, 'kuma.sqlite'),
+      logLevel: 'info',
+      tmpDir: dir,
+      modelsManifest: '',
+      rateLimits: false,
+      studio: false,
+      ...options.config,
+    },
+  );
   const logs: string[] = [];
   const server = await startKuma({
     config,

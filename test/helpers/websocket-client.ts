@@ -6,8 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket, { type ClientOptions } from 'ws';
 
 export type Upgrade =
-  | { kind: 'open'; ws: WebSocket; response: IncomingMessage }
-  | { kind: 'refused'; status: number; headers: IncomingMessage['headers']; body: any };
+  { kind: 'open'; ws: WebSocket; response: IncomingMessage } | { kind: 'refused'; status: number; headers: IncomingMessage['headers']; body: any };
 
 export function connect(url: string, options: ClientOptions & { protocols?: string[] } = {}): Promise<Upgrade> {
   const { protocols, ...rest } = options;

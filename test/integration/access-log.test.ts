@@ -32,9 +32,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 function accessLinesOf(requestId: string): AccessLine[] {
-  return t.logs
-    .map((line) => JSON.parse(line) as AccessLine)
-    .filter((line) => line.msg === 'request' && line.requestId === requestId);
+  return t.logs.map((line) => JSON.parse(line) as AccessLine).filter((line) => line.msg === 'request' && line.requestId === requestId);
 }
 
 /** Sends a request and returns what the client saw and the access-log lines of its request id. */

@@ -100,8 +100,14 @@ describe('accounts', () => {
     const r = await admin.call('POST', '/accounts', { name: 'Acme', balance: '12.5' });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
-      id: expect.stringMatching(/^acct_[0-9a-f]{12}$/), name: 'Acme', balance_micros: 12_500_000, balance: '12.50',
-      available_micros: 12_500_000, available: '12.50', created_at: expect.any(String), active_keys: 0,
+      id: expect.stringMatching(/^acct_[0-9a-f]{12}$/),
+      name: 'Acme',
+      balance_micros: 12_500_000,
+      balance: '12.50',
+      available_micros: 12_500_000,
+      available: '12.50',
+      created_at: expect.any(String),
+      active_keys: 0,
     });
     expect((await admin.call('POST', '/accounts', { name: 'Number', balance: 2.25 })).body.balance_micros).toBe(2_250_000);
     expect((await admin.call('POST', '/accounts', { name: 'No balance' })).body.balance).toBe('0.00');
@@ -125,7 +131,10 @@ describe('accounts', () => {
     const revoked = (await admin.call('POST', `/accounts/${created.id}/keys`, {})).body;
     secretsShown.push(revoked.api_key);
     await admin.call('DELETE', `/keys/${revoked.key.id}`);
-    await t.server.store.placeHold({ id: 'hold_admin', accountId: created.id, requestId: 'req_hold', amountMicros: 1_000_000, expiresAt: Date.now() + 60_000 }, Date.now());
+    await t.server.store.placeHold(
+      { id: 'hold_admin', accountId: created.id, requestId: 'req_hold', amountMicros: 1_000_000, expiresAt: Date.now() + 60_000 },
+      Date.now(),
+    );
 
     const list = await admin.call('GET', '/accounts');
     expect(list.status).toBe(200);
@@ -153,7 +162,12 @@ describe('accounts', () => {
 
   it('credit adds or removes units, and an account at zero can work on its very next request', async () => {
     const broke = await t.newAccount(0);
-    const work = () => fetch(`${t.baseUrl}/compat/v1/test/metered`, { method: 'POST', headers: { authorization: `Bearer ${broke.apiKey}`, 'content-type': 'application/json' }, body: '{"seconds":1}' });
+    const work = () =>
+      fetch(`${t.baseUrl}/compat/v1/test/metered`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${broke.apiKey}`, 'content-type': 'application/json' },
+        body: '{"seconds":1}',
+      });
     expect((await work()).status).toBe(402);
     const credited = await admin.call('POST', `/accounts/${broke.accountId}/credit`, { amount: '2.5' });
     expect(credited.status).toBe(200);
@@ -223,7 +237,13 @@ describe('the audit trail', () => {
     expect(audit.status).toBe(200);
     expect(audit.body.object).toBe('list');
     const entry = (action: string, target: string, detail: object, res: Response) => ({
-      id: expect.stringMatching(/^aud_/), at: expect.any(String), admin_key_id: adminKeyId, action, target, detail, request_id: res.headers.get('x-request-id'),
+      id: expect.stringMatching(/^aud_/),
+      at: expect.any(String),
+      admin_key_id: adminKeyId,
+      action,
+      target,
+      detail,
+      request_id: res.headers.get('x-request-id'),
     });
     expect(audit.body.data).toEqual([
       entry('key.revoke', key.body.key.id, { account_id: account.id }, revoke.res),
@@ -236,7 +256,12 @@ describe('the audit trail', () => {
     expect((await admin.call('GET', '/audit')).body.data.length).toBe(all.body.data.length);
 
     const logged = t.logs.map((l) => JSON.parse(l)).filter((l) => l.audit === true);
-    expect(logged.find((l) => l.requestId === revoke.res.headers.get('x-request-id'))).toMatchObject({ level: 30, action: 'key.revoke', target: key.body.key.id, adminKeyId });
+    expect(logged.find((l) => l.requestId === revoke.res.headers.get('x-request-id'))).toMatchObject({
+      level: 30,
+      action: 'key.revoke',
+      target: key.body.key.id,
+      adminKeyId,
+    });
     expect(logged.map((l) => l.action)).toEqual(expect.arrayContaining(['account.create', 'account.credit', 'key.create', 'key.revoke']));
 
     const auditText = JSON.stringify(all.body);

@@ -41,10 +41,14 @@ function expectError(r: { status: number; body: any }, status: number, code: str
 const lastAudit = async (n: number) => (await admin.call('GET', `/audit?limit=${n}`)).body.data as any[];
 
 describe('rate limits', () => {
-  it('GET shows an account\'s or a key\'s overrides (none) and the configured defaults in force', async () => {
+  it("GET shows an account's or a key's overrides (none) and the configured defaults in force", async () => {
     const a = await t.newAccount(1_000_000);
     expect((await admin.call('GET', `/limits/${a.accountId}`)).body).toEqual({
-      subject: a.accountId, kind: 'account', enforced: true, overrides: NO_OVERRIDES, effective: DEFAULTS.account,
+      subject: a.accountId,
+      kind: 'account',
+      enforced: true,
+      overrides: NO_OVERRIDES,
+      effective: DEFAULTS.account,
     });
     const key = await admin.call('GET', `/limits/${a.keyId}`);
     expect(key.status).toBe(200);
@@ -58,7 +62,9 @@ describe('rate limits', () => {
     const set = await admin.call('PATCH', `/limits/${a.accountId}`, { requests_per_minute: 1, concurrent: 0 });
     expect(set.status).toBe(200);
     expect(set.body).toEqual({
-      subject: a.accountId, kind: 'account', enforced: true,
+      subject: a.accountId,
+      kind: 'account',
+      enforced: true,
       overrides: { requests_per_minute: 1, tokens_per_minute: null, concurrent: 0 },
       effective: { requests_per_minute: 1, tokens_per_minute: 60_000, concurrent: 0 },
     });
@@ -81,11 +87,15 @@ describe('rate limits', () => {
     expect((await admin.call('DELETE', `/limits/${a.accountId}`)).body.overrides).toEqual(NO_OVERRIDES);
   });
 
-  it('a key\'s override limits that key alone', async () => {
+  it("a key's override limits that key alone", async () => {
     const a = await t.newAccount(1_000_000);
     const other = (await admin.call('POST', `/accounts/${a.accountId}/keys`, {})).body.api_key as string;
     const set = await admin.call('PATCH', `/limits/${a.keyId}`, { requests_per_minute: 1 });
-    expect(set.body).toMatchObject({ kind: 'key', overrides: { requests_per_minute: 1 }, effective: { requests_per_minute: 1, tokens_per_minute: 0, concurrent: 0 } });
+    expect(set.body).toMatchObject({
+      kind: 'key',
+      overrides: { requests_per_minute: 1 },
+      effective: { requests_per_minute: 1, tokens_per_minute: 0, concurrent: 0 },
+    });
     expect((await models(a.apiKey)).status).toBe(200);
     const refused = await models(a.apiKey);
     expect(refused.status).toBe(429);
@@ -114,8 +124,18 @@ describe('rate limits', () => {
     const clear = await admin.call('DELETE', `/limits/${a.keyId}`);
     await admin.call('GET', `/limits/${a.keyId}`);
     expect(await lastAudit(2)).toEqual([
-      expect.objectContaining({ action: 'limits.clear', target: a.keyId, detail: { kind: 'key', had_overrides: true }, request_id: clear.res.headers.get('x-request-id') }),
-      expect.objectContaining({ action: 'limits.set', target: a.keyId, detail: { kind: 'key', tokens_per_minute: 500, concurrent: null }, request_id: set.res.headers.get('x-request-id') }),
+      expect.objectContaining({
+        action: 'limits.clear',
+        target: a.keyId,
+        detail: { kind: 'key', had_overrides: true },
+        request_id: clear.res.headers.get('x-request-id'),
+      }),
+      expect.objectContaining({
+        action: 'limits.set',
+        target: a.keyId,
+        detail: { kind: 'key', tokens_per_minute: 500, concurrent: null },
+        request_id: set.res.headers.get('x-request-id'),
+      }),
     ]);
   });
 
@@ -143,7 +163,12 @@ describe('webhooks', () => {
 
     const set = await admin.call('PUT', `/accounts/${a.accountId}/webhook`, { url: 'https://hooks.example.com/kuma?x=1' });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ account_id: a.accountId, url: 'https://hooks.example.com/kuma?x=1', updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), secret: expect.stringMatching(SECRET) });
+    expect(set.body).toEqual({
+      account_id: a.accountId,
+      url: 'https://hooks.example.com/kuma?x=1',
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      secret: expect.stringMatching(SECRET),
+    });
     secretsShown.push(set.body.secret);
     expect(await t.server.store.getWebhook(a.accountId)).toMatchObject({ url: 'https://hooks.example.com/kuma?x=1', secret: set.body.secret });
 
@@ -185,12 +210,18 @@ describe('webhooks', () => {
       [{ url: 'https://example.com/', keep_secret: 'yes' }, 'keep_secret', /./],
       [{ url: 7 }, 'url', /./],
     ];
-    for (const [body, param, message] of refusals) expect(expectError(await admin.call('PUT', path, body), 400, 'invalid_value', param), JSON.stringify(body)).toMatch(message);
+    for (const [body, param, message] of refusals)
+      expect(expectError(await admin.call('PUT', path, body), 400, 'invalid_value', param), JSON.stringify(body)).toMatch(message);
     expectError(await admin.call('PUT', path, { keep_secret: false }), 400, 'missing_required_parameter', 'url');
     expectError(await admin.call('PUT', path, { url: 'https://example.com/', secret: 'whsec_mine' }), 400, 'invalid_value');
     expect(await t.server.store.getWebhook(a.accountId)).toBeUndefined();
     for (const method of ['GET', 'PUT', 'DELETE']) {
-      expectError(await admin.call(method, '/accounts/acct_000000000000/webhook', method === 'PUT' ? { url: 'https://example.com/' } : undefined), 404, 'account_not_found', 'id');
+      expectError(
+        await admin.call(method, '/accounts/acct_000000000000/webhook', method === 'PUT' ? { url: 'https://example.com/' } : undefined),
+        404,
+        'account_not_found',
+        'id',
+      );
     }
     expect((await adminClient(t.baseUrl, t.apiKey).call('GET', path)).status).toBe(403);
   });
@@ -202,9 +233,17 @@ describe('webhooks', () => {
     secretsShown.push(set.body.secret);
     const clear = await admin.call('DELETE', path);
     expect(await lastAudit(2)).toEqual([
-      expect.objectContaining({ action: 'webhook.clear', target: a.accountId, detail: { had_webhook: true }, request_id: clear.res.headers.get('x-request-id') }),
       expect.objectContaining({
-        action: 'webhook.set', target: a.accountId, detail: { url: 'https://audit.example.com/e', new_secret: true, replaced: false }, request_id: set.res.headers.get('x-request-id'),
+        action: 'webhook.clear',
+        target: a.accountId,
+        detail: { had_webhook: true },
+        request_id: clear.res.headers.get('x-request-id'),
+      }),
+      expect.objectContaining({
+        action: 'webhook.set',
+        target: a.accountId,
+        detail: { url: 'https://audit.example.com/e', new_secret: true, replaced: false },
+        request_id: set.res.headers.get('x-request-id'),
       }),
     ]);
     const logged = t.logs.map((l) => JSON.parse(l)).find((l) => l.audit === true && l.requestId === set.res.headers.get('x-request-id'));

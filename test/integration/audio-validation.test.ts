@@ -30,14 +30,25 @@ async function expectError(res: Response, status: number, code: string, param: s
 
 describe('POST /audio/transcriptions validation', () => {
   it('file: missing, empty, not audio', async () => {
-    expect(await expectError(await post('/audio/transcriptions', form({ model: 'sunjata-1' }, null)), 400, 'missing_required_parameter', 'file')).toBe('file: Field required');
+    expect(await expectError(await post('/audio/transcriptions', form({ model: 'sunjata-1' }, null)), 400, 'missing_required_parameter', 'file')).toBe(
+      'file: Field required',
+    );
     await expectError(await post('/audio/transcriptions', form({}, new Uint8Array(0))), 400, 'invalid_value', 'file');
-    const msg = await expectError(await post('/audio/transcriptions', form({}, new TextEncoder().encode('not audio at all, just text'.repeat(20)), 'clip.mp3')), 400, 'invalid_value', 'file');
+    const msg = await expectError(
+      await post('/audio/transcriptions', form({}, new TextEncoder().encode('not audio at all, just text'.repeat(20)), 'clip.mp3')),
+      400,
+      'invalid_value',
+      'file',
+    );
     expect(msg).toMatch(/not|unsupported|recogni/i);
   });
 
-  it('an upload that does not decode is the client\'s error: logged at info with its reason, never at error', async () => {
-    for (const [bytes, name] of [[new TextEncoder().encode('not audio at all, just text'.repeat(20)), 'clip.mp3'], [new Uint8Array([...new TextEncoder().encode('fLaC'), ...Array.from({ length: 400 }, (_, i) => (i * 37) % 256)]), 'bad.flac'], [wavBytes(new Float32Array(16000 * 6), 16000), 'long.wav']] as const) {
+  it("an upload that does not decode is the client's error: logged at info with its reason, never at error", async () => {
+    for (const [bytes, name] of [
+      [new TextEncoder().encode('not audio at all, just text'.repeat(20)), 'clip.mp3'],
+      [new Uint8Array([...new TextEncoder().encode('fLaC'), ...Array.from({ length: 400 }, (_, i) => (i * 37) % 256)]), 'bad.flac'],
+      [wavBytes(new Float32Array(16000 * 6), 16000), 'long.wav'],
+    ] as const) {
       const res = await post('/audio/transcriptions', form({ model: 'sunjata-1' }, bytes, name));
       expect([400, 413]).toContain(res.status);
       await res.arrayBuffer();
@@ -70,7 +81,10 @@ describe('POST /audio/transcriptions validation', () => {
   });
 
   it('accepts and ignores language, prompt and timestamp_granularities[]', async () => {
-    const res = await post('/audio/transcriptions', form({ language: 'fr', prompt: 'anything', 'timestamp_granularities[]': ['word', 'segment'], temperature: '0.2' }));
+    const res = await post(
+      '/audio/transcriptions',
+      form({ language: 'fr', prompt: 'anything', 'timestamp_granularities[]': ['word', 'segment'], temperature: '0.2' }),
+    );
     expect(res.status).toBe(200);
     expect(((await res.json()) as any).text).toBe('i ni ce');
   });
@@ -111,8 +125,18 @@ describe('POST /chat/completions validation', () => {
   });
 
   it('languages must be supported and different', async () => {
-    await expectError(await chat({ ...ok, djelia: { source_language: 'bam_Latn', target_language: 'bam_Latn' } }), 400, 'invalid_value', 'djelia.target_language');
-    await expectError(await chat({ ...ok, djelia: { source_language: 'deu_Latn', target_language: 'fra_Latn' } }), 400, 'invalid_value', 'djelia.source_language');
+    await expectError(
+      await chat({ ...ok, djelia: { source_language: 'bam_Latn', target_language: 'bam_Latn' } }),
+      400,
+      'invalid_value',
+      'djelia.target_language',
+    );
+    await expectError(
+      await chat({ ...ok, djelia: { source_language: 'deu_Latn', target_language: 'fra_Latn' } }),
+      400,
+      'invalid_value',
+      'djelia.source_language',
+    );
     await expectError(await chat({ ...ok, djelia: { source_language: 'bam_Latn' } }), 400, 'missing_required_parameter', 'djelia.target_language');
   });
 
@@ -120,7 +144,12 @@ describe('POST /chat/completions validation', () => {
     await expectError(await chat({ ...ok, messages: undefined }), 400, 'missing_required_parameter', 'messages');
     await expectError(await chat({ ...ok, messages: [] }), 400, 'invalid_value', 'messages');
     await expectError(await chat({ ...ok, messages: [{ role: 'system', content: 'x' }] }), 400, 'invalid_value', 'messages');
-    await expectError(await chat({ ...ok, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }), 400, 'invalid_value', 'messages');
+    await expectError(
+      await chat({ ...ok, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
+      400,
+      'invalid_value',
+      'messages',
+    );
   });
 
   it('model: unknown 404, another capability 400; stream must be a boolean', async () => {

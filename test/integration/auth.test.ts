@@ -42,7 +42,12 @@ describe('authentication', () => {
 
   it('a malformed key is 401 invalid_api_key', async () => {
     for (const header of ['Bearer not-a-uuid', 'Bearer ', 'Basic abc', `Bearer ${t.apiKey}x`]) {
-      await expectEnvelope(await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { authorization: header } }), 401, 'authentication_error', 'invalid_api_key');
+      await expectEnvelope(
+        await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { authorization: header } }),
+        401,
+        'authentication_error',
+        'invalid_api_key',
+      );
     }
   });
 
@@ -62,7 +67,12 @@ describe('authentication', () => {
     const other = await t.newAccount(1_000_000);
     expect((await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { 'x-api-key': other.apiKey } })).status).toBe(200);
     expect(await t.server.store.revokeKey(other.keyId)).toBe(true);
-    await expectEnvelope(await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { 'x-api-key': other.apiKey } }), 401, 'authentication_error', 'invalid_api_key');
+    await expectEnvelope(
+      await fetch(`${t.baseUrl}/compat/v1/models`, { headers: { 'x-api-key': other.apiKey } }),
+      401,
+      'authentication_error',
+      'invalid_api_key',
+    );
   });
 
   it('an account with no balance gets 402 insufficient_quota before any work, and nothing is charged', async () => {

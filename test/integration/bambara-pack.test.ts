@@ -112,18 +112,30 @@ describe('install and serve', () => {
     hub.requests.length = 0;
     const second = await pullPack(cwd());
     expect(second.code).toBe(0);
-    expect(hub.requests.filter((r) => r.server === 'storage' && r.url.includes(pins.translation.files['onnx/decoder_model_merged.onnx']!.sha256!)).map((r) => r.range)).toEqual([`bytes=${kept}-`]);
+    expect(
+      hub.requests
+        .filter((r) => r.server === 'storage' && r.url.includes(pins.translation.files['onnx/decoder_model_merged.onnx']!.sha256!))
+        .map((r) => r.range),
+    ).toEqual([`bytes=${kept}-`]);
     expect(fs.existsSync(partial)).toBe(false);
     // Files done in the first run are not fetched again.
     expect(hub.requests.some((r) => r.url.endsWith('/onnx/encoder_model.onnx'))).toBe(false);
 
-    for (const id of ['banjugu-1', 'jifili-1']) expect(second.err).toMatch(new RegExp(`${id} ← .*\\n  Licence: Creative Commons Attribution-NonCommercial 4\\.0 International \\(CC BY-NC 4\\.0\\) \\[cc-by-nc-4\\.0\\]`));
+    for (const id of ['banjugu-1', 'jifili-1'])
+      expect(second.err).toMatch(
+        new RegExp(`${id} ← .*\\n  Licence: Creative Commons Attribution-NonCommercial 4\\.0 International \\(CC BY-NC 4\\.0\\) \\[cc-by-nc-4\\.0\\]`),
+      );
     expect(second.err.match(/NOT FOR COMMERCIAL USE\. NON-COMMERCIAL USE ONLY\./g)?.length).toBe(2);
     expect(second.err).toContain('Serve it with: KUMA_MODELS_MANIFEST=models/bambara/kuma-models.json npm start');
 
     const manifest = JSON.parse(fs.readFileSync(installed(cwd(), 'kuma-models.json'), 'utf8')) as { models: Array<Record<string, any>> };
     const byId = Object.fromEntries(manifest.models.map((m) => [m.id, m]));
-    expect(byId['banjugu-1']).toMatchObject({ engine: 'nllb', dir: 'nllb-200-distilled-600M', aliases: ['{vendor}-translate-v2'], license: { id: 'cc-by-nc-4.0', commercialUse: false } });
+    expect(byId['banjugu-1']).toMatchObject({
+      engine: 'nllb',
+      dir: 'nllb-200-distilled-600M',
+      aliases: ['{vendor}-translate-v2'],
+      license: { id: 'cc-by-nc-4.0', commercialUse: false },
+    });
     expect(byId['banjugu-1']!.options).toBeUndefined();
     expect(byId['jifili-1']).toMatchObject({ engine: 'vits-sherpa', dir: 'mms-tts-bam/bam', license: { id: 'cc-by-nc-4.0', commercialUse: false } });
     // The shipped manifest's other models stay, their folders rebased onto the new manifest's place.
@@ -133,11 +145,18 @@ describe('install and serve', () => {
 
   it('a Kuma server on the written manifest speaks with the MMS file and translates with the NLLB files, and shows the licences', async () => {
     // After the legacy ids' retirement date, so the list holds the three canonical models.
-    const t = await startTestServer({ clock: () => new Date('2026-10-01T00:00:00Z'), config: { modelsManifest: installed(cwd(), 'kuma-models.json'), demoPack: false, engineReplicasMax: 1 } });
+    const t = await startTestServer({
+      clock: () => new Date('2026-10-01T00:00:00Z'),
+      config: { modelsManifest: installed(cwd(), 'kuma-models.json'), demoPack: false, engineReplicasMax: 1 },
+    });
     try {
       await t.server.enginesReady;
       const auth = { authorization: `Bearer ${t.apiKey}` };
-      const speech = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'jifili-1', input: SPOKEN, response_format: 'wav' }) });
+      const speech = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'jifili-1', input: SPOKEN, response_format: 'wav' }),
+      });
       expect(speech.status).toBe(200);
       const form = new FormData();
       form.append('file', new Blob([await speech.arrayBuffer()], { type: 'audio/wav' }), 'speech.wav');
@@ -149,7 +168,11 @@ describe('install and serve', () => {
       expect(await translate(t.baseUrl, t.apiKey)).toBe(IN_FRENCH);
 
       const model = (await (await fetch(`${t.baseUrl}/openai/v1/models/tts-1`, { headers: auth })).json()) as Record<string, any>;
-      expect(model).toMatchObject({ id: 'jifili-1', object: 'model', license: { id: 'cc-by-nc-4.0', commercial_use: false, url: 'https://creativecommons.org/licenses/by-nc/4.0/' } });
+      expect(model).toMatchObject({
+        id: 'jifili-1',
+        object: 'model',
+        license: { id: 'cc-by-nc-4.0', commercial_use: false, url: 'https://creativecommons.org/licenses/by-nc/4.0/' },
+      });
       expect(model.license.notice).toMatch(/^NON-COMMERCIAL USE ONLY/);
       const list = (await (await fetch(`${t.baseUrl}/openai/v1/models`, { headers: auth })).json()) as { data: Array<Record<string, any>> };
       const licensed = list.data.filter((m) => m.license).map((m) => m.id);

@@ -21,7 +21,13 @@ beforeAll(async () => {
   t = await startTestServerWithModels(
     [
       ...REALTIME_MODELS.filter((m) => m.id === 'sunjata-1' || m.id === 'vad'),
-      { id: 'jifili-1', engine: 'custom', replicas: 1, maxQueue: 0, options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'tts.log'), phraseDelayMs: 15_000 } },
+      {
+        id: 'jifili-1',
+        engine: 'custom',
+        replicas: 1,
+        maxQueue: 0,
+        options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'tts.log'), phraseDelayMs: 15_000 },
+      },
     ],
     { config: { outboundAllow: '127.0.0.1' } },
   );
@@ -79,8 +85,16 @@ describe('capacity refusals are logged at warn, never at error', () => {
     // Each refusal was logged, at warn.
     const restLines = logLines().filter((l) => l.requestId === restId && l.msg !== 'request');
     expect(restLines.map((l) => l.level)).toEqual([40]);
-    expect(logLines().filter((l) => /speech socket/.test(l.msg)).map((l) => l.level)).toEqual([40]);
-    expect(logLines().filter((l) => /call voice/.test(l.msg)).map((l) => l.level)).toEqual([40]);
+    expect(
+      logLines()
+        .filter((l) => /speech socket/.test(l.msg))
+        .map((l) => l.level),
+    ).toEqual([40]);
+    expect(
+      logLines()
+        .filter((l) => /call voice/.test(l.msg))
+        .map((l) => l.level),
+    ).toEqual([40]);
     expect(atErrorOrAbove()).toEqual([]);
   });
 });

@@ -32,7 +32,12 @@ afterAll(async () => {
 
 /** A connection that has sent the documents' requests and then the chat, and reads nothing (yet). */
 async function chatBehindDocuments(apiKey: string, stream: boolean): Promise<{ socket: net.Socket; received: () => string }> {
-  const chat = JSON.stringify({ model: 'banjugu-1', stream, messages: [{ role: 'user', content: TEXT }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } });
+  const chat = JSON.stringify({
+    model: 'banjugu-1',
+    stream,
+    messages: [{ role: 'user', content: TEXT }],
+    djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
+  });
   const socket = net.connect(t.server.port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   socket.pause();
@@ -111,7 +116,11 @@ describe('while the server drains (SIGTERM)', () => {
       const form = new FormData();
       form.append('model', 'sunjata-1');
       form.append('file', new Blob([wavBytes(spokenPhrases(['i ni ce', 'a ka kɛnɛ'], 16000, 0.5).samples, 16000)], { type: 'audio/wav' }), 'speech.wav');
-      const answer = fetch(`${s.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}` }, body: form });
+      const answer = fetch(`${s.baseUrl}/openai/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.apiKey}` },
+        body: form,
+      });
       await expect.poll(() => s.server.requestsInFlight(), { interval: 1 }).toBe(1);
       const closing = s.server.close(); // draining: the request in flight may finish
       const res = await answer;

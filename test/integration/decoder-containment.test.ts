@@ -35,17 +35,22 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const statusMb = (field: 'VmHWM' | 'VmRSS') => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
+const statusMb = (field: 'VmHWM' | 'VmRSS') =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
 
 async function transcribe(file: Uint8Array, name: string): Promise<{ status: number; body: any }> {
   const form = new FormData();
   form.append('file', new Blob([file]), name);
   form.append('model', 'sunjata-1');
-  const res = await fetch(`${server.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form });
+  const res = await fetch(`${server.baseUrl}/openai/v1/audio/transcriptions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.apiKey}` },
+    body: form,
+  });
   return { status: res.status, body: await res.json() };
 }
 
-it('an upload that exhausts the decoder\'s memory gets a 400; the server lives, its memory stays bounded, and the next upload is served', async () => {
+it("an upload that exhausts the decoder's memory gets a 400; the server lives, its memory stays bounded, and the next upload is served", async () => {
   expect(bomb.length).toBeLessThan(5_000_000);
   const phrase = spokenPhrases(['i ni ce'], 16000, 0.3);
   const wav = wavBytes(phrase.samples, 16000);

@@ -52,7 +52,12 @@ function leaveAfter(call: Call, bytes: number): Promise<number> {
 
 /** The whole response, failing the test if it does not arrive in time (a wedged engine would hang it). */
 async function complete(call: Call): Promise<{ status: number; bytes: number }> {
-  const res = await fetch(`${t.baseUrl}${call.path}`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}`, ...call.headers }, body: call.body, signal: AbortSignal.timeout(20_000) });
+  const res = await fetch(`${t.baseUrl}${call.path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, ...call.headers },
+    body: call.body,
+    signal: AbortSignal.timeout(20_000),
+  });
   return { status: res.status, bytes: (await res.arrayBuffer()).byteLength };
 }
 
@@ -81,7 +86,12 @@ function transcription(): Call {
 const chat = (): Call => ({
   path: '/openai/v1/chat/completions',
   headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ model: 'banjugu-1', stream: true, messages: [{ role: 'user', content: 'i ni ce. an bɛ taa so. i ni sogoma. aw ni wula.' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+  body: JSON.stringify({
+    model: 'banjugu-1',
+    stream: true,
+    messages: [{ role: 'user', content: 'i ni ce. an bɛ taa so. i ni sogoma. aw ni wula.' }],
+    djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+  }),
 });
 
 /** 20 offsets from the first byte to past the end of a full response. */
@@ -90,14 +100,18 @@ function offsets(fullBytes: number): number[] {
 }
 
 describe('a client leaving at any offset never wedges an engine', () => {
-  it.each(['wav', 'mp3', 'pcm', 'opus'])('text-to-speech (%s): 20 offsets, each followed by a served request', async (format) => {
-    const full = await complete(speech(format));
-    expect(full.status).toBe(200);
-    for (const at of offsets(full.bytes)) {
-      await leaveAfter(speech(format), at);
-      expect(await complete(speech(format)), `after leaving at byte ${at}`).toMatchObject({ status: 200, bytes: full.bytes });
-    }
-  }, 120_000);
+  it.each(['wav', 'mp3', 'pcm', 'opus'])(
+    'text-to-speech (%s): 20 offsets, each followed by a served request',
+    async (format) => {
+      const full = await complete(speech(format));
+      expect(full.status).toBe(200);
+      for (const at of offsets(full.bytes)) {
+        await leaveAfter(speech(format), at);
+        expect(await complete(speech(format)), `after leaving at byte ${at}`).toMatchObject({ status: 200, bytes: full.bytes });
+      }
+    },
+    120_000,
+  );
 
   it('speech to text (SSE): 20 offsets, each followed by a served request', async () => {
     const full = await complete(transcription());

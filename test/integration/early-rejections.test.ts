@@ -38,7 +38,11 @@ let baseUrl: string;
 let brokeKey: string;
 // Uploads far larger than loopback socket buffers, so the answer is decided while most of the body is
 // still to come (smaller ones fit in the kernel's buffers and never show the problem).
-const tone = (seconds: number) => wavBytes(new Float32Array(16000 * seconds).map((_, i) => Math.sin(i / 7) * 0.3), 16000);
+const tone = (seconds: number) =>
+  wavBytes(
+    new Float32Array(16000 * seconds).map((_, i) => Math.sin(i / 7) * 0.3),
+    16000,
+  );
 const big = tone(360); // 11.5 MB: over the limit
 const small = tone(90); // 2.9 MB and
 const medium = tone(180); // 5.8 MB: under it (an upload a client may legitimately send)

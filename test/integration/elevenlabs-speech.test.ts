@@ -16,10 +16,19 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const TEXT = 'i ni ce. a ka kɛnɛ wa?';
-const words = (s: string) => s.replace(/[.?,!]/g, '').trim().split(/\s+/).join(' ');
+const words = (s: string) =>
+  s
+    .replace(/[.?,!]/g, '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
 
 const tts = (path: string, body: unknown, apiKey = t.apiKey) =>
-  fetch(`${t.baseUrl}/openai/v1/text-to-speech/${path}`, { method: 'POST', headers: { 'xi-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${t.baseUrl}/openai/v1/text-to-speech/${path}`, {
+    method: 'POST',
+    headers: { 'xi-api-key': apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 describe('POST /text-to-speech/{voice_id}', () => {
   it.each([

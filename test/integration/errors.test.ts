@@ -72,7 +72,11 @@ describe('error envelope', () => {
   });
 
   it('malformed JSON is 400 invalid_json', async () => {
-    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"name": "x",' });
+    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: '{"name": "x",',
+    });
     expect(await envelope(res, 400, 'invalid_json', null)).toMatch(/could not parse the JSON/);
     const empty = await fetch(`${t.baseUrl}/compat/v1/test/validate`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '' });
     await envelope(empty, 400, 'invalid_json', null);
@@ -91,12 +95,20 @@ describe('error envelope', () => {
   });
 
   it('an oversize JSON body is 413 request_too_large', async () => {
-    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, { method: 'POST', headers: auth(), body: JSON.stringify({ name: 'x'.repeat(5000), count: 1 }) });
+    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ name: 'x'.repeat(5000), count: 1 }),
+    });
     await envelope(res, 413, 'request_too_large', null);
   });
 
   it('an unsupported content type is 415', async () => {
-    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/xml' }, body: '<a/>' });
+    const res = await fetch(`${t.baseUrl}/compat/v1/test/validate`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/xml' },
+      body: '<a/>',
+    });
     await envelope(res, 415, 'unsupported_content_type', null);
     const form = await fetch(`${t.baseUrl}/compat/v1/test/upload`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{}' });
     await envelope(form, 415, 'unsupported_content_type', null);
@@ -111,8 +123,13 @@ describe('error envelope', () => {
   });
 
   it('a multipart body with no final boundary is 400 invalid_multipart', async () => {
-    const body = '--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nsunjata-1\r\n--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nabc';
-    const res = await fetch(`${t.baseUrl}/compat/v1/test/upload`, { method: 'POST', headers: { ...auth(), 'content-type': 'multipart/form-data; boundary=XyZ' }, body });
+    const body =
+      '--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nsunjata-1\r\n--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nabc';
+    const res = await fetch(`${t.baseUrl}/compat/v1/test/upload`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'multipart/form-data; boundary=XyZ' },
+      body,
+    });
     await envelope(res, 400, 'invalid_multipart', null);
   });
 
@@ -126,7 +143,12 @@ describe('error envelope', () => {
 
   it('a chunked multipart upload with no Content-Length is parsed', async () => {
     const enc = new TextEncoder();
-    const parts = ['--B\r\nContent-Disposition: form-data; name="file"; filename="x.wav"\r\n\r\n', 'RIFF1234', '\r\n--B\r\nContent-Disposition: form-data; name="timestamp_granularities[]"\r\n\r\nword\r\n', '--B\r\nContent-Disposition: form-data; name="djelia[chunk_size]"\r\n\r\n0.5\r\n--B--\r\n'];
+    const parts = [
+      '--B\r\nContent-Disposition: form-data; name="file"; filename="x.wav"\r\n\r\n',
+      'RIFF1234',
+      '\r\n--B\r\nContent-Disposition: form-data; name="timestamp_granularities[]"\r\n\r\nword\r\n',
+      '--B\r\nContent-Disposition: form-data; name="djelia[chunk_size]"\r\n\r\n0.5\r\n--B--\r\n',
+    ];
     const stream = new ReadableStream({
       async pull(controller) {
         const next = parts.shift();

@@ -31,7 +31,17 @@ let runs = 0;
 function env(extra: Record<string, string>): NodeJS.ProcessEnv {
   const { KUMA_ENGINE_EXECUTION_PROVIDERS: _inherited, ...rest } = process.env;
   const db = path.join(dir, `run-${++runs}.sqlite`);
-  return { ...rest, PORT: '0', KUMA_HOST: '127.0.0.1', KUMA_DB_PATH: db, KUMA_MODELS_MANIFEST: manifest, KUMA_DEMO_PACK: 'false', KUMA_STUDIO: 'false', KUMA_RATE_LIMITS: 'off', ...extra };
+  return {
+    ...rest,
+    PORT: '0',
+    KUMA_HOST: '127.0.0.1',
+    KUMA_DB_PATH: db,
+    KUMA_MODELS_MANIFEST: manifest,
+    KUMA_DEMO_PACK: 'false',
+    KUMA_STUDIO: 'false',
+    KUMA_RATE_LIMITS: 'off',
+    ...extra,
+  };
 }
 
 /** Runs `npm start`'s entry point to its end: for starts that must be refused. */
@@ -86,18 +96,25 @@ function expectCleanRefusal(run: { code: number | null; stdout: string; stderr: 
 }
 
 describe('KUMA_ENGINE_EXECUTION_PROVIDERS at start', () => {
-  it.skipIf(cudaInstalled || platform !== 'linux/x64')('cuda without the CUDA provider libraries: stops, says why, what is available and how to install them', async () => {
-    const run = await refusedStart({ KUMA_ENGINE_EXECUTION_PROVIDERS: 'cuda,cpu' });
-    expectCleanRefusal(run);
-    expect(run.stderr).toMatch(/"cuda" cannot run here: .*Failed to load shared library \(.*libonnxruntime_providers_shared\.so: cannot open shared object file/);
-    expect(run.stderr).toContain('Install them with: ONNXRUNTIME_NODE_INSTALL=1 npm rebuild onnxruntime-node');
-    expect(run.stderr).toContain('Asked for: cuda,cpu.');
-  });
+  it.skipIf(cudaInstalled || platform !== 'linux/x64')(
+    'cuda without the CUDA provider libraries: stops, says why, what is available and how to install them',
+    async () => {
+      const run = await refusedStart({ KUMA_ENGINE_EXECUTION_PROVIDERS: 'cuda,cpu' });
+      expectCleanRefusal(run);
+      expect(run.stderr).toMatch(
+        /"cuda" cannot run here: .*Failed to load shared library \(.*libonnxruntime_providers_shared\.so: cannot open shared object file/,
+      );
+      expect(run.stderr).toContain('Install them with: ONNXRUNTIME_NODE_INSTALL=1 npm rebuild onnxruntime-node');
+      expect(run.stderr).toContain('Asked for: cuda,cpu.');
+    },
+  );
 
   it('a name onnxruntime-node does not have (a typo) is refused the same way, listing what it has', async () => {
     const run = await refusedStart({ KUMA_ENGINE_EXECUTION_PROVIDERS: 'CPU, cdua' });
     expectCleanRefusal(run);
-    expect(run.stderr).toMatch(new RegExp(`"cdua" is not an execution provider of onnxruntime-node ${ortVersion.replace(/\./g, '\\.')} on ${platform} \\(it has: cpu, `));
+    expect(run.stderr).toMatch(
+      new RegExp(`"cdua" is not an execution provider of onnxruntime-node ${ortVersion.replace(/\./g, '\\.')} on ${platform} \\(it has: cpu, `),
+    );
     expect(run.stderr).toContain('Asked for: cpu,cdua.'); // names are trimmed and lower-cased
   });
 
@@ -115,18 +132,23 @@ describe('KUMA_ENGINE_EXECUTION_PROVIDERS at start', () => {
 });
 
 describe('the list reaches the model workers', () => {
-  it.skipIf(cudaInstalled || platform !== 'linux/x64')('an embedder that skips the start check gets its models refused by onnxruntime in the worker, named in /readyz', async () => {
-    // startKuma does not run main.ts's check: the provider list goes straight to the sessions in the worker.
-    const t = await startTestServer({ config: { modelsManifest: manifest, engineExecutionProviders: 'cuda', demoPack: false } });
-    try {
-      await expect(t.server.enginesReady).rejects.toThrow(/Failed to load shared library/);
-      expect(t.logs.some((line) => /"executionProviders":\["cuda"\].*model sessions use these onnxruntime execution providers/.test(line))).toBe(true);
-      const ready = await fetch(`${t.baseUrl}/readyz`);
-      expect(ready.status).toBe(503);
-      const { checks } = (await ready.json()) as { checks: { name: string; ready: boolean; detail?: string }[] };
-      expect(checks).toContainEqual(expect.objectContaining({ name: 'models', ready: false, detail: expect.stringMatching(/Cuda: Failed to load shared library/) }));
-    } finally {
-      await t.close();
-    }
-  });
+  it.skipIf(cudaInstalled || platform !== 'linux/x64')(
+    'an embedder that skips the start check gets its models refused by onnxruntime in the worker, named in /readyz',
+    async () => {
+      // startKuma does not run main.ts's check: the provider list goes straight to the sessions in the worker.
+      const t = await startTestServer({ config: { modelsManifest: manifest, engineExecutionProviders: 'cuda', demoPack: false } });
+      try {
+        await expect(t.server.enginesReady).rejects.toThrow(/Failed to load shared library/);
+        expect(t.logs.some((line) => /"executionProviders":\["cuda"\].*model sessions use these onnxruntime execution providers/.test(line))).toBe(true);
+        const ready = await fetch(`${t.baseUrl}/readyz`);
+        expect(ready.status).toBe(503);
+        const { checks } = (await ready.json()) as { checks: { name: string; ready: boolean; detail?: string }[] };
+        expect(checks).toContainEqual(
+          expect.objectContaining({ name: 'models', ready: false, detail: expect.stringMatching(/Cuda: Failed to load shared library/) }),
+        );
+      } finally {
+        await t.close();
+      }
+    },
+  );
 });

@@ -89,7 +89,8 @@ export class FakeHub {
   async start(): Promise<this> {
     this.hub = http.createServer((req, res) => this.onHub(req, res));
     this.storage = http.createServer((req, res) => this.onStorage(req, res));
-    const listen = (server: http.Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+    const listen = (server: http.Server) =>
+      new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
     this.url = await listen(this.hub);
     this.storageUrl = await listen(this.storage);
     return this;
@@ -139,7 +140,14 @@ export class FakeHub {
     if (api?.[2] === 'revision') {
       const blobs = url.searchParams.get('blobs') === 'true' && !this.infoWithoutSizes;
       const siblings = repo.files.map((f) =>
-        blobs ? { rfilename: f.path, size: f.bytes.length, blobId: f.gitOid, ...(f.lfs ? { lfs: { sha256: f.sha256, size: f.bytes.length, pointerSize: 134 } } : {}) } : { rfilename: f.path },
+        blobs
+          ? {
+              rfilename: f.path,
+              size: f.bytes.length,
+              blobId: f.gitOid,
+              ...(f.lfs ? { lfs: { sha256: f.sha256, size: f.bytes.length, pointerSize: 134 } } : {}),
+            }
+          : { rfilename: f.path },
       );
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(JSON.stringify({ id: repoId, sha: repo.commit, siblings }));
@@ -160,7 +168,12 @@ export class FakeHub {
     const file = repo.files.find((f) => f.path === decodeURIComponent(resolve![3]!));
     if (!file) return this.error(res, 404, 'EntryNotFound', 'Entry not found');
     if (file.lfs) {
-      res.writeHead(302, { location: `${this.storageUrl}/blobs/${file.sha256}?signature=abc`, 'x-linked-etag': `"${file.sha256}"`, 'x-linked-size': String(file.bytes.length), 'x-repo-commit': repo.commit });
+      res.writeHead(302, {
+        location: `${this.storageUrl}/blobs/${file.sha256}?signature=abc`,
+        'x-linked-etag': `"${file.sha256}"`,
+        'x-linked-size': String(file.bytes.length),
+        'x-repo-commit': repo.commit,
+      });
       return void res.end();
     }
     this.serveBytes(req, res, file);

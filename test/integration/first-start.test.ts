@@ -23,7 +23,15 @@ const ADMIN_KEY = /kadm_[A-Za-z0-9_-]{43}/g;
 async function start(): Promise<{ child: ChildProcess; stdout: () => string; banner: string; baseUrl: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: repoRoot,
-    env: { ...process.env, PORT: '0', KUMA_HOST: '127.0.0.1', KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'), KUMA_MODELS_MANIFEST: 'none', KUMA_STUDIO: 'false', KUMA_LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PORT: '0',
+      KUMA_HOST: '127.0.0.1',
+      KUMA_DB_PATH: path.join(dir, 'kuma.sqlite'),
+      KUMA_MODELS_MANIFEST: 'none',
+      KUMA_STUDIO: 'false',
+      KUMA_LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -62,16 +62,30 @@ const SPEECH_MODELS: Array<[string, readonly string[], number, string]> = [
 describe('speech', () => {
   it.each(SPEECH_MODELS)('%s: a speech format it does not serve, naming the model and what it serves', async (model, served, status, code) => {
     for (const format of SPEECH_FORMATS.filter((f) => !served.includes(f))) {
-      expect(await speech(model, format)).toEqual({ status, code, param: 'response_format', message: `response_format: ${model} does not serve ${format}; ${model} serves ${served.join(', ')}.` });
+      expect(await speech(model, format)).toEqual({
+        status,
+        code,
+        param: 'response_format',
+        message: `response_format: ${model} does not serve ${format}; ${model} serves ${served.join(', ')}.`,
+      });
     }
   });
 
   it('a name that is no speech format: the same status and code per model, saying so and quoting it', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...SPEECH_MODELS), fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.constantFrom('MP3', 'ogg', 'json', 'srt', 'pcm_22050')), async ([model, served, status, code], format) => {
-        fc.pre(!KNOWN.has(format) || (TRANSCRIPTION_FORMATS as readonly string[]).includes(format));
-        expect(await speech(model, format)).toEqual({ status, code, param: 'response_format', message: `response_format: ${JSON.stringify(format)} is not a speech format; ${model} serves ${served.join(', ')}.` });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...SPEECH_MODELS),
+        fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.constantFrom('MP3', 'ogg', 'json', 'srt', 'pcm_22050')),
+        async ([model, served, status, code], format) => {
+          fc.pre(!KNOWN.has(format) || (TRANSCRIPTION_FORMATS as readonly string[]).includes(format));
+          expect(await speech(model, format)).toEqual({
+            status,
+            code,
+            param: 'response_format',
+            message: `response_format: ${JSON.stringify(format)} is not a speech format; ${model} serves ${served.join(', ')}.`,
+          });
+        },
+      ),
       { numRuns: RUNS, seed: 808 },
     );
   });

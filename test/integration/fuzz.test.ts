@@ -35,26 +35,51 @@ afterAll(async () => {
 });
 
 describe('fuzz (npm test slice of `npm run fuzz`)', () => {
-  it.each(['json', 'multipart', 'raw-http', 'smuggling', 'ws-realtime', 'ws-speech', 'ws-carrier', 'ws-preauth'])('%s: every case answered within the rules, the server alive', async (name) => {
-    const ctx = () => serverContext(server, seeds, 20_000);
-    const tally = emptyTally();
-    const result = await runCases(serverRunner(name, ctx), tally, { seed: SEED, from: 0, to: HTTP_CASES, concurrency: 8, batch: 200, onBatch: () => {}, alive: () => server.alive(), errorsLogged: () => server.takeErrorLines() });
-    expect(tally.findings, JSON.stringify(tally.findings.slice(0, 3), null, 1)).toEqual([]);
-    expect(failuresIn(tally)).toBe(0);
-    expect(result).toBe('done');
-    expect(tally.cases).toBe(HTTP_CASES);
-    expect(tally.outcomes['4xx']).toBeGreaterThan(0); // the cases reach the routes' validation (for sockets: the upgrade's)…
-    if (name === 'json' || name === 'multipart' || name === 'smuggling') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it (smuggling: the controls' pipelined requests)
-    if (name.startsWith('ws-')) expect(tally.outcomes['ws-closed']).toBeGreaterThan(0); // sockets: some end in a documented close…
-    if (name === 'ws-realtime' || name === 'ws-speech') expect(tally.outcomes['ws-answered']).toBeGreaterThan(0); // …some answer the probe in-band
-    if (name === 'ws-preauth') expect(tally.outcomes['ws-dropped']).toBeGreaterThan(0); // …and pre-auth sockets over a bound are dropped unread
-  }, 120_000);
+  it.each(['json', 'multipart', 'raw-http', 'smuggling', 'ws-realtime', 'ws-speech', 'ws-carrier', 'ws-preauth'])(
+    '%s: every case answered within the rules, the server alive',
+    async (name) => {
+      const ctx = () => serverContext(server, seeds, 20_000);
+      const tally = emptyTally();
+      const result = await runCases(serverRunner(name, ctx), tally, {
+        seed: SEED,
+        from: 0,
+        to: HTTP_CASES,
+        concurrency: 8,
+        batch: 200,
+        onBatch: () => {},
+        alive: () => server.alive(),
+        errorsLogged: () => server.takeErrorLines(),
+      });
+      expect(tally.findings, JSON.stringify(tally.findings.slice(0, 3), null, 1)).toEqual([]);
+      expect(failuresIn(tally)).toBe(0);
+      expect(result).toBe('done');
+      expect(tally.cases).toBe(HTTP_CASES);
+      expect(tally.outcomes['4xx']).toBeGreaterThan(0); // the cases reach the routes' validation (for sockets: the upgrade's)…
+      if (name === 'json' || name === 'multipart' || name === 'smuggling') expect(tally.outcomes['2xx']).toBeGreaterThan(0); // …and some get through it (smuggling: the controls' pipelined requests)
+      if (name.startsWith('ws-')) expect(tally.outcomes['ws-closed']).toBeGreaterThan(0); // sockets: some end in a documented close…
+      if (name === 'ws-realtime' || name === 'ws-speech') expect(tally.outcomes['ws-answered']).toBeGreaterThan(0); // …some answer the probe in-band
+      if (name === 'ws-preauth') expect(tally.outcomes['ws-dropped']).toBeGreaterThan(0); // …and pre-auth sockets over a bound are dropped unread
+    },
+    120_000,
+  );
 
-  it.each(DECODER_TARGETS.map((d) => `decode-${d}`))('%s: every mutated file decodes or is refused with a 4xx', async (name) => {
-    const tally = emptyTally();
-    await runCases(decoderRunner(name, pool, seeds, 20_000), tally, { seed: SEED, from: 0, to: DECODER_CASES, concurrency: 8, batch: 200, onBatch: () => {}, alive: async () => true });
-    expect(tally.findings, JSON.stringify(tally.findings.slice(0, 3), null, 1)).toEqual([]);
-    expect(tally.cases).toBe(DECODER_CASES);
-    expect(tally.outcomes['4xx']).toBeGreaterThan(0);
-  }, 120_000);
+  it.each(DECODER_TARGETS.map((d) => `decode-${d}`))(
+    '%s: every mutated file decodes or is refused with a 4xx',
+    async (name) => {
+      const tally = emptyTally();
+      await runCases(decoderRunner(name, pool, seeds, 20_000), tally, {
+        seed: SEED,
+        from: 0,
+        to: DECODER_CASES,
+        concurrency: 8,
+        batch: 200,
+        onBatch: () => {},
+        alive: async () => true,
+      });
+      expect(tally.findings, JSON.stringify(tally.findings.slice(0, 3), null, 1)).toEqual([]);
+      expect(tally.cases).toBe(DECODER_CASES);
+      expect(tally.outcomes['4xx']).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 });

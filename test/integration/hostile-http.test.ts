@@ -39,7 +39,9 @@ describe('hostile HTTP', () => {
   it('a chunked multipart upload over the limit gets 413 and the process keeps serving', async () => {
     const boundary = 'kuma-boundary';
     const body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nsunjata-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nsunjata-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\n\r\n`,
+      ),
       Buffer.alloc(8_000_000, 7),
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
@@ -80,7 +82,9 @@ describe('hostile HTTP', () => {
   });
 
   it('conflicting Content-Length headers are refused with a 400 envelope and the connection is closed', async () => {
-    const answer = await raw(`POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 5\r\nContent-Length: 6\r\nContent-Type: application/json\r\n\r\n{"a":1}`);
+    const answer = await raw(
+      `POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 5\r\nContent-Length: 6\r\nContent-Type: application/json\r\n\r\n{"a":1}`,
+    );
     expect(answer.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer.text).toContain('"code":"malformed_request"');
     expect(answer.text).toMatch(/x-request-id: req_/i);
@@ -96,7 +100,9 @@ describe('hostile HTTP', () => {
   });
 
   it('identical repeated Content-Length headers are refused too (a proxy may not read them as one; request-smuggling.test.ts)', async () => {
-    const answer = await raw(`POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 2\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}`);
+    const answer = await raw(
+      `POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 2\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}`,
+    );
     expect(answer.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer.text).toContain('"code":"malformed_request"');
     expect(answer.closed).toBe(true);
@@ -114,7 +120,9 @@ describe('hostile HTTP', () => {
   });
 
   it('Content-Length together with Transfer-Encoding is refused and the connection closed', async () => {
-    const answer = await raw(`POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`);
+    const answer = await raw(
+      `POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    );
     expect(answer.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer.closed).toBe(true);
   });

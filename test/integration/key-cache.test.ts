@@ -26,7 +26,9 @@ afterEach(async () => {
 
 const models = (apiKey = t!.apiKey) => fetch(`${t!.baseUrl}/openai/v1/models`, authed(apiKey)).then(async (r) => (await r.text(), r.status));
 const chat = () =>
-  fetch(`${t!.baseUrl}/openai/v1/chat/completions`, authed(t!.apiKey, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).then(async (r) => (await r.text(), r.status));
+  fetch(`${t!.baseUrl}/openai/v1/chat/completions`, authed(t!.apiKey, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).then(
+    async (r) => (await r.text(), r.status),
+  );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A second connection to the server's database file: what the keys CLI is to the server. */
@@ -44,7 +46,7 @@ describe('key cache', () => {
     expect(await models()).toBe(401);
   });
 
-  it('serves a key from memory until its TTL, but this process\'s own revocation applies at once', async () => {
+  it("serves a key from memory until its TTL, but this process's own revocation applies at once", async () => {
     t = await startTestServer({ config: { authCacheTtlMs: 600_000 } });
     const second = await t.newAccount(1_000_000);
     expect(await models()).toBe(200);
@@ -103,9 +105,13 @@ describe('limits survive a restart', () => {
     try {
       const dbPath = path.join(dir, 'kuma.sqlite');
       const first = await startProcess(dbPath);
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'limits', 'set', first.accountId, '--requests-per-minute', '1'], {
-        env: { ...process.env, KUMA_DB_PATH: dbPath },
-      });
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/keys.ts', 'limits', 'set', first.accountId, '--requests-per-minute', '1'],
+        {
+          env: { ...process.env, KUMA_DB_PATH: dbPath },
+        },
+      );
       expect(stdout).toContain(`Limits of account ${first.accountId}: requests 1 /min (set)`);
       first.proc.kill('SIGTERM');
       await new Promise((resolve) => first.proc.once('exit', resolve));

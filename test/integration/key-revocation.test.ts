@@ -54,7 +54,9 @@ async function revoke(keyId: string, by: 'admin API' | 'keys CLI' | 'another pro
     return;
   }
   if (by === 'keys CLI') {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'revoke', keyId], { env: { ...process.env, KUMA_DB_PATH: path.join(t.dir, 'kuma.sqlite') } });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'revoke', keyId], {
+      env: { ...process.env, KUMA_DB_PATH: path.join(t.dir, 'kuma.sqlite') },
+    });
     expect(stdout).toContain(`Revoked key ${keyId}`);
     return;
   }
@@ -98,7 +100,7 @@ async function expectNothingChargedAfter(accountId: string, keyId: string): Prom
 }
 
 describe.each(['admin API', 'keys CLI', 'another process'] as const)('a key revoked by the %s', (by) => {
-  it('ends its realtime sessions (its own and a client secret\'s), its speech socket and its call token\'s call; nothing after is charged', async () => {
+  it("ends its realtime sessions (its own and a client secret's), its speech socket and its call token's call; nothing after is charged", async () => {
     const account = await t.newAccount(50_000_000);
     await t.server.store.setWebhook(account.accountId, { url: `${receiver.url}/${account.accountId}`, secret: 'whsec_revocation_test' });
     const speech = Buffer.concat([await speak(t, TURN), silence(1.2)]);
@@ -135,7 +137,11 @@ describe.each(['admin API', 'keys CLI', 'another process'] as const)('a key revo
     await own.next(COMPLETED, 1, undefined, 30_000);
     await viaSecret.next(COMPLETED, 1, undefined, 30_000);
     await speaker.waitFor((m) => typeof m.audio === 'string', 'audio');
-    await within(receiver.until((r) => r.some((x) => x.path === `/${account.accountId}` && x.event.type === 'transcript.final')), 'the call\'s first turn', 30_000);
+    await within(
+      receiver.until((r) => r.some((x) => x.path === `/${account.accountId}` && x.event.type === 'transcript.final')),
+      "the call's first turn",
+      30_000,
+    );
     expect((await t.server.store.listUsage({ accountId: account.accountId })).length).toBeGreaterThan(0);
 
     await revoke(account.keyId, by);
@@ -152,7 +158,10 @@ describe.each(['admin API', 'keys CLI', 'another process'] as const)('a key revo
     // The call: the carrier's stream closed 1008 key_revoked; the record and the webhook say why.
     expect(await within(phone.closed, 'call stream close')).toEqual({ code: 1008, reason: 'key_revoked' });
     await expect.poll(async () => (await t.server.store.listCalls({ accountId: account.accountId })).map((c) => c.endReason)).toEqual(['key_revoked']);
-    await within(receiver.until((r) => r.some((x) => x.path === `/${account.accountId}` && x.event.type === 'call.ended')), 'call.ended webhook');
+    await within(
+      receiver.until((r) => r.some((x) => x.path === `/${account.accountId}` && x.event.type === 'call.ended')),
+      'call.ended webhook',
+    );
     const ended = receiver.received.find((x) => x.path === `/${account.accountId}` && x.event.type === 'call.ended')!;
     expect(ended.event.data).toMatchObject({ reason: 'key_revoked' });
 
@@ -186,20 +195,35 @@ describe('the AudioSocket key', () => {
     const call = await connectAudioSocket(t.server.audioSocketPort!, '127.0.0.1');
     call.open();
     let hungUp = false;
-    void call.waitFor((log) => log.hangups.length > 0, 120_000).then(() => (hungUp = true), () => {});
+    void call
+      .waitFor((log) => log.hangups.length > 0, 120_000)
+      .then(
+        () => (hungUp = true),
+        () => {},
+      );
     void (async () => {
       while (!hungUp) {
         await call.speak(callerTurn);
         await call.silence(1000);
       }
     })();
-    await within(receiver.until((r) => r.some((x) => x.path === '/pbx' && x.event.type === 'transcript.final')), 'the call\'s first turn', 30_000);
+    await within(
+      receiver.until((r) => r.some((x) => x.path === '/pbx' && x.event.type === 'transcript.final')),
+      "the call's first turn",
+      30_000,
+    );
 
     await revoke(pbx.keyId, 'another process');
 
-    await within(call.waitFor((log) => log.hangups.length > 0, 10_000), 'AudioSocket hangup');
+    await within(
+      call.waitFor((log) => log.hangups.length > 0, 10_000),
+      'AudioSocket hangup',
+    );
     await expect.poll(async () => (await t.server.store.listCalls({ accountId: pbx.accountId })).map((c) => c.endReason)).toEqual(['key_revoked']);
-    await within(receiver.until((r) => r.some((x) => x.path === '/pbx' && x.event.type === 'call.ended')), 'call.ended webhook');
+    await within(
+      receiver.until((r) => r.some((x) => x.path === '/pbx' && x.event.type === 'call.ended')),
+      'call.ended webhook',
+    );
     expect(receiver.received.find((x) => x.path === '/pbx' && x.event.type === 'call.ended')!.event.data).toMatchObject({ reason: 'key_revoked' });
     await expectNothingChargedAfter(pbx.accountId, pbx.keyId);
   }, 60_000);

@@ -29,7 +29,16 @@ describe('ledger over HTTP', () => {
     const requestId = res.headers.get('x-request-id')!;
     const rows = await t.server.store.listUsage({ accountId: acct.accountId });
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ requestId, accountId: acct.accountId, keyId: acct.keyId, model: 'sunjata-1', unit: 'second', quantity: 2.5, unitPriceMicros: 100, costMicros: 250 });
+    expect(rows[0]).toMatchObject({
+      requestId,
+      accountId: acct.accountId,
+      keyId: acct.keyId,
+      model: 'sunjata-1',
+      unit: 'second',
+      quantity: 2.5,
+      unitPriceMicros: 100,
+      costMicros: 250,
+    });
     expect((await t.server.store.getAccount(acct.accountId))!.balanceMicros).toBe(1_000_000 - 250);
   });
 

@@ -47,7 +47,8 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const statusMb = (field: 'VmHWM' | 'VmRSS') => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
+const statusMb = (field: 'VmHWM' | 'VmRSS') =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
 
 /** Runs `work`, returning how far the server's peak resident memory rose above its resident memory before. */
 async function peakGrowthMb(work: () => Promise<void>): Promise<number> {
@@ -72,7 +73,9 @@ it('transcribes 7,199 s of silence from a 0.9 MB FLAC, billing every second, in 
     result = await transcribe(silence, 'silence.flac', 'json');
   });
   expect(result).toEqual({ status: 200, body: { text: '', usage: { type: 'duration', seconds: SILENCE_SECONDS } } });
-  process.stderr.write(`long-audio: ${SILENCE_SECONDS} s silent FLAC (${(silence.length / 1e6).toFixed(2)} MB): server peak RSS +${growth.toFixed(0)} MB (bound ${PEAK_GROWTH_BOUND_MB} MB)\n`);
+  process.stderr.write(
+    `long-audio: ${SILENCE_SECONDS} s silent FLAC (${(silence.length / 1e6).toFixed(2)} MB): server peak RSS +${growth.toFixed(0)} MB (bound ${PEAK_GROWTH_BOUND_MB} MB)\n`,
+  );
   expect(growth).toBeLessThan(PEAK_GROWTH_BOUND_MB);
 }, 600_000);
 
@@ -94,7 +97,9 @@ it('three long uploads at once: all answered, and a short request from another a
   });
   // Not starved: the short request did not wait for the long ones to finish.
   expect(finished.indexOf('short')).toBeLessThan(3);
-  process.stderr.write(`long-audio: 3 × ${CONCURRENT_SILENCE_SECONDS} s + a short request: server peak RSS +${growth.toFixed(0)} MB; finished in order ${finished.join(', ')}\n`);
+  process.stderr.write(
+    `long-audio: 3 × ${CONCURRENT_SILENCE_SECONDS} s + a short request: server peak RSS +${growth.toFixed(0)} MB; finished in order ${finished.join(', ')}\n`,
+  );
   expect(growth).toBeLessThan(PEAK_GROWTH_BOUND_MB);
 }, 600_000);
 
@@ -114,6 +119,8 @@ it('transcribes a 10-minute recording exactly, in bounded memory', async () => {
   expect(result!.body.duration).toBeCloseTo(audio.seconds, 1);
   // Absolute times survive the cutting into pieces: the last phrase starts where it was spoken.
   expect(Math.abs(result!.body.segments.at(-1).start - audio.spans.at(-1)!.start)).toBeLessThan(0.03);
-  process.stderr.write(`long-audio: ${audio.seconds.toFixed(0)} s of speech (WAV): server peak RSS +${growth.toFixed(0)} MB (bound ${PEAK_GROWTH_BOUND_MB} MB)\n`);
+  process.stderr.write(
+    `long-audio: ${audio.seconds.toFixed(0)} s of speech (WAV): server peak RSS +${growth.toFixed(0)} MB (bound ${PEAK_GROWTH_BOUND_MB} MB)\n`,
+  );
   expect(growth).toBeLessThan(PEAK_GROWTH_BOUND_MB);
 }, 300_000);

@@ -34,7 +34,9 @@ const majorCollections = async () => Number(/^kuma_nodejs_gc_duration_seconds_co
 
 function openSession(): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/realtime?intent=transcription`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/openai/v1/realtime?intent=transcription`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
     ws.once('message', () => resolve(ws)); // session.created
     ws.once('error', reject);
   });
@@ -59,5 +61,7 @@ it(`${SESSIONS} idle realtime sessions hold under 64 KiB each outside V8's heap,
   await Promise.all(closed);
   // Nothing else happens on the server now: the memory reducer collects what the sessions held.
   await expect.poll(majorCollections, { timeout: 15_000, interval: 500 }).toBeGreaterThan(majorBefore);
-  console.log(`memory-after-peaks: ${(perSession / KiB).toFixed(1)} KiB outside the heap per idle session (${((open - before) / MiB).toFixed(1)} MiB for ${SESSIONS}); external memory ${((await externalBytes()) / MiB).toFixed(1)} MiB after they closed (${(before / MiB).toFixed(1)} before)`);
+  console.log(
+    `memory-after-peaks: ${(perSession / KiB).toFixed(1)} KiB outside the heap per idle session (${((open - before) / MiB).toFixed(1)} MiB for ${SESSIONS}); external memory ${((await externalBytes()) / MiB).toFixed(1)} MiB after they closed (${(before / MiB).toFixed(1)} before)`,
+  );
 }, 120_000);

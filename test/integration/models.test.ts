@@ -34,7 +34,9 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
     });
 
     it('an unknown id is NotFoundError with code model_not_found', async () => {
-      const err = await client().models.retrieve('gpt-9').catch((e) => e);
+      const err = await client()
+        .models.retrieve('gpt-9')
+        .catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
       expect(err.code).toBe('model_not_found');
       expect(err.param).toBe('model');
@@ -43,7 +45,9 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
 
     it('a legacy id is 404 model_not_found after the retirement date', async () => {
       now = new Date('2026-09-20T00:00:00Z');
-      const err = await client().models.retrieve('djelia-tts-v1').catch((e) => e);
+      const err = await client()
+        .models.retrieve('djelia-tts-v1')
+        .catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
       expect(err.code).toBe('model_not_found');
       const ids: string[] = [];

@@ -24,13 +24,30 @@ describe('X-Content-Type-Options: nosniff', () => {
     ['404 naming an unknown model', () => fetch(`${t.baseUrl}/openai/v1/models/%3Cimg%20src%3Dx%3E`, { headers: auth() }), 404],
     ['405', () => fetch(`${t.baseUrl}/openai/v1/models`, { method: 'DELETE', headers: auth() }), 405],
     ['401', () => fetch(`${t.baseUrl}/openai/v1/models`), 401],
-    ['400 invalid JSON', () => fetch(`${t.baseUrl}/openai/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{' }), 400],
-    ['413', () => fetch(`${t.baseUrl}/openai/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(4096) }) }), 413],
+    [
+      '400 invalid JSON',
+      () => fetch(`${t.baseUrl}/openai/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{' }),
+      400,
+    ],
+    [
+      '413',
+      () =>
+        fetch(`${t.baseUrl}/openai/v1/chat/completions`, {
+          method: 'POST',
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body: JSON.stringify({ pad: 'x'.repeat(4096) }),
+        }),
+      413,
+    ],
     ['415', () => fetch(`${t.baseUrl}/openai/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'content-type': 'text/html' }, body: '<b>' }), 415],
     ['text (/metrics)', () => fetch(`${t.baseUrl}/metrics`), 200],
     ['/healthz', () => fetch(`${t.baseUrl}/healthz`), 200],
     ['HEAD', () => fetch(`${t.baseUrl}/healthz`, { method: 'HEAD' }), 200],
-    ['a preflight', () => fetch(`${t.baseUrl}/openai/v1/models`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } }), 204],
+    [
+      'a preflight',
+      () => fetch(`${t.baseUrl}/openai/v1/models`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } }),
+      204,
+    ],
     ['426 for a WebSocket route over plain HTTP', () => fetch(`${t.baseUrl}/openai/v1/probe/ws/echo`, { headers: auth() }), 426],
   ];
   it.each(cases)('%s', async (_name, request, status) => {

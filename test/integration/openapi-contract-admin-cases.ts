@@ -34,19 +34,48 @@ export function adminContractCases({ adminKey, apiKey, accountId, revocableKeyId
       { ...base(operation, method, path), name: 'an API key', headers: () => ({ authorization: `Bearer ${apiKey()}`, ...type }), body: sent, status: 403 },
     ];
   };
-  const get = (operation: string, path: string | (() => string), name: string, status: number): ContractCase => ({ ...base(operation, 'GET', path), name, headers: asAdmin, status });
-  const send = (method: ContractCase['method']) =>
+  const get = (operation: string, path: string | (() => string), name: string, status: number): ContractCase => ({
+    ...base(operation, 'GET', path),
+    name,
+    headers: asAdmin,
+    status,
+  });
+  const send =
+    (method: ContractCase['method']) =>
     (operation: string, path: string | (() => string), name: string, json: unknown, status: number, extra: Partial<ContractCase> = {}): ContractCase => ({
-      ...base(operation, method, path), name, headers: jsonHeaders, body: () => JSON.stringify(json), json, status, ...extra,
+      ...base(operation, method, path),
+      name,
+      headers: jsonHeaders,
+      body: () => JSON.stringify(json),
+      json,
+      status,
+      ...extra,
     });
   const post = send('POST');
   const patch = send('PATCH');
   const put = send('PUT');
-  const del = (operation: string, path: string | (() => string), name: string, status: number): ContractCase => ({ ...base(operation, 'DELETE', path), name, headers: asAdmin, status });
+  const del = (operation: string, path: string | (() => string), name: string, status: number): ContractCase => ({
+    ...base(operation, 'DELETE', path),
+    name,
+    headers: asAdmin,
+    status,
+  });
   /** A JSON route's body errors: over the JSON limit (413) and not JSON (415). */
   const bodyErrors = (operation: string, path: string | (() => string), method: ContractCase['method'] = 'POST'): ContractCase[] => [
-    { ...base(operation, method, path), name: 'a body over the JSON limit', headers: jsonHeaders, body: () => JSON.stringify({ pad: 'x'.repeat(70 * 1024) }), status: 413 },
-    { ...base(operation, method, path), name: 'an XML body', headers: () => ({ ...asAdmin(), 'content-type': 'application/xml' }), body: () => '<account/>', status: 415 },
+    {
+      ...base(operation, method, path),
+      name: 'a body over the JSON limit',
+      headers: jsonHeaders,
+      body: () => JSON.stringify({ pad: 'x'.repeat(70 * 1024) }),
+      status: 413,
+    },
+    {
+      ...base(operation, method, path),
+      name: 'an XML body',
+      headers: () => ({ ...asAdmin(), 'content-type': 'application/xml' }),
+      body: () => '<account/>',
+      status: 415,
+    },
   ];
   const account = () => `/admin/v1/accounts/${accountId()}`;
   const limits = () => `/admin/v1/limits/${settingsAccountId()}`;
@@ -95,13 +124,13 @@ export function adminContractCases({ adminKey, apiKey, accountId, revocableKeyId
     get('adminListModels', '/admin/v1/models', 'the models and their readiness', 200),
     ...refusals('adminListModels', 'GET', '/admin/v1/models'),
 
-    get('adminGetLimits', limits, 'an account\'s limits', 200),
-    get('adminGetLimits', () => `/admin/v1/limits/${settingsKeyId()}`, 'a key\'s limits', 200),
+    get('adminGetLimits', limits, "an account's limits", 200),
+    get('adminGetLimits', () => `/admin/v1/limits/${settingsKeyId()}`, "a key's limits", 200),
     get('adminGetLimits', UNKNOWN_SUBJECT, 'an unknown subject', 404),
     ...refusals('adminGetLimits', 'GET', limits),
 
     patch('adminSetLimits', limits, 'overrides', { requests_per_minute: 100_000, tokens_per_minute: 0, concurrent: null }, 200),
-    patch('adminSetLimits', () => `/admin/v1/limits/${settingsKeyId()}`, 'a key\'s override', { concurrent: 50 }, 200),
+    patch('adminSetLimits', () => `/admin/v1/limits/${settingsKeyId()}`, "a key's override", { concurrent: 50 }, 200),
     patch('adminSetLimits', limits, 'no field', {}, 400),
     patch('adminSetLimits', limits, 'a negative limit', { concurrent: -1 }, 400, { requestValid: false }),
     patch('adminSetLimits', limits, 'an unknown field', { requests: 5 }, 400, { requestValid: false }),

@@ -57,7 +57,14 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     status,
     ...extra,
   });
-  const form = (operation: string, path: string, name: string, fields: Record<string, string>, status: number, extra: Partial<ContractCase> & { file?: () => Blob | null } = {}): ContractCase => ({
+  const form = (
+    operation: string,
+    path: string,
+    name: string,
+    fields: Record<string, string>,
+    status: number,
+    extra: Partial<ContractCase> & { file?: () => Blob | null } = {},
+  ): ContractCase => ({
     name,
     operation,
     method: 'POST',
@@ -74,7 +81,15 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
     responseFormat: fields.stream === 'true' ? undefined : (fields.response_format ?? 'json'),
     ...extra,
   });
-  const get = (operation: string, path: string, name: string, status: number, extra: Partial<ContractCase> = {}): ContractCase => ({ name, operation, method: 'GET', path, headers: authed, status, ...extra });
+  const get = (operation: string, path: string, name: string, status: number, extra: Partial<ContractCase> = {}): ContractCase => ({
+    name,
+    operation,
+    method: 'GET',
+    path,
+    headers: authed,
+    status,
+    ...extra,
+  });
 
   const transcribe = (name: string, fields: Record<string, string>, status: number, extra?: Partial<ContractCase> & { file?: () => Blob | null }) =>
     form('transcriptions', '/audio/transcriptions', name, fields, status, extra);
@@ -157,7 +172,11 @@ export function casesFor({ audio, key, brokeKey, limitedKey, bareKey }: Inputs):
 
     // The streaming speech socket over plain HTTP: auth and balance as for any route, then 426.
     ...['/audio/speech/stream', '/text-to-speech/moussa/stream-input', '/text-to-speech/moussa/multi-stream-input'].flatMap((path) => {
-      const operation = path.includes('multi-stream-input') ? 'streamSpeechElevenLabsMultiContext' : path.includes('stream-input') ? 'streamSpeechElevenLabs' : 'streamSpeech';
+      const operation = path.includes('multi-stream-input')
+        ? 'streamSpeechElevenLabsMultiContext'
+        : path.includes('stream-input')
+          ? 'streamSpeechElevenLabs'
+          : 'streamSpeech';
       return [
         get(operation, path, 'plain HTTP, not an upgrade', 426),
         get(operation, path, 'no key', 401, { headers: NO_KEY }),
@@ -199,7 +218,9 @@ function realtimeSecretCases(json: JsonCase, raw: RawCase, limited: () => Record
   ] as const) {
     cases.push(
       json(operation, path, 'a secret', body, 200),
-      json(operation, path, 'a lifetime over 600 s', { expires_after: { seconds: 7200 }, client_secret: { expires_at: { seconds: 7200 } } }, 400, { requestValid: false }),
+      json(operation, path, 'a lifetime over 600 s', { expires_after: { seconds: 7200 }, client_secret: { expires_at: { seconds: 7200 } } }, 400, {
+        requestValid: false,
+      }),
       json(operation, path, 'no key', body, 401, { headers: NO_KEY }),
       json(operation, path, 'over a rate limit', body, 429, { headers: limited }),
       json(operation, path, 'a body over the JSON limit', null, 413, raw('application/json', JSON.stringify({ pad: 'x'.repeat(70 * 1024) }))),
@@ -230,7 +251,8 @@ function elevenLabsSpeechCases(json: JsonCase, raw: RawCase, broke: () => Record
     ['textToSpeechElevenLabs', '/text-to-speech/21m00Tcm4TlvDq8ikWAM'],
     ['textToSpeechStreamElevenLabs', '/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream'],
   ].flatMap(([operation, path]) => {
-    const speak = (name: string, query: string, body: unknown, status: number, extra: Partial<ContractCase> = {}) => json(operation!, `${path}${query}`, name, body, status, extra);
+    const speak = (name: string, query: string, body: unknown, status: number, extra: Partial<ContractCase> = {}) =>
+      json(operation!, `${path}${query}`, name, body, status, extra);
     const text = { text: 'i ni ce', model_id: 'eleven_multilingual_v2', voice_settings: { stability: 0.5 } };
     return [
       speak('the default format (mp3_44100_128)', '', text, 200, { expectMediaType: 'audio/mpeg' }),

@@ -18,7 +18,11 @@ export function underNativePrefixes(c: ContractCase): ContractCase[] {
 export function nativeMethodGuardCases(): ContractCase[] {
   return NATIVE_ROUTES.flatMap((route) =>
     OTHER_METHODS.filter((method) => method !== route.method).flatMap((method) => {
-      const operation = `${method.toLowerCase()}${route.path.split(/[/-]/).filter(Boolean).map((p) => p[0]!.toUpperCase() + p.slice(1)).join('')}NotServed`;
+      const operation = `${method.toLowerCase()}${route.path
+        .split(/[/-]/)
+        .filter(Boolean)
+        .map((p) => p[0]!.toUpperCase() + p.slice(1))
+        .join('')}NotServed`;
       return [
         ...underNativePrefixes({ name: `${method} ${route.path} while served`, operation, method, path: route.path, status: 405 }),
         ...underNativePrefixes({ name: `${method} ${route.path} once retired`, operation, method, path: route.path, status: 410, server: 'bare' }),
@@ -40,10 +44,31 @@ interface Keys {
  */
 export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey }: Keys): ContractCase[] {
   const apiKey = (k: () => string) => () => ({ 'x-api-key': k(), 'content-type': 'application/json' });
-  const post = (operation: string, path: string) => (name: string, body: unknown, status: number, extra: Partial<ContractCase> = {}): ContractCase[] =>
-    underNativePrefixes({ name, operation, method: 'POST', path, headers: apiKey(extra.server === 'bare' ? bareKey : key), body: () => JSON.stringify(body), json: body, status, ...extra });
-  const raw = (contentType: string, body: string): Partial<ContractCase> => ({ headers: () => ({ 'x-api-key': key(), 'content-type': contentType }), body: () => body, json: undefined });
-  const common = (op: (name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => ContractCase[], valid: Record<string, unknown>, invalid: Record<string, unknown>, unspeakable: Record<string, unknown>) => [
+  const post =
+    (operation: string, path: string) =>
+    (name: string, body: unknown, status: number, extra: Partial<ContractCase> = {}): ContractCase[] =>
+      underNativePrefixes({
+        name,
+        operation,
+        method: 'POST',
+        path,
+        headers: apiKey(extra.server === 'bare' ? bareKey : key),
+        body: () => JSON.stringify(body),
+        json: body,
+        status,
+        ...extra,
+      });
+  const raw = (contentType: string, body: string): Partial<ContractCase> => ({
+    headers: () => ({ 'x-api-key': key(), 'content-type': contentType }),
+    body: () => body,
+    json: undefined,
+  });
+  const common = (
+    op: (name: string, body: unknown, status: number, extra?: Partial<ContractCase>) => ContractCase[],
+    valid: Record<string, unknown>,
+    invalid: Record<string, unknown>,
+    unspeakable: Record<string, unknown>,
+  ) => [
     ...op('text with nothing to say or translate', unspeakable, 400),
     ...op('no key', valid, 401, { headers: () => ({ 'content-type': 'application/json' }) }),
     ...op('a Bearer header alone', valid, 401, { headers: () => ({ authorization: `Bearer ${key()}`, 'content-type': 'application/json' }) }),
@@ -56,7 +81,15 @@ export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey 
   ];
 
   const languages = (name: string, status: number, extra: Partial<ContractCase> = {}) =>
-    underNativePrefixes({ name, operation: 'nativeSupportedLanguages', method: 'GET', path: '/v1/models/translate/supported-languages', headers: apiKey(key), status, ...extra });
+    underNativePrefixes({
+      name,
+      operation: 'nativeSupportedLanguages',
+      method: 'GET',
+      path: '/v1/models/translate/supported-languages',
+      headers: apiKey(key),
+      status,
+      ...extra,
+    });
   const translate = post('nativeTranslate', '/v1/models/translate');
   const ttsV1 = post('nativeTtsV1', '/v1/models/tts');
   const ttsV2 = post('nativeTtsV2', '/v2/models/tts');
@@ -70,7 +103,12 @@ export function nativeSpeechTranslateCases({ key, brokeKey, limitedKey, bareKey 
     ...languages('once retired', 410, { server: 'bare', headers: apiKey(bareKey) }),
 
     ...translate('a translation', { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' }, 200),
-    ...common(translate, { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' }, { text: 'i ni ce', source: 'bam_Latn', target: 'bam' }, { text: '  ', source: 'bam_Latn', target: 'fra_Latn' }),
+    ...common(
+      translate,
+      { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' },
+      { text: 'i ni ce', source: 'bam_Latn', target: 'bam' },
+      { text: '  ', source: 'bam_Latn', target: 'fra_Latn' },
+    ),
 
     ...ttsV1('WAV, the default speaker', { text: 'i ni ce' }, 200, { responseFormat: 'wav' }),
     ...ttsV1('WAV, speaker 0', { text: 'i ni ce', speaker: 0 }, 200, { responseFormat: 'wav' }),

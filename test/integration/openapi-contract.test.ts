@@ -32,9 +32,15 @@ beforeAll(async () => {
   t = await startTestServer({
     clock: () => new Date('2026-09-01T00:00:00Z'), // the legacy voices (aac, flac, wav_8k, ulaw_8k) still serve
     config: {
-      modelsManifest: 'models/kuma-models.json', demoPack: false, maxAudioSeconds: 3, maxJsonBodyBytes: 64 * 1024,
+      modelsManifest: 'models/kuma-models.json',
+      demoPack: false,
+      maxAudioSeconds: 3,
+      maxJsonBodyBytes: 64 * 1024,
       // Limits on, unlimited by default: only the account of `limitedKey` is limited.
-      rateLimits: true, accountRequestsPerMinute: 0, accountTokensPerMinute: 0, accountConcurrent: 0,
+      rateLimits: true,
+      accountRequestsPerMinute: 0,
+      accountTokensPerMinute: 0,
+      accountConcurrent: 0,
     },
     rateLimitClock: () => 0, // frozen: a used-up bucket stays empty for the whole test
   });
@@ -100,7 +106,10 @@ async function run(c: ContractCase, prefix: string): Promise<void> {
     const found = contract.find(c.method, path.split('?')[0]!)!;
     const mediaPointer = `/paths/${found.operation.path.replace(/\//g, '~1')}/${c.method.toLowerCase()}/requestBody/content/application~1json/schema`;
     const validate = contract.validator(mediaPointer);
-    expect(validate(c.json), `${c.name}: the document ${c.requestValid === false ? 'accepts' : 'rejects'} the request: ${JSON.stringify(validate.errors)}`).toBe(c.requestValid ?? true);
+    expect(
+      validate(c.json),
+      `${c.name}: the document ${c.requestValid === false ? 'accepts' : 'rejects'} the request: ${JSON.stringify(validate.errors)}`,
+    ).toBe(c.requestValid ?? true);
   }
 }
 
@@ -128,8 +137,12 @@ describe('the operational endpoints', () => {
 
 describe('the admin API', () => {
   const admin = adminContractCases({
-    adminKey: () => adminKey, apiKey: () => t.apiKey, accountId: () => t.accountId, revocableKeyId: () => revocableKeyId,
-    settingsAccountId: () => settings.accountId, settingsKeyId: () => settings.keyId,
+    adminKey: () => adminKey,
+    apiKey: () => t.apiKey,
+    accountId: () => t.accountId,
+    revocableKeyId: () => revocableKeyId,
+    settingsAccountId: () => settings.accountId,
+    settingsKeyId: () => settings.keyId,
   });
   for (const operation of new Set(admin.map((c) => c.operation))) {
     const group = admin.filter((c) => c.operation === operation);

@@ -65,7 +65,11 @@ describe('200 concurrent requests on a 2,000-micro balance', () => {
     const acct = await t.newAccount(2000);
     const responses = await Promise.all(
       Array.from({ length: 200 }, async () => {
-        const res = await post(acct.apiKey, '/chat/completions', { model: 'banjugu-1', messages: [{ role: 'user', content: CHAT_INPUT }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } });
+        const res = await post(acct.apiKey, '/chat/completions', {
+          model: 'banjugu-1',
+          messages: [{ role: 'user', content: CHAT_INPUT }],
+          djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+        });
         return { status: res.status, body: (await res.json()) as { usage?: { total_tokens: number } } };
       }),
     );
@@ -105,11 +109,20 @@ describe('the token-billed model', () => {
   it('bills no more tokens than it held, for any text (the hold is an upper bound)', async () => {
     const acct = await t.newAccount(1_000_000_000);
     const word = fc.constantFrom('n', 'fa', 'ni', 'ba', 'bɛ', 'malo', 'dun', 'ɲɔgɔn', 'x', 'ﬁ', '①', '😀');
-    const text = fc.array(fc.tuple(word, fc.constantFrom(' ', ' ', '. ', '? ', '\n')), { minLength: 1, maxLength: 40 }).map((parts) => parts.map(([w, sep]) => w + sep).join('').trim());
+    const text = fc.array(fc.tuple(word, fc.constantFrom(' ', ' ', '. ', '? ', '\n')), { minLength: 1, maxLength: 40 }).map((parts) =>
+      parts
+        .map(([w, sep]) => w + sep)
+        .join('')
+        .trim(),
+    );
     const info = t.server.engines!.get('banjugu-1')!.info;
     await fc.assert(
       fc.asyncProperty(text, async (input) => {
-        const res = await post(acct.apiKey, '/chat/completions', { model: 'djelia-translate-v2', messages: [{ role: 'user', content: input }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } });
+        const res = await post(acct.apiKey, '/chat/completions', {
+          model: 'djelia-translate-v2',
+          messages: [{ role: 'user', content: input }],
+          djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
+        });
         expect(res.status).toBe(200);
         const { usage } = (await res.json()) as { usage: { total_tokens: number } };
         expect(usage.total_tokens).toBeGreaterThan(0);
@@ -123,7 +136,11 @@ describe('the token-billed model', () => {
 
   it('is refused with 402 when the balance cannot hold its bound, and nothing is charged', async () => {
     const acct = await t.newAccount(2000); // one sentence's bound is ≈ 200 tokens × 60 micros
-    const res = await post(acct.apiKey, '/chat/completions', { model: 'djelia-translate-v2', messages: [{ role: 'user', content: 'malo' }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } });
+    const res = await post(acct.apiKey, '/chat/completions', {
+      model: 'djelia-translate-v2',
+      messages: [{ role: 'user', content: 'malo' }],
+      djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
+    });
     expect(res.status).toBe(402);
     expect((await ledgerOf(acct.accountId)).rows).toEqual([]);
   });

@@ -43,7 +43,9 @@ describe.skipIf(!bin && !required)('PostgreSQL outage', () => {
       const readiness = await fetch(`${t.baseUrl}/readyz`);
       expect(readiness.status).toBe(503);
       expect(((await readiness.json()) as { checks: unknown[] }).checks).toEqual(
-        expect.arrayContaining([{ name: 'store', ready: false, detail: expect.stringMatching(/^the account database is unreachable \((ENOENT|ECONNREFUSED)\)$/) }]),
+        expect.arrayContaining([
+          { name: 'store', ready: false, detail: expect.stringMatching(/^the account database is unreachable \((ENOENT|ECONNREFUSED)\)$/) },
+        ]),
       );
       expect((await fetch(`${t.baseUrl}/healthz`)).status).toBe(200);
     } finally {

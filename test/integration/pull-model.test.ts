@@ -56,7 +56,9 @@ const pull = (repo: string, extra: Partial<PullOptions> = {}) =>
 
 function expectSameTree(repoDir: string, dest: string): void {
   const walk = (dir: string, sub = ''): string[] =>
-    fs.readdirSync(path.join(dir, sub), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(dir, path.join(sub, e.name)) : e.name.startsWith('.') ? [] : [path.join(sub, e.name)]));
+    fs
+      .readdirSync(path.join(dir, sub), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? walk(dir, path.join(sub, e.name)) : e.name.startsWith('.') ? [] : [path.join(sub, e.name)]));
   const files = walk(repoDir).sort();
   expect(walk(dest).sort()).toEqual(files);
   for (const f of files) expect(fs.readFileSync(path.join(dest, f)).equals(fs.readFileSync(path.join(repoDir, f))), f).toBe(true);
@@ -65,7 +67,14 @@ function expectSameTree(repoDir: string, dest: string): void {
 async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runPullCommand(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env: {}, cwd: tmp, progress: null, client: { retry: FAST_RETRY } });
+  const code = await runPullCommand(argv, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    env: {},
+    cwd: tmp,
+    progress: null,
+    client: { retry: FAST_RETRY },
+  });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -88,7 +97,14 @@ describe('pulling a repo', () => {
 
   it('--include selects files with huggingface-cli patterns', async () => {
     const result = await pull(NLLB, { include: ['onnx/', '*.json'], exclude: ['onnx/decoder*'] });
-    expect(result.files.map((f) => f.path)).toEqual(['config.json', 'generation_config.json', 'onnx/encoder_model.onnx', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(result.files.map((f) => f.path)).toEqual([
+      'config.json',
+      'generation_config.json',
+      'onnx/encoder_model.onnx',
+      'special_tokens_map.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
   });
 
   it('an --include pattern that matches nothing stops before downloading, listing the repo files', async () => {
@@ -149,7 +165,9 @@ describe('refusing bad content and reporting errors clearly', () => {
     const err = await pull(W2V).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HubError);
     expect((err as HubError).kind).toBe('checksum');
-    expect((err as Error).message).toMatch(/^Checksum mismatch for model\.onnx: expected sha256 [0-9a-f]{64}, got sha256 [0-9a-f]{64}\. The download was deleted/);
+    expect((err as Error).message).toMatch(
+      /^Checksum mismatch for model\.onnx: expected sha256 [0-9a-f]{64}, got sha256 [0-9a-f]{64}\. The download was deleted/,
+    );
     expect(fs.existsSync(path.join(tmp, 'out', 'model.onnx'))).toBe(false);
     expect(fs.existsSync(path.join(tmp, 'out', 'model.onnx.partial'))).toBe(false);
   });
@@ -202,14 +220,18 @@ describe('the pulled model is served', () => {
 
     const text = 'i ni ce ka kɛnɛ';
     for (const round of ['first start', 'after restart']) {
-      const config = loadConfig({}, { host: '127.0.0.1', port: 0, dbPath: path.join(tmp, 'kuma.sqlite'), logLevel: 'silent', modelsManifest: manifest, demoPack: false });
+      const config = loadConfig(
+        {},
+        { host: '127.0.0.1', port: 0, dbPath: path.join(tmp, 'kuma.sqlite'), logLevel: 'silent', modelsManifest: manifest, demoPack: false },
+      );
       const server = await startKuma({ config });
       try {
         await server.enginesReady;
         const ready = await fetch(`http://127.0.0.1:${server.port}/readyz`);
         expect(ready.status, round).toBe(200);
         const segments: string[] = [];
-        for await (const s of server.engines!.get('sunjata-1')!.stream<{ text: string }>('transcribe', { samples: speakDemo(text, 16000).samples })) segments.push(s.text);
+        for await (const s of server.engines!.get('sunjata-1')!.stream<{ text: string }>('transcribe', { samples: speakDemo(text, 16000).samples }))
+          segments.push(s.text);
         expect(segments.join(' '), round).toBe(text);
       } finally {
         await server.close();

@@ -25,8 +25,20 @@ function probes(): RouteDef[] {
   const route = (path: string, handler: RouteDef['handler']): RouteDef => ({ method: 'GET', path, surface: 'compat', auth: true, handler });
   return [
     route('/test/text', async () => ({ kind: 'text', body: 'hello', contentType: 'text/plain' })),
-    route('/test/sse', async () => ({ kind: 'sse', events: (async function* () { yield { data: '{"a":1}' }; yield { data: '[DONE]' }; })() })),
-    route('/test/bytes', async () => ({ kind: 'bytes', contentType: 'audio/pcm', chunks: (async function* () { yield new Uint8Array([1, 2]); })() })),
+    route('/test/sse', async () => ({
+      kind: 'sse',
+      events: (async function* () {
+        yield { data: '{"a":1}' };
+        yield { data: '[DONE]' };
+      })(),
+    })),
+    route('/test/bytes', async () => ({
+      kind: 'bytes',
+      contentType: 'audio/pcm',
+      chunks: (async function* () {
+        yield new Uint8Array([1, 2]);
+      })(),
+    })),
     route('/test/hold', async (req) => ({
       kind: 'bytes',
       contentType: 'audio/pcm',
@@ -115,7 +127,11 @@ describe('requests per minute', () => {
 
   it('per account: the account limit counts all its keys together', async () => {
     await start();
-    const second = await t!.server.store.createKey(t!.accountId, (await import('../../src/auth/api-keys.js')).hashApiKey('0b0e2f66-3c3a-4f6e-9d59-6f7d7d1c2a11'), 'second');
+    const second = await t!.server.store.createKey(
+      t!.accountId,
+      (await import('../../src/auth/api-keys.js')).hashApiKey('0b0e2f66-3c3a-4f6e-9d59-6f7d7d1c2a11'),
+      'second',
+    );
     expect(second.accountId).toBe(t!.accountId);
     await t!.server.store.setRateLimits(t!.accountId, { requestsPerMinute: 2 });
     expect((await get('/openai/v1/models')).status).toBe(200);

@@ -94,12 +94,16 @@ function exchange(first: string, later: string | null, waitMs = 3000): Promise<E
 const responsesIn = (text: string) => text.match(/HTTP\/1\.1 \d{3} /g) ?? [];
 
 /** Every access-log line of the hidden request's path (the application saw it) — none may exist. */
-const hiddenInAccessLog = () => t.logs.filter((line) => line.includes('"msg":"request"') && line.includes('/openai/v1/probe/hit') && !line.includes('"status":400'));
+const hiddenInAccessLog = () =>
+  t.logs.filter((line) => line.includes('"msg":"request"') && line.includes('/openai/v1/probe/hit') && !line.includes('"status":400'));
 
 describe('request smuggling', () => {
   it('control: a pipelined pair with one Content-Length each is served twice (the probe counts what reaches it)', async () => {
     const body = '{}';
-    const answer = await exchange(`POST /openai/v1/probe/hit?n=first HTTP/1.1\r\nHost: kuma\r\nContent-Length: ${body.length}\r\n\r\n${body}${HIDDEN.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`, null);
+    const answer = await exchange(
+      `POST /openai/v1/probe/hit?n=first HTTP/1.1\r\nHost: kuma\r\nContent-Length: ${body.length}\r\n\r\n${body}${HIDDEN.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`,
+      null,
+    );
     expect(responsesIn(answer.text)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 200 ']);
     expect(hits).toEqual(['POST first', 'GET hidden']);
   });
@@ -154,7 +158,9 @@ describe('request smuggling', () => {
     expect(head).toMatch(/^x-request-id: req_/im);
     expect(head).toMatch(/^x-content-type-options: nosniff$/im);
     expect(head).toMatch(/^connection: close$/im);
-    expect(JSON.parse(body)).toEqual({ error: { message: 'More than one Content-Length header.', type: 'invalid_request_error', param: null, code: 'malformed_request' } });
+    expect(JSON.parse(body)).toEqual({
+      error: { message: 'More than one Content-Length header.', type: 'invalid_request_error', param: null, code: 'malformed_request' },
+    });
     const requestId = /^x-request-id: (\S+)/im.exec(head)![1]!;
     expect(t.logs.find((line) => line.includes(requestId) && line.includes('"status":400'))).toBeDefined();
     const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
@@ -165,7 +171,10 @@ describe('request smuggling', () => {
 describe('request smuggling over TLS', () => {
   let secure: TestServer;
   beforeAll(async () => {
-    secure = await startTestServer({ extraRoutes: () => hitRoutes(), config: { tlsCert: 'test/fixtures/tls/localhost-cert.pem', tlsKey: 'test/fixtures/tls/localhost-key.pem' } });
+    secure = await startTestServer({
+      extraRoutes: () => hitRoutes(),
+      config: { tlsCert: 'test/fixtures/tls/localhost-cert.pem', tlsKey: 'test/fixtures/tls/localhost-key.pem' },
+    });
   });
   afterAll(() => secure.close());
 

@@ -42,7 +42,11 @@ async function transcribe(server: ServerProcess, file: Uint8Array): Promise<Outc
   form.append('file', new Blob([file]), 'silence.flac');
   form.append('model', 'sunjata-1');
   try {
-    const res = await fetch(`${server.baseUrl}/openai/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form });
+    const res = await fetch(`${server.baseUrl}/openai/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.apiKey}` },
+      body: form,
+    });
     return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text(), error: null };
   } catch (err) {
     return { status: null, retryAfter: null, body: '', error: String((err as { cause?: unknown }).cause ?? err) };

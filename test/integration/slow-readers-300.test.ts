@@ -33,7 +33,12 @@ const headers = (key: string) => ({ authorization: `Bearer ${key}`, 'content-typ
 const body = (input: string, format = 'pcm') => JSON.stringify({ model: 'jifili-1', input, response_format: format });
 
 async function speakWhole(key: string, input: string, format: string): Promise<number> {
-  const res = await fetch(`${server.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: headers(key), body: body(input, format), signal: AbortSignal.timeout(60_000) });
+  const res = await fetch(`${server.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: headers(key),
+    body: body(input, format),
+    signal: AbortSignal.timeout(60_000),
+  });
   expect(res.status).toBe(200);
   return (await res.arrayBuffer()).byteLength;
 }
@@ -59,7 +64,9 @@ it(`${READERS} stalled speech readers: other clients keep being served, and the 
   expect(readers).toHaveLength(READERS);
 
   // Every reader is stalled now (none reads); the other account's requests are served whole, in every format.
-  const lengths = await Promise.all(['pcm', 'mp3', 'opus', 'wav', 'pcm', 'mp3'].map((format) => speakWhole(server.otherApiKey, 'i ni ce. a ka kɛnɛ wa?', format)));
+  const lengths = await Promise.all(
+    ['pcm', 'mp3', 'opus', 'wav', 'pcm', 'mp3'].map((format) => speakWhole(server.otherApiKey, 'i ni ce. a ka kɛnɛ wa?', format)),
+  );
   expect(lengths.every((n) => n > 0)).toBe(true);
   for (let i = 0; i < 10; i++) expect(await speakWhole(server.otherApiKey, TEXT.slice(0, 200), 'pcm')).toBeGreaterThan(0);
 

@@ -73,10 +73,14 @@ describe('slow speech readers', () => {
     // Served while the reader was still connected and stalled: its stream has not been cut or settled yet.
     expect(await t.server.store.listUsage({ accountId: slow.accountId })).toHaveLength(0);
     // (Its charge lands once its last bytes were delivered: a moment after the client has them.)
-    await expect.poll(async () => (await t.server.store.listUsage({ accountId: other.accountId })).map((r) => r.quantity)).toEqual([[...'i ni ce. a ka kɛnɛ wa?'].length]);
+    await expect
+      .poll(async () => (await t.server.store.listUsage({ accountId: other.accountId })).map((r) => r.quantity))
+      .toEqual([[...'i ni ce. a ka kɛnɛ wa?'].length]);
 
     // The stalled stream is cut and settled without the client reading anything more.
-    await expect.poll(async () => (await t.server.store.listUsage({ accountId: slow.accountId })).length, { timeout: STALL_MS + 10_000, interval: 200 }).toBe(1);
+    await expect
+      .poll(async () => (await t.server.store.listUsage({ accountId: slow.accountId })).length, { timeout: STALL_MS + 10_000, interval: 200 })
+      .toBe(1);
     await reader.finish();
     const received = reader.body().length;
     const [row] = await t.server.store.listUsage({ accountId: slow.accountId });

@@ -62,7 +62,9 @@ describe('every demo voice speaks printable ASCII', () => {
   });
 
   it('any printable ASCII text with a letter or digit: 200 with audio that reads it, for every voice', async () => {
-    const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((u) => String.fromCharCode(u)), minLength: 1, maxLength: 30 }).filter((s) => /[A-Za-z0-9]/.test(s));
+    const printable = fc
+      .string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((u) => String.fromCharCode(u)), minLength: 1, maxLength: 30 })
+      .filter((s) => /[A-Za-z0-9]/.test(s));
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...VOICES), printable, async (voice, input) => {
         expect(await speakAndHear(voice, input), `${name(voice)} ${JSON.stringify(input)}`).toEqual({ status: 200, heard: readAloud(input) });

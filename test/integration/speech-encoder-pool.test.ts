@@ -34,29 +34,37 @@ const speech = (format: string, signal?: AbortSignal) =>
   fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
     method: 'POST',
     headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: (JIFILI_FORMATS as readonly string[]).includes(format) ? 'jifili-1' : 'djelia-tts-v2', input: LONG, response_format: format }),
+    body: JSON.stringify({
+      model: (JIFILI_FORMATS as readonly string[]).includes(format) ? 'jifili-1' : 'djelia-tts-v2',
+      input: LONG,
+      response_format: format,
+    }),
     signal,
   });
 
 describe('speech through the encoder pool', () => {
   // The pool's stream handling does not depend on the format (byte identity per format is pooled-output.test.ts):
   // the three costly codecs, and one cheap format of each model kind, keep this file short.
-  it.each(['mp3', 'opus', 'flac', 'pcm', 'ulaw_8k'] as const)('%s: a client leaving mid-stream frees its encoder; the next request is served', async (format) => {
-    const pool = t.server.encoders.pool!;
-    const controller = new AbortController();
-    const res = await speech(format, controller.signal);
-    expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
-    expect((await reader.read()).value!.length).toBeGreaterThan(0);
-    expect(pool.stats().streams).toBe(1); // under way, in the pool
-    controller.abort();
-    await expect.poll(() => pool.stats().streams, { timeout: 10_000 }).toBe(0);
-    expect(await pool.workerEncoders()).toBe(0);
+  it.each(['mp3', 'opus', 'flac', 'pcm', 'ulaw_8k'] as const)(
+    '%s: a client leaving mid-stream frees its encoder; the next request is served',
+    async (format) => {
+      const pool = t.server.encoders.pool!;
+      const controller = new AbortController();
+      const res = await speech(format, controller.signal);
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      expect((await reader.read()).value!.length).toBeGreaterThan(0);
+      expect(pool.stats().streams).toBe(1); // under way, in the pool
+      controller.abort();
+      await expect.poll(() => pool.stats().streams, { timeout: 10_000 }).toBe(0);
+      expect(await pool.workerEncoders()).toBe(0);
 
-    const full = await speech(format);
-    expect(full.status).toBe(200);
-    expect((await full.arrayBuffer()).byteLength).toBeGreaterThan(1000);
-    expect(pool.stats().streams).toBe(0);
-    expect(await pool.workerEncoders()).toBe(0);
-  }, 60_000);
+      const full = await speech(format);
+      expect(full.status).toBe(200);
+      expect((await full.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+      expect(pool.stats().streams).toBe(0);
+      expect(await pool.workerEncoders()).toBe(0);
+    },
+    60_000,
+  );
 });

@@ -17,10 +17,13 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-speech-encoders-'));
 let t: TestServer;
 let closed = false;
 beforeAll(async () => {
-  t = await startTestServerWithModels([{ id: 'jifili-1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log') } }], {
-    // No process kept ready: the first fmp4 stream starts the pool's one process, and the second reuses it.
-    config: { aacPoolSize: 0, aacPoolMaxIdle: 1, aacContinuationNiceness: 17, encoderThreads: 1 },
-  });
+  t = await startTestServerWithModels(
+    [{ id: 'jifili-1', engine: 'custom', options: { module: 'scripted-tts.ts', progressFile: path.join(dir, 'progress.log') } }],
+    {
+      // No process kept ready: the first fmp4 stream starts the pool's one process, and the second reuses it.
+      config: { aacPoolSize: 0, aacPoolMaxIdle: 1, aacContinuationNiceness: 17, encoderThreads: 1 },
+    },
+  );
 }, 120_000);
 afterAll(async () => {
   if (!closed) await t.close();

@@ -22,7 +22,11 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const speech = (body: Record<string, unknown>, apiKey = t.apiKey) =>
-  fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 async function transcribe(wav: Uint8Array): Promise<string> {
   const { samples } = await decodeAudio(wav, { targetRate: 16000 });
@@ -87,16 +91,20 @@ describe('any input', () => {
 
   it('is answered 200 audio or 400 invalid_value param input, never a 500, on every TTS model', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(char, { minLength: 1, maxLength: 40 }).map((a) => a.join('')), fc.constantFrom(...MODELS), async (input, model) => {
-        fc.pre(input.trim() !== ''); // blank input is the schema's own 400
-        const res = await speech({ model, input, response_format: 'pcm' });
-        if (res.status === 200) {
-          expect(res.headers.get('content-type')).toBe('audio/pcm');
-          expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
-        } else {
-          await expectUnspeakable(res, []);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(char, { minLength: 1, maxLength: 40 }).map((a) => a.join('')),
+        fc.constantFrom(...MODELS),
+        async (input, model) => {
+          fc.pre(input.trim() !== ''); // blank input is the schema's own 400
+          const res = await speech({ model, input, response_format: 'pcm' });
+          if (res.status === 200) {
+            expect(res.headers.get('content-type')).toBe('audio/pcm');
+            expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
+          } else {
+            await expectUnspeakable(res, []);
+          }
+        },
+      ),
       { numRuns: RUNS, seed: 20260908 },
     );
   }, 120_000);

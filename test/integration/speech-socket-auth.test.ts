@@ -28,7 +28,11 @@ const SINGLE = '/openai/v1/text-to-speech/moussa/stream-input?output_format=pcm_
 const MULTI = '/openai/v1/text-to-speech/moussa/multi-stream-input?output_format=pcm_16000';
 
 async function mintSecret(): Promise<string> {
-  const res = await fetch(`${t.baseUrl}/openai/v1/realtime/client_secrets`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' }, body: '{}' });
+  const res = await fetch(`${t.baseUrl}/openai/v1/realtime/client_secrets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   return ((await res.json()) as { value: string }).value;
 }
 
@@ -112,7 +116,9 @@ describe('sockets waiting for their first message', () => {
     waiting[0]!.send({ text: '' });
     await waiting[0]!.waitFor((m) => m.isFinal === true, 'isFinal');
     const next = new WebSocket(wsUrl(t.baseUrl, SINGLE));
-    await new Promise((resolve, reject) => (next.once('open', resolve), next.once('unexpected-response', (_r, res) => reject(new Error(`refused ${res.statusCode}`)))));
+    await new Promise(
+      (resolve, reject) => (next.once('open', resolve), next.once('unexpected-response', (_r, res) => reject(new Error(`refused ${res.statusCode}`)))),
+    );
     next.close();
     await closed(next);
     for (const client of [...waiting, keyed]) client.ws.close();

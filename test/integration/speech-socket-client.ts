@@ -46,11 +46,12 @@ export class SpeechSocketClient {
 
   /** The first message (received so far or later) that matches; rejects if the socket closes first. */
   async waitFor(match: (json: any) => boolean, what = 'a matching message'): Promise<Received> {
-    for (let seen = 0; ; ) {
+    for (let seen = 0; ;) {
       const found = this.received.slice(seen).find((r) => match(r.json));
       if (found) return found;
       seen = this.received.length;
-      if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed before ${what}: ${JSON.stringify(this.received.map((r) => r.json).filter((j) => !j.audio))}`);
+      if (this.ws.readyState === WebSocket.CLOSED)
+        throw new Error(`closed before ${what}: ${JSON.stringify(this.received.map((r) => r.json).filter((j) => !j.audio))}`);
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }

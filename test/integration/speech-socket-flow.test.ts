@@ -36,8 +36,15 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const lines = (file: string, prefix: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith(prefix)) : []);
-const connect = (query: string, apiKey: string) => SpeechSocketClient.open(t.baseUrl, `/openai/v1/audio/speech/stream?${query}`, { authorization: `Bearer ${apiKey}` });
+const lines = (file: string, prefix: string) =>
+  fs.existsSync(file)
+    ? fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith(prefix))
+    : [];
+const connect = (query: string, apiKey: string) =>
+  SpeechSocketClient.open(t.baseUrl, `/openai/v1/audio/speech/stream?${query}`, { authorization: `Bearer ${apiKey}` });
 
 async function usageRows(accountId: string, expected: number) {
   // A phrase is charged once its audio was written out: wait (bounded) for the rows rather than for a time.
@@ -86,7 +93,7 @@ describe('speech socket flow', () => {
     // Wait until synthesis has stalled: no new phrase for 2 s (a phrase takes about 1 s here). Unbounded, it
     // would run on to the last phrase.
     let synthesizedWhilePaused = -1;
-    for (let still = 0; still < 4; ) {
+    for (let still = 0; still < 4;) {
       await new Promise((r) => setTimeout(r, 500));
       const now = lines(fastLog, 'phrase').length;
       still = now === synthesizedWhilePaused ? still + 1 : 0;

@@ -20,7 +20,12 @@ afterAll(() => t.close());
 
 const PATH = '/openai/v1/text-to-speech/moussa/multi-stream-input?output_format=pcm_16000';
 const connect = (query = '', apiKey = t.apiKey) => SpeechSocketClient.open(t.baseUrl, PATH + query, { 'xi-api-key': apiKey });
-const words = (s: string) => s.replace(/[.?,!]/g, '').trim().split(/\s+/).join(' ');
+const words = (s: string) =>
+  s
+    .replace(/[.?,!]/g, '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
 
 async function heard(client: SpeechSocketClient, contextId: string): Promise<string> {
   const { samples, rate } = await decodeSpeech('pcm_16000', client.audio(contextId));
@@ -45,7 +50,10 @@ describe('multi-context speech socket', () => {
     client.send({ context_id: 'a', close_context: true });
     client.send({ context_id: 'b', close_context: true });
     const finals = await Promise.all([finalOf(client, 'a'), finalOf(client, 'b')]);
-    for (const [id, final] of [['a', finals[0]], ['b', finals[1]]] as const) {
+    for (const [id, final] of [
+      ['a', finals[0]],
+      ['b', finals[1]],
+    ] as const) {
       // Nothing of a context comes after its isFinal.
       const after = client.received.slice(client.received.indexOf(final) + 1).filter((r) => r.json.contextId === id);
       expect(after).toEqual([]);

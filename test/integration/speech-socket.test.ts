@@ -25,7 +25,12 @@ const connect = (path: string, apiKey = t.apiKey) => SpeechSocketClient.open(t.b
 
 const transcribe = (samples: Float32Array, rate: number) => transcribeWith(t.server.engines!, samples, rate);
 
-const words = (s: string) => s.replace(/[.?,!]/g, '').trim().split(/\s+/).join(' ');
+const words = (s: string) =>
+  s
+    .replace(/[.?,!]/g, '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
 
 async function usage(accountId: string) {
   return (await t.server.store.listUsage({ accountId })).map((r) => ({ model: r.model, unit: r.unit, quantity: r.quantity }));
@@ -66,7 +71,11 @@ describe('streaming speech socket', () => {
       const charged = (await usage(account.accountId)).map((r) => r.quantity);
       expect(charged.length).toBeGreaterThanOrEqual(n - 1);
       // Here each sentence is a phrase: the rows so far are the sentences heard so far.
-      expect(phraseStarts().map((m) => m.alignment.chars.join('').trim()).slice(0, n)).toEqual(SENTENCES.slice(0, n).map((s) => s.trim()));
+      expect(
+        phraseStarts()
+          .map((m) => m.alignment.chars.join('').trim())
+          .slice(0, n),
+      ).toEqual(SENTENCES.slice(0, n).map((s) => s.trim()));
       expect(charged.slice(0, n - 1)).toEqual(SENTENCES.slice(0, n - 1).map((s) => [...s].length));
     }
     // The last phrase too, with the socket still open (no {"text": ""} sent, no isFinal).
@@ -86,7 +95,11 @@ describe('streaming speech socket', () => {
     client.send({ text: '' });
     await client.waitFor((m) => m.isFinal === true);
     const alignment = client.alignment('alignment');
-    expect(alignment.chars.join('')).toBe(chunkText(TEXT).map((c) => `${c.text} `).join(''));
+    expect(alignment.chars.join('')).toBe(
+      chunkText(TEXT)
+        .map((c) => `${c.text} `)
+        .join(''),
+    );
     const starts = alignment.charStartTimesMs;
     expect(starts[0]).toBe(0);
     for (let i = 1; i < starts.length; i++) expect(starts[i]).toBe(starts[i - 1]! + alignment.charDurationsMs[i - 1]!);
@@ -114,7 +127,9 @@ describe('streaming speech socket', () => {
   });
 
   it('the ElevenLabs path, with xi-api-key and ElevenLabs format names', async () => {
-    const client = await SpeechSocketClient.open(t.baseUrl, '/openai/v1/text-to-speech/moussa/stream-input?model_id=jifili-1&output_format=pcm_16000', { 'xi-api-key': t.apiKey });
+    const client = await SpeechSocketClient.open(t.baseUrl, '/openai/v1/text-to-speech/moussa/stream-input?model_id=jifili-1&output_format=pcm_16000', {
+      'xi-api-key': t.apiKey,
+    });
     client.send({ text: ' ', voice_settings: { stability: 0.5 }, generation_config: { chunk_length_schedule: [120, 160] }, xi_api_key: t.apiKey });
     client.send({ text: 'i ni ce ', try_trigger_generation: true });
     client.send({ text: '' });
@@ -123,7 +138,23 @@ describe('streaming speech socket', () => {
     expect(await transcribe(samples, rate)).toBe('i ni ce');
   });
 
-  const FORMATS = ['pcm', 'wav', 'mp3', 'opus', 'ulaw', 'alaw', 'l16_8000', 'l16_16000', 'fmp4', 'ulaw_8000', 'mp3_44100_128', 'opus_48000_64', 'pcm_22050', 'pcm_44100', 'mp3_22050_32'];
+  const FORMATS = [
+    'pcm',
+    'wav',
+    'mp3',
+    'opus',
+    'ulaw',
+    'alaw',
+    'l16_8000',
+    'l16_16000',
+    'fmp4',
+    'ulaw_8000',
+    'mp3_44100_128',
+    'opus_48000_64',
+    'pcm_22050',
+    'pcm_44100',
+    'mp3_22050_32',
+  ];
   it.each(FORMATS)('%s: the concatenated audio decodes, to the text where the rate carries the voice', async (format) => {
     const client = await connect(`/openai/v1/audio/speech/stream?output_format=${format}`);
     for (const s of SENTENCES) client.send({ text: s, flush: true });

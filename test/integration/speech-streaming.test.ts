@@ -38,7 +38,12 @@ afterAll(async () => {
 });
 
 const speech = (body: Record<string, unknown>, apiKey: string, signal?: AbortSignal) =>
-  fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+  fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal,
+  });
 const logLines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 const charactersOf = (n: number) => chunks.slice(0, n).reduce((sum, c) => sum + c.characters, 0);
 

@@ -23,13 +23,37 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const speech = (body: Record<string, unknown>, apiKey = t.apiKey) =>
-  fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 const transcribe = (samples: Float32Array, rate: number) => transcribeWith(t.server.engines!, samples, rate);
 
 describe('every served format', () => {
-  const RATES: Record<string, number> = { mp3: 24000, wav: 24000, pcm: 24000, opus: 24000, ulaw: 8000, alaw: 8000, l16_8000: 8000, l16_16000: 16000, fmp4: 24000 };
-  const MEDIA: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', pcm: 'audio/pcm', opus: 'audio/ogg', fmp4: 'audio/mp4', ulaw: 'audio/basic', alaw: 'audio/x-alaw-basic', l16_8000: 'audio/pcm;rate=8000;channels=1;encoding=signed-int;bits=16;endianness=little', l16_16000: 'audio/pcm;rate=16000;channels=1;encoding=signed-int;bits=16;endianness=little' };
+  const RATES: Record<string, number> = {
+    mp3: 24000,
+    wav: 24000,
+    pcm: 24000,
+    opus: 24000,
+    ulaw: 8000,
+    alaw: 8000,
+    l16_8000: 8000,
+    l16_16000: 16000,
+    fmp4: 24000,
+  };
+  const MEDIA: Record<string, string> = {
+    mp3: 'audio/mpeg',
+    wav: 'audio/wav',
+    pcm: 'audio/pcm',
+    opus: 'audio/ogg',
+    fmp4: 'audio/mp4',
+    ulaw: 'audio/basic',
+    alaw: 'audio/x-alaw-basic',
+    l16_8000: 'audio/pcm;rate=8000;channels=1;encoding=signed-int;bits=16;endianness=little',
+    l16_16000: 'audio/pcm;rate=16000;channels=1;encoding=signed-int;bits=16;endianness=little',
+  };
   it.each(Object.keys(RATES))('%s decodes back to its rate and duration', async (format) => {
     const res = await speech({ model: 'jifili-1', input: TEXT, voice: 'alloy', response_format: format });
     expect(res.status).toBe(200);
@@ -67,13 +91,20 @@ describe('streaming formats', () => {
     await res.arrayBuffer();
     await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
-    expect(rows.map((r) => [r.requestId, r.model, r.unit, r.quantity, r.costMicros])).toEqual([[res.headers.get('x-request-id'), 'jifili-1', 'character', [...TEXT].length, [...TEXT].length * 15]]);
+    expect(rows.map((r) => [r.requestId, r.model, r.unit, r.quantity, r.costMicros])).toEqual([
+      [res.headers.get('x-request-id'), 'jifili-1', 'character', [...TEXT].length, [...TEXT].length * 15],
+    ]);
   });
 });
 
 async function expectError(res: Response, status: number, code: string, param: string | null) {
   const body = (await res.json()) as any;
-  expect([res.status, body.error.type, body.error.code, body.error.param]).toEqual([status, status === 402 ? 'insufficient_quota' : 'invalid_request_error', code, param]);
+  expect([res.status, body.error.type, body.error.code, body.error.param]).toEqual([
+    status,
+    status === 402 ? 'insufficient_quota' : 'invalid_request_error',
+    code,
+    param,
+  ]);
 }
 
 describe('rules', () => {
@@ -83,17 +114,23 @@ describe('rules', () => {
   });
 
   it('jifili-1 formats: the nine it serves; flac, aac, wav_8k, ulaw_8k and unknown names are 422 invalid_request', async () => {
-    for (const format of ['flac', 'aac', 'wav_8k', 'ulaw_8k', 'ogg', 'MP3']) await expectError(await speech({ input: 'a', response_format: format }), 422, 'invalid_request', 'response_format');
+    for (const format of ['flac', 'aac', 'wav_8k', 'ulaw_8k', 'ogg', 'MP3'])
+      await expectError(await speech({ input: 'a', response_format: format }), 422, 'invalid_request', 'response_format');
   });
 
   it('legacy models serve their eight formats and answer 400 for the others', async () => {
-    for (const format of ['aac', 'flac', 'wav_8k', 'ulaw_8k']) expect((await speech({ model: 'djelia-tts-v2', input: 'a', response_format: format })).status).toBe(200);
-    for (const format of ['alaw', 'l16_8000', 'fmp4', 'ulaw']) await expectError(await speech({ model: 'djelia-tts-v1', input: 'a', response_format: format }), 400, 'invalid_value', 'response_format');
+    for (const format of ['aac', 'flac', 'wav_8k', 'ulaw_8k'])
+      expect((await speech({ model: 'djelia-tts-v2', input: 'a', response_format: format })).status).toBe(200);
+    for (const format of ['alaw', 'l16_8000', 'fmp4', 'ulaw'])
+      await expectError(await speech({ model: 'djelia-tts-v1', input: 'a', response_format: format }), 400, 'invalid_value', 'response_format');
   });
 
   it('legacy voices: v2 takes voices, aliases and descriptions; v1 takes speakers 0–4', async () => {
-    for (const voice of ['sekou', 'seydou', 'echo', 'verse']) expect((await speech({ model: 'djelia-tts-v2', input: 'a', voice, response_format: 'pcm' })).status).toBe(200);
-    expect((await speech({ model: 'djelia-tts-v2', input: 'a', voice: 'x', djelia: { description: 'Seydou, calm' }, response_format: 'pcm' })).status).toBe(400);
+    for (const voice of ['sekou', 'seydou', 'echo', 'verse'])
+      expect((await speech({ model: 'djelia-tts-v2', input: 'a', voice, response_format: 'pcm' })).status).toBe(200);
+    expect((await speech({ model: 'djelia-tts-v2', input: 'a', voice: 'x', djelia: { description: 'Seydou, calm' }, response_format: 'pcm' })).status).toBe(
+      400,
+    );
     expect((await speech({ model: 'djelia-tts-v2', input: 'a', djelia: { description: 'Seydou speaking slowly' }, response_format: 'pcm' })).status).toBe(200);
     const loud = new Uint8Array(await (await speech({ model: 'djelia-tts-v1', input: 'a', response_format: 'pcm', djelia: { speaker: 0 } })).arrayBuffer());
     const soft = new Uint8Array(await (await speech({ model: 'djelia-tts-v1', input: 'a', response_format: 'pcm', djelia: { speaker: 4 } })).arrayBuffer());
@@ -114,7 +151,13 @@ describe('rules', () => {
       [{ description: 'x'.repeat(501) }, 'djelia.description'],
     ];
     for (const [djelia, param] of cases) await expectError(await speech({ input: 'a', djelia }), 400, 'invalid_value', param);
-    const ok = await speech({ input: 'a', response_format: 'pcm', speed: 4, instructions: 'whisper it', djelia: { chunk_size: 2, temperature: 0, top_p: 1, repetition_penalty: 2, speaker: 3 } });
+    const ok = await speech({
+      input: 'a',
+      response_format: 'pcm',
+      speed: 4,
+      instructions: 'whisper it',
+      djelia: { chunk_size: 2, temperature: 0, top_p: 1, repetition_penalty: 2, speaker: 3 },
+    });
     expect(ok.status).toBe(200);
   });
 

@@ -68,8 +68,17 @@ describe('requests while the models load', () => {
     form.append('model', 'sunjata-1');
     const answers = [
       await post('/audio/speech', { model: 'jifili-1', input: 'i ni ce', voice: 'moussa', response_format: 'wav' }),
-      await post('/chat/completions', { model: 'banjugu-1', messages: [{ role: 'user', content: 'i ni ce' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
-      await post('/chat/completions', { model: 'banjugu-1', stream: true, messages: [{ role: 'user', content: 'i ni ce' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+      await post('/chat/completions', {
+        model: 'banjugu-1',
+        messages: [{ role: 'user', content: 'i ni ce' }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      }),
+      await post('/chat/completions', {
+        model: 'banjugu-1',
+        stream: true,
+        messages: [{ role: 'user', content: 'i ni ce' }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      }),
     ];
     for (const answer of answers) {
       expect(answer.status).toBe(503);

@@ -92,7 +92,13 @@ describe('start-up', () => {
     const missing = path.join(dir, 'no-such-cert.pem');
     const outcomes: Array<{ code: number | null; stderr: string; stdout: string }> = [];
     // The demo manifest: were the file not checked first, the models would start loading.
-    const env = { KUMA_TLS_CERT: missing, KUMA_TLS_KEY: 'test/fixtures/tls/localhost-key.pem', KUMA_MODELS_MANIFEST: 'models/kuma-models.json', KUMA_DB_PATH: path.join(dir, 'tls.sqlite'), PORT: '0' };
+    const env = {
+      KUMA_TLS_CERT: missing,
+      KUMA_TLS_KEY: 'test/fixtures/tls/localhost-key.pem',
+      KUMA_MODELS_MANIFEST: 'models/kuma-models.json',
+      KUMA_DB_PATH: path.join(dir, 'tls.sqlite'),
+      PORT: '0',
+    };
     for (let batch = 0; batch < 5; batch++) {
       const runs = Array.from({ length: 4 }, () => start(env));
       for (const run of runs) outcomes.push({ code: await run.exited, stderr: run.stderr(), stdout: run.stdout() });
@@ -107,7 +113,11 @@ describe('start-up', () => {
   }, 120_000);
 
   it('a certificate and a key that do not belong together are refused by name', async () => {
-    const run = start({ KUMA_TLS_CERT: 'test/fixtures/tls/localhost-key.pem', KUMA_TLS_KEY: 'test/fixtures/tls/localhost-key.pem', KUMA_DB_PATH: path.join(dir, 'pem.sqlite') });
+    const run = start({
+      KUMA_TLS_CERT: 'test/fixtures/tls/localhost-key.pem',
+      KUMA_TLS_KEY: 'test/fixtures/tls/localhost-key.pem',
+      KUMA_DB_PATH: path.join(dir, 'pem.sqlite'),
+    });
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toMatch(/KUMA_TLS_CERT\): test\/fixtures\/tls\/localhost-key\.pem is not a PEM certificate/);
   }, 30_000);
@@ -128,10 +138,16 @@ describe('start-up', () => {
       const base = `https://localhost:${port}`;
       expect(out.match(/Kuma is ready.*$/gm)).toEqual([`Kuma is ready: API ${base}/openai/v1  ·  Studio ${base}/  ·  console ${base}/#console`]);
       expect(out).not.toContain('http://localhost');
-      const logs = out.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string; model?: string; models?: string[] });
+      const logs = out
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; model?: string; models?: string[] });
       // The ready line comes after every model is warm.
       expect(out.indexOf('\nKuma is ready:')).toBeGreaterThan(out.lastIndexOf('"model ready"'));
-      const loaded = logs.filter((l) => l.msg === 'model ready').map((l) => l.model).sort();
+      const loaded = logs
+        .filter((l) => l.msg === 'model ready')
+        .map((l) => l.model)
+        .sort();
       expect(loaded).toEqual(['banjugu-1', 'jifili-1', 'sunjata-1', 'vad']);
       // The default retirement date has passed: the legacy-only models are named as left unloaded.
       expect(logs.find((l) => l.msg.startsWith('not loading retired models'))?.models?.sort()).toEqual(['djelia-asr-v1', 'djelia-tts-v1', 'djelia-tts-v2']);

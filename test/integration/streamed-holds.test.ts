@@ -19,7 +19,12 @@ let short: Uint8Array;
 
 beforeAll(async () => {
   t = await startTestServer({ config: { modelsManifest: 'models/kuma-models.json', demoPack: false } });
-  const speech = (n: number) => spokenPhrases(Array.from({ length: n }, () => 'i ni ce n fa ni n ba bɛ'), 16000, 1);
+  const speech = (n: number) =>
+    spokenPhrases(
+      Array.from({ length: n }, () => 'i ni ce n fa ni n ba bɛ'),
+      16000,
+      1,
+    );
   const thirty = speech(9).samples.subarray(0, 16000 * 30);
   long = { adts: await encodeWithFfmpeg([thirty], 16000, ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'], 'aac'), wav: wavBytes(thirty, 16000) };
   short = await encodeWithFfmpeg([speech(2).samples.subarray(0, 16000 * 8)], 16000, ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'], 'aac');

@@ -61,7 +61,10 @@ describe('Kuma Studio static site', () => {
     const { script, worklet } = await page();
     expect(script).toMatch(/^\/studio\/app-[A-Z0-9]+\.js$/);
     expect(worklet).toMatch(/^\/studio\/worklet-[A-Z0-9]+\.js$/);
-    for (const [url, marker] of [[script, 'kuma.apiKey'], [worklet, 'kuma-capture']] as const) {
+    for (const [url, marker] of [
+      [script, 'kuma.apiKey'],
+      [worklet, 'kuma-capture'],
+    ] as const) {
       const js = await get(url);
       expect(js.status).toBe(200);
       expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');

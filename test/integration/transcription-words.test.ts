@@ -48,7 +48,7 @@ function utterance(phrases: string[], pauses: number[] = []): { wav: Buffer; wor
     let current: KnownWord | null = null;
     for (const { symbol, start, end } of spoken.symbols) {
       if (symbol === ' ') current = null;
-      else if (current) (current.word += symbol), (current.end = at + end);
+      else if (current) ((current.word += symbol), (current.end = at + end));
       else words.push((current = { word: symbol, start: at + start, end: at + end }));
     }
     parts.push(spoken.samples);
@@ -162,7 +162,10 @@ describe('a Whisper model', () => {
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-whisper-words-'));
     const manifest = path.join(dir, 'kuma-models.json');
-    const models = [{ id: 'sunjata-1', engine: 'whisper', dir: path.resolve('models/demo/whisper') }, { id: 'vad', engine: 'silero-vad', dir: path.resolve('models') }];
+    const models = [
+      { id: 'sunjata-1', engine: 'whisper', dir: path.resolve('models/demo/whisper') },
+      { id: 'vad', engine: 'silero-vad', dir: path.resolve('models') },
+    ];
     fs.writeFileSync(manifest, JSON.stringify({ models }));
     t = await startTestServer({ config: { modelsManifest: manifest, demoPack: false } });
     await t.server.enginesReady;

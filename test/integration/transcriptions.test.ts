@@ -38,7 +38,12 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
     });
 
     it('verbose_json: segments at the known positions of the speech, within one model frame', async () => {
-      const res = (await client().audio.transcriptions.create({ file: await upload(), model: 'sunjata-1', response_format: 'verbose_json', timestamp_granularities: ['segment'] })) as any;
+      const res = (await client().audio.transcriptions.create({
+        file: await upload(),
+        model: 'sunjata-1',
+        response_format: 'verbose_json',
+        timestamp_granularities: ['segment'],
+      })) as any;
       expect(res).toMatchObject({ task: 'transcribe', language: 'bambara', text: PHRASES.join(' ') });
       expect(res.duration).toBeCloseTo(audio.seconds, 2);
       expect(res.segments.map((s: any) => s.text)).toEqual(PHRASES);
@@ -73,8 +78,21 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
       const events: any[] = [];
       for await (const event of stream) events.push(event);
       const types = events.map((e) => e.type);
-      expect(types).toEqual(['transcript.text.segment', 'transcript.text.delta', 'transcript.text.segment', 'transcript.text.delta', 'transcript.text.segment', 'transcript.text.delta', 'transcript.text.done']);
-      expect(events.filter((e) => e.type === 'transcript.text.delta').map((e) => e.delta).join('')).toBe(PHRASES.join(' '));
+      expect(types).toEqual([
+        'transcript.text.segment',
+        'transcript.text.delta',
+        'transcript.text.segment',
+        'transcript.text.delta',
+        'transcript.text.segment',
+        'transcript.text.delta',
+        'transcript.text.done',
+      ]);
+      expect(
+        events
+          .filter((e) => e.type === 'transcript.text.delta')
+          .map((e) => e.delta)
+          .join(''),
+      ).toBe(PHRASES.join(' '));
       expect(events[0]).toMatchObject({ id: 'seg_0', text: PHRASES[0], speaker: 'A' });
       expect(events.at(-1)).toMatchObject({ text: PHRASES.join(' '), usage: { type: 'duration', seconds: Math.ceil(audio.seconds * 1000) / 1000 } });
     });
@@ -115,7 +133,13 @@ describe('the raw wire', () => {
     await chargesSettled(t); // charged once the answer was delivered
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ requestId: res.headers.get('x-request-id'), model: 'sunjata-1', unit: 'second', quantity: body.usage.seconds, costMicros: Math.ceil(body.usage.seconds * 100 - 1e-9) });
+    expect(rows[0]).toMatchObject({
+      requestId: res.headers.get('x-request-id'),
+      model: 'sunjata-1',
+      unit: 'second',
+      quantity: body.usage.seconds,
+      costMicros: Math.ceil(body.usage.seconds * 100 - 1e-9),
+    });
     expect((await t.server.store.getAccount(account.accountId))!.balanceMicros).toBe(10_000_000 - rows[0]!.costMicros);
   });
 });

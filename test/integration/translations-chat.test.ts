@@ -36,14 +36,30 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
 
     it('translates speech to English by default (json) and to French (text)', async () => {
       expect((await client().audio.translations.create({ file: await upload(), model: 'sunjata-1' })).text).toBe(IN_ENGLISH);
-      const french = await client().audio.translations.create({ file: await upload(), model: 'sunjata-1', response_format: 'text', language: 'fra_Latn' } as any);
+      const french = await client().audio.translations.create({
+        file: await upload(),
+        model: 'sunjata-1',
+        response_format: 'text',
+        language: 'fra_Latn',
+      } as any);
       expect(french).toBe(IN_FRENCH);
     });
 
     it('translates text with chat completions, counting characters as usage', async () => {
       const res = await client().chat.completions.create({
         model: 'banjugu-1',
-        messages: [{ role: 'system', content: 'ignored' }, { role: 'user', content: 'malo' }, { role: 'assistant', content: 'x' }, { role: 'user', content: [{ type: 'text', text: SPOKEN }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] }],
+        messages: [
+          { role: 'system', content: 'ignored' },
+          { role: 'user', content: 'malo' },
+          { role: 'assistant', content: 'x' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: SPOKEN },
+              { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+            ],
+          },
+        ],
         temperature: 0.7,
         max_tokens: 5,
         tools: [{ type: 'function', function: { name: 'f', parameters: {} } }],
@@ -51,7 +67,11 @@ for (const prefix of ['/compat/v1', '/openai/v1']) {
         // @ts-expect-error the extension object is not in the SDK's types
         djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
       });
-      expect(res).toMatchObject({ object: 'chat.completion', model: 'banjugu-1', choices: [{ index: 0, message: { role: 'assistant', content: IN_FRENCH }, finish_reason: 'stop', logprobs: null }] });
+      expect(res).toMatchObject({
+        object: 'chat.completion',
+        model: 'banjugu-1',
+        choices: [{ index: 0, message: { role: 'assistant', content: IN_FRENCH }, finish_reason: 'stop', logprobs: null }],
+      });
       expect(res.usage).toEqual({ prompt_tokens: [...SPOKEN].length, completion_tokens: 0, total_tokens: [...SPOKEN].length });
     });
 
@@ -103,7 +123,11 @@ describe('ledger', () => {
   it('chat usage equals the ledger row, in characters; the token-billed legacy model reports and bills tokens', async () => {
     const account = await t.newAccount(10_000_000);
     const client = new OpenAI({ apiKey: account.apiKey, baseURL: `${t.baseUrl}/compat/v1`, maxRetries: 0 });
-    const body = (model: string) => ({ model, messages: [{ role: 'user' as const, content: SPOKEN }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } });
+    const body = (model: string) => ({
+      model,
+      messages: [{ role: 'user' as const, content: SPOKEN }],
+      djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
+    });
     const chars = await client.chat.completions.create(body('banjugu-1') as any);
     const tokens = await client.chat.completions.create(body('djelia-translate-v2') as any);
     await chargesSettled(t); // charged once the answer was delivered
@@ -122,7 +146,11 @@ describe('ledger', () => {
     now = new Date('2026-09-20T00:00:00Z');
     try {
       const err = await client.chat.completions
-        .create({ model: 'djelia-translate-v2', messages: [{ role: 'user', content: SPOKEN }], djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' } } as any)
+        .create({
+          model: 'djelia-translate-v2',
+          messages: [{ role: 'user', content: SPOKEN }],
+          djelia: { source_language: 'bam_Latn', target_language: 'eng_Latn' },
+        } as any)
         .catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
       expect(err.code).toBe('model_not_found');

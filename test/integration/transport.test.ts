@@ -12,7 +12,11 @@ afterAll(() => t.close());
 describe('transport', () => {
   it('every response carries x-request-id, errors and successes alike', async () => {
     const ids = new Set<string>();
-    for (const [path, status] of [['/compat/v1/models', 401], ['/healthz', 200], ['/nope', 404]] as const) {
+    for (const [path, status] of [
+      ['/compat/v1/models', 401],
+      ['/healthz', 200],
+      ['/nope', 404],
+    ] as const) {
       const res = await fetch(t.baseUrl + path);
       expect(res.status).toBe(status);
       const id = res.headers.get('x-request-id');
@@ -25,7 +29,11 @@ describe('transport', () => {
   it('answers a CORS preflight with 204 and the requested headers allowed', async () => {
     const res = await fetch(`${t.baseUrl}/openai/v1/audio/transcriptions`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, x-stainless-os',
+      },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');

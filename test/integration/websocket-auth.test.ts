@@ -20,7 +20,11 @@ const url = (path: string) => wsUrl(t.baseUrl, path);
 const withSecret = (secret: string) => ({ protocols: ['realtime', `openai-insecure-api-key.${secret}`] });
 
 async function mint(body: unknown, path = '/openai/v1/realtime/client_secrets', apiKey = t.apiKey): Promise<{ status: number; body: any }> {
-  const res = await fetch(t.baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(t.baseUrl + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -61,7 +65,10 @@ describe('client secrets', () => {
   });
 
   it('refuses lifetimes over 600 s and anchors other than created_at with a 400 envelope', async () => {
-    expect(await mint({ expires_after: { anchor: 'created_at', seconds: 601 } })).toMatchObject({ status: 400, body: { error: { param: 'expires_after.seconds' } } });
+    expect(await mint({ expires_after: { anchor: 'created_at', seconds: 601 } })).toMatchObject({
+      status: 400,
+      body: { error: { param: 'expires_after.seconds' } },
+    });
     expect(await mint({ expires_after: { anchor: 'now', seconds: 60 } })).toMatchObject({ status: 400, body: { error: { param: 'expires_after.anchor' } } });
     expect(await mint({ session: 'not an object' })).toMatchObject({ status: 400, body: { error: { param: 'session' } } });
   });
@@ -116,7 +123,11 @@ describe('client secrets', () => {
     ws.close();
     await closed(ws);
     // The connection that opened used it.
-    expect(await connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))).toMatchObject({ kind: 'refused', status: 401, body: { error: { message: expect.stringMatching(/already used/) } } });
+    expect(await connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))).toMatchObject({
+      kind: 'refused',
+      status: 401,
+      body: { error: { message: expect.stringMatching(/already used/) } },
+    });
     for (const s of sessions.slice(1)) s.close();
   });
 
@@ -126,10 +137,11 @@ describe('client secrets', () => {
       const { body } = await mint({}, '/openai/v1/realtime/client_secrets', key.apiKey);
       const results = await Promise.all([0, 1].map(() => connect(url('/openai/v1/probe/ws/secret'), withSecret(body.value))));
       expect(results.map((r) => (r.kind === 'open' ? 'open' : r.status)).sort()).toEqual([401, 'open']);
-      for (const r of results) if (r.kind === 'open') {
-        r.ws.close();
-        await closed(r.ws);
-      }
+      for (const r of results)
+        if (r.kind === 'open') {
+          r.ws.close();
+          await closed(r.ws);
+        }
     }
   });
 
@@ -149,7 +161,11 @@ describe('per-key session cap', () => {
     const sessions = [];
     for (let i = 0; i < MAX_SESSIONS; i++) sessions.push(await open(url('/openai/v1/probe/ws/echo'), { headers }));
     const refused = await connect(url('/openai/v1/probe/ws/echo'), { headers });
-    expect(refused).toMatchObject({ kind: 'refused', status: 429, body: { error: { code: 'rate_limit_exceeded', message: expect.stringMatching(/concurrent realtime sessions/) } } });
+    expect(refused).toMatchObject({
+      kind: 'refused',
+      status: 429,
+      body: { error: { code: 'rate_limit_exceeded', message: expect.stringMatching(/concurrent realtime sessions/) } },
+    });
     // Another key is not affected.
     const otherKey = await open(url('/openai/v1/probe/ws/echo'), { headers: { authorization: `Bearer ${t.apiKey}` } });
     otherKey.close();

@@ -24,10 +24,12 @@ describe('TLS', () => {
 
   it('serves https:// and wss:// on the same port', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      https.get(`https://127.0.0.1:${t.server.port}/healthz`, { ca }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      }).on('error', reject);
+      https
+        .get(`https://127.0.0.1:${t.server.port}/healthz`, { ca }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+        .on('error', reject);
     });
     expect(status).toBe(200);
     const ws = await open(`wss://127.0.0.1:${t.server.port}/openai/v1/probe/ws/echo`, { ca, headers: { authorization: `Bearer ${t.apiKey}` } });
@@ -51,7 +53,9 @@ describe('TLS', () => {
   });
 
   it('refuses to start with a certificate file that cannot be read, naming it', async () => {
-    await expect(startTestServer({ config: { tlsCert: 'test/fixtures/tls/missing.pem', tlsKey: 'test/fixtures/tls/localhost-key.pem' } })).rejects.toThrow(/missing\.pem/);
+    await expect(startTestServer({ config: { tlsCert: 'test/fixtures/tls/missing.pem', tlsKey: 'test/fixtures/tls/localhost-key.pem' } })).rejects.toThrow(
+      /missing\.pem/,
+    );
   });
 });
 

@@ -54,7 +54,9 @@ describe('WebSocket upgrade', () => {
     const noKey = await connect(url('/openai/v1/probe/ws/echo'));
     expect(noKey).toMatchObject({ kind: 'refused', status: 401, body: { error: { code: 'invalid_api_key', type: 'authentication_error' } } });
     if (noKey.kind === 'refused') expect(noKey.headers['x-request-id']).toMatch(/^req_/);
-    const badSubprotocolKey = await connect(url('/openai/v1/probe/ws/echo'), { protocols: ['realtime', 'openai-insecure-api-key.00000000-0000-4000-8000-000000000000'] });
+    const badSubprotocolKey = await connect(url('/openai/v1/probe/ws/echo'), {
+      protocols: ['realtime', 'openai-insecure-api-key.00000000-0000-4000-8000-000000000000'],
+    });
     expect(badSubprotocolKey).toMatchObject({ kind: 'refused', status: 401 });
     const unknown = await connect(url('/openai/v1/no/such/socket'), bearer());
     expect(unknown).toMatchObject({ kind: 'refused', status: 404, body: { error: { code: 'unknown_endpoint' } } });
@@ -79,8 +81,17 @@ describe('WebSocket upgrade', () => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1', () => {
         socket.write(
-          ['GET /openai/v1/probe/ws/echo HTTP/1.1', 'Host: kuma', `Authorization: Bearer ${t.apiKey}`, 'Upgrade: websocket', 'Connection: close',
-            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', '', ''].join('\r\n'),
+          [
+            'GET /openai/v1/probe/ws/echo HTTP/1.1',
+            'Host: kuma',
+            `Authorization: Bearer ${t.apiKey}`,
+            'Upgrade: websocket',
+            'Connection: close',
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+            'Sec-WebSocket-Version: 13',
+            '',
+            '',
+          ].join('\r\n'),
         );
       });
       let text = '';

@@ -20,8 +20,15 @@ export interface StoreHarness {
 
 export function usage(accountId: string, overrides: Partial<NewUsageRecord> = {}): NewUsageRecord {
   return {
-    requestId: 'req_1', accountId, keyId: 'key_aaaaaaaaaaaa', model: 'djelia-transcribe',
-    unit: 'second', quantity: 1.5, unitPriceMicros: 100, costMicros: 150, ...overrides,
+    requestId: 'req_1',
+    accountId,
+    keyId: 'key_aaaaaaaaaaaa',
+    model: 'djelia-transcribe',
+    unit: 'second',
+    quantity: 1.5,
+    unitPriceMicros: 100,
+    costMicros: 150,
+    ...overrides,
   };
 }
 
@@ -159,7 +166,10 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
       it('parts of one hold: each writes its rows, debits them and shrinks the hold by as much; a retried part changes nothing', async () => {
         const a = await store.createAccount('a', 10_000);
         await store.placeHold(hold(a.id, 'hold_p', 3_000), now());
-        const part = (n: number, costMicros: number) => store.recordUsage([usage(a.id, { unit: 'character', quantity: costMicros / 15, unitPriceMicros: 15, costMicros })], { partOfHold: { holdId: 'hold_p', part: n } });
+        const part = (n: number, costMicros: number) =>
+          store.recordUsage([usage(a.id, { unit: 'character', quantity: costMicros / 15, unitPriceMicros: 15, costMicros })], {
+            partOfHold: { holdId: 'hold_p', part: n },
+          });
         expect((await part(1, 600)).balances).toEqual({ [a.id]: 9_400 });
         // Identical rows in another part are another charge; the same part again is not.
         expect((await part(2, 600)).balances).toEqual({ [a.id]: 8_800 });
@@ -269,9 +279,18 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
       it('counts live holds against the balance, drops expired ones, grows and releases', async () => {
         const a = await store.createAccount('h', 1_000);
         const t = 1_000_000;
-        expect(await store.placeHold({ id: 'h1', accountId: a.id, requestId: 'r1', amountMicros: 600, expiresAt: t + 100 }, t)).toEqual({ placed: true, availableMicros: 400 });
-        expect(await store.placeHold({ id: 'h2', accountId: a.id, requestId: 'r2', amountMicros: 500, expiresAt: t + 100 }, t)).toEqual({ placed: false, availableMicros: 400 });
-        expect(await store.placeHold({ id: 'h3', accountId: a.id, requestId: 'r3', amountMicros: 0, expiresAt: t + 100 }, t)).toEqual({ placed: true, availableMicros: 400 });
+        expect(await store.placeHold({ id: 'h1', accountId: a.id, requestId: 'r1', amountMicros: 600, expiresAt: t + 100 }, t)).toEqual({
+          placed: true,
+          availableMicros: 400,
+        });
+        expect(await store.placeHold({ id: 'h2', accountId: a.id, requestId: 'r2', amountMicros: 500, expiresAt: t + 100 }, t)).toEqual({
+          placed: false,
+          availableMicros: 400,
+        });
+        expect(await store.placeHold({ id: 'h3', accountId: a.id, requestId: 'r3', amountMicros: 0, expiresAt: t + 100 }, t)).toEqual({
+          placed: true,
+          availableMicros: 400,
+        });
         expect(await store.growHold('h1', 400, t)).toEqual({ placed: true, availableMicros: 0 });
         expect(await store.growHold('h1', 1, t)).toEqual({ placed: false, availableMicros: 0 });
         // Nothing available: even free work cannot start.
@@ -282,7 +301,9 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         await store.releaseHold('h1');
         await store.releaseHold('h1');
         expect(await store.availableMicros(a.id, t + 500)).toBe(1_000);
-        await expect(store.placeHold({ id: 'h5', accountId: 'acct_none', requestId: 'r', amountMicros: 1, expiresAt: t + 100 }, t)).rejects.toThrow(/Unknown account/);
+        await expect(store.placeHold({ id: 'h5', accountId: 'acct_none', requestId: 'r', amountMicros: 1, expiresAt: t + 100 }, t)).rejects.toThrow(
+          /Unknown account/,
+        );
         await expect(store.availableMicros('acct_none', t)).rejects.toThrow(/Unknown account/);
       });
 
@@ -291,20 +312,25 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         const a = await store.createAccount('race', 10_000);
         const now = Date.now();
         const placedIds: string[] = [];
-        const outcomes = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-          const s = i % 2 ? other : store;
-          const id = `hold_race_${i}`;
-          const outcome = await s.placeHold({ id, accountId: a.id, requestId: `req_${i}`, amountMicros: 700, expiresAt: now + 60_000 }, now);
-          if (!outcome.placed) return outcome;
-          placedIds.push(id);
-          expect(outcome.availableMicros).toBeGreaterThanOrEqual(0);
-          // Settle for less than held (as callers do), sometimes growing first, sometimes retried.
-          if (i % 3 === 0) await s.growHold(id, 100, now);
-          const rows = [usage(a.id, { requestId: `req_${i}`, costMicros: 300 + i }), usage(a.id, { requestId: `req_${i}`, unit: 'character', costMicros: 1 })];
-          await s.recordUsage(rows, { releaseHoldId: id });
-          if (i % 5 === 0) await other.recordUsage(rows, { releaseHoldId: id });
-          return outcome;
-        }));
+        const outcomes = await Promise.all(
+          Array.from({ length: 50 }, async (_, i) => {
+            const s = i % 2 ? other : store;
+            const id = `hold_race_${i}`;
+            const outcome = await s.placeHold({ id, accountId: a.id, requestId: `req_${i}`, amountMicros: 700, expiresAt: now + 60_000 }, now);
+            if (!outcome.placed) return outcome;
+            placedIds.push(id);
+            expect(outcome.availableMicros).toBeGreaterThanOrEqual(0);
+            // Settle for less than held (as callers do), sometimes growing first, sometimes retried.
+            if (i % 3 === 0) await s.growHold(id, 100, now);
+            const rows = [
+              usage(a.id, { requestId: `req_${i}`, costMicros: 300 + i }),
+              usage(a.id, { requestId: `req_${i}`, unit: 'character', costMicros: 1 }),
+            ];
+            await s.recordUsage(rows, { releaseHoldId: id });
+            if (i % 5 === 0) await other.recordUsage(rows, { releaseHoldId: id });
+            return outcome;
+          }),
+        );
         // 10_000 / 700: at most 14 holds can ever be live at once; settlements free money for later ones.
         expect(placedIds.length).toBeGreaterThanOrEqual(14);
         expect(outcomes.every((o) => o.availableMicros >= 0)).toBe(true);
@@ -321,8 +347,11 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         const other = await harness.openAnother();
         const a = await store.createAccount('race', 5_000);
         const now = Date.now();
-        const outcomes = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-          (i % 2 ? other : store).placeHold({ id: `hold_only_${i}`, accountId: a.id, requestId: `r${i}`, amountMicros: 300, expiresAt: now + 60_000 }, now)));
+        const outcomes = await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            (i % 2 ? other : store).placeHold({ id: `hold_only_${i}`, accountId: a.id, requestId: `r${i}`, amountMicros: 300, expiresAt: now + 60_000 }, now),
+          ),
+        );
         expect(outcomes.filter((o) => o.placed)).toHaveLength(16);
         expect(await store.availableMicros(a.id, now)).toBe(5_000 - 16 * 300);
       });
@@ -370,7 +399,12 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
         const account = await store.createAccount('w', 1);
         await store.setWebhook(account.id, { url: 'https://example.com/a', secret: 'whsec_a' });
         await store.setWebhook(account.id, { url: 'https://example.com/hooks', secret: 'whsec_x' });
-        expect(await store.getWebhook(account.id)).toEqual({ accountId: account.id, url: 'https://example.com/hooks', secret: 'whsec_x', updatedAt: expect.stringMatching(/Z$/) });
+        expect(await store.getWebhook(account.id)).toEqual({
+          accountId: account.id,
+          url: 'https://example.com/hooks',
+          secret: 'whsec_x',
+          updatedAt: expect.stringMatching(/Z$/),
+        });
         await store.setWebhook(account.id, null);
         expect(await store.getWebhook(account.id)).toBeUndefined();
       });
@@ -378,9 +412,21 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
       it('keeps call records, by start time, per account, the latest N', async () => {
         const account = await store.createAccount('c', 1);
         const call = (i: number) => ({
-          id: `call_${i}`, accountId: account.id, keyId: 'key_1', carrier: 'twilio', mode: 'relay', carrierCallId: i ? `CA${i}` : null,
-          startedAt: `2026-01-0${i + 1}T00:00:00.000Z`, endedAt: `2026-01-0${i + 1}T00:01:00.000Z`, durationMs: 60_000, turns: 3,
-          callerSeconds: 7.5, charactersSynthesized: 40, charactersTranslated: 0, costMicros: 2 ** 40, endReason: 'caller_hangup',
+          id: `call_${i}`,
+          accountId: account.id,
+          keyId: 'key_1',
+          carrier: 'twilio',
+          mode: 'relay',
+          carrierCallId: i ? `CA${i}` : null,
+          startedAt: `2026-01-0${i + 1}T00:00:00.000Z`,
+          endedAt: `2026-01-0${i + 1}T00:01:00.000Z`,
+          durationMs: 60_000,
+          turns: 3,
+          callerSeconds: 7.5,
+          charactersSynthesized: 40,
+          charactersTranslated: 0,
+          costMicros: 2 ** 40,
+          endReason: 'caller_hangup',
         });
         for (const i of [2, 0, 1]) await store.recordCall(call(i));
         expect(await store.listCalls({ accountId: account.id })).toEqual([call(0), call(1), call(2)]);
@@ -411,7 +457,15 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
       it('the audit trail keeps entries with their detail, lists the latest first, at most `limit`', async () => {
         const entries = [];
         for (let i = 0; i < 5; i++) {
-          entries.push(await store.recordAdminAudit({ adminKeyId: 'adm_1', action: 'account.credit', target: `acct_${i}`, detail: { amount_micros: i, nested: { ok: true } }, requestId: `req_${i}` }));
+          entries.push(
+            await store.recordAdminAudit({
+              adminKeyId: 'adm_1',
+              action: 'account.credit',
+              target: `acct_${i}`,
+              detail: { amount_micros: i, nested: { ok: true } },
+              requestId: `req_${i}`,
+            }),
+          );
         }
         expect(entries[0]!.id).toMatch(/^aud_[0-9a-f]{16}$/);
         const latest = await store.listAdminAudit(3);
@@ -421,7 +475,8 @@ export function describeStoreContract(name: string, open: () => Promise<StoreHar
       });
 
       it('daily usage sums each UTC day: distinct requests, cost, and units apart; since the given day only', async () => {
-        const record = (accountId: string, o: Partial<NewUsageRecord>) => usage(accountId, { keyId: 'key_1', model: 'sunjata-1', quantity: 1, unitPriceMicros: 100, costMicros: 100, ...o });
+        const record = (accountId: string, o: Partial<NewUsageRecord>) =>
+          usage(accountId, { keyId: 'key_1', model: 'sunjata-1', quantity: 1, unitPriceMicros: 100, costMicros: 100, ...o });
         const account = await store.createAccount('a', 10_000_000);
         const other = await store.createAccount('b', 10_000_000);
         await store.recordUsage([

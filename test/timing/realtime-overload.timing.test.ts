@@ -25,7 +25,14 @@ let pause: string[];
 beforeAll(async () => {
   t = await startTestServerWithModels(
     [
-      { id: 'sunjata-1', engine: 'custom', replicas: 1, jobsPerReplica: 1, maxQueue: 8, options: { module: 'costly-ctc.ts', modelDir: path.resolve('models/demo/ctc-wav2vec2'), costMsPerSecond: 400 } },
+      {
+        id: 'sunjata-1',
+        engine: 'custom',
+        replicas: 1,
+        jobsPerReplica: 1,
+        maxQueue: 8,
+        options: { module: 'costly-ctc.ts', modelDir: path.resolve('models/demo/ctc-wav2vec2'), costMsPerSecond: 400 },
+      },
       { id: 'jifili-1', engine: 'vits-hf', dir: path.resolve('models/demo/vits-hf') },
       { id: 'vad', engine: 'silero-vad', dir: path.resolve('models') },
     ],
@@ -71,10 +78,12 @@ it('a lone caller gets interims; under overload interims stop, every turn ends c
   // Overload: 10 callers speaking back to back (≈ 8 audio-s/s of turns), far past ≈ 2.5 audio-s/s.
   const rss0 = rss();
   const callers = await Promise.all(Array.from({ length: 10 }, () => session()));
-  await Promise.all(callers.map(async (c, i) => {
-    await new Promise((r) => setTimeout(r, i * 150));
-    for (let k = 0; k < 3; k++) await c.pace([...phrase, ...pause]);
-  }));
+  await Promise.all(
+    callers.map(async (c, i) => {
+      await new Promise((r) => setTimeout(r, i * 150));
+      for (let k = 0; k < 3; k++) await c.pace([...phrase, ...pause]);
+    }),
+  );
   // Every turn ends: completed, or failed within the deadline (+ the item queue behind it).
   await expect.poll(() => callers.flatMap(turns).every((x) => x.outcome !== null), { timeout: 30_000, interval: 200 }).toBe(true);
   const overload = callers.flatMap(turns);
@@ -84,15 +93,18 @@ it('a lone caller gets interims; under overload interims stop, every turn ends c
   // Interims stop: once the first item failed, no later turn got an interim delta while it was spoken.
   const laterTurns = callers.flatMap((c) => {
     const firstFailure = c.events.findIndex((e) => e.type === 'conversation.item.input_audio_transcription.failed');
-    return firstFailure < 0 ? [] : turns(c).filter((x) => c.events.findIndex((e) => e.type === 'input_audio_buffer.speech_started' && e.item_id === x.item) > firstFailure);
+    return firstFailure < 0
+      ? []
+      : turns(c).filter((x) => c.events.findIndex((e) => e.type === 'input_audio_buffer.speech_started' && e.item_id === x.item) > firstFailure);
   });
   expect(laterTurns.filter((x) => x.interimBeforeStop)).toEqual([]);
   // Completed transcripts stay exact: overload costs turns, never their words.
   for (const c of callers) for (const e of c.of('conversation.item.input_audio_transcription.completed')) expect(e.transcript).toBe(PHRASE);
   // No session was closed by the server.
   for (const c of callers) expect(c.ws.readyState).toBe(c.ws.OPEN);
-  process.stderr.write(`realtime overload: ${overload.length} turns, ${outcomes.filter((o) => o === 'completed').length} completed, ${outcomes.filter((o) => o === 'failed:transcription_timeout').length} timed out, ${outcomes.filter((o) => o === 'failed:service_unavailable').length} refused at capacity; RSS +${(rss() - rss0).toFixed(0)} MB\n`);
+  process.stderr.write(
+    `realtime overload: ${overload.length} turns, ${outcomes.filter((o) => o === 'completed').length} completed, ${outcomes.filter((o) => o === 'failed:transcription_timeout').length} timed out, ${outcomes.filter((o) => o === 'failed:service_unavailable').length} refused at capacity; RSS +${(rss() - rss0).toFixed(0)} MB\n`,
+  );
   expect(rss() - rss0).toBeLessThan(300);
   for (const c of callers) c.close();
 }, 240_000);
-

@@ -3,13 +3,7 @@
  * `create` and `credit` do, over HTTP for the console. Creating and crediting are audited.
  */
 import { jsonContent } from '../schemas/responses.js';
-import {
-  AdminAccountDetailSchema,
-  AdminAccountListSchema,
-  AdminAccountSchema,
-  CreateAccountRequestSchema,
-  CreditRequestSchema,
-} from '../schemas/admin.js';
+import { AdminAccountDetailSchema, AdminAccountListSchema, AdminAccountSchema, CreateAccountRequestSchema, CreditRequestSchema } from '../schemas/admin.js';
 import type { RouteDef } from '../types.js';
 import { parseRequest } from '../validation.js';
 import { adminRoute, audit, type AdminDeps } from './admin-route.js';

@@ -70,7 +70,14 @@ async function authenticate(deps: AdminDeps, req: ApiRequest): Promise<AdminKeyR
  * written after the change it records (the Store has no transaction spanning both), so a crash between the
  * two would lose the row; awaiting it before answering means no client is told of an unaudited change.
  */
-export async function audit(deps: AdminDeps, admin: AdminKeyRecord, req: ApiRequest, action: AuditAction, target: string, detail: Record<string, unknown>): Promise<void> {
+export async function audit(
+  deps: AdminDeps,
+  admin: AdminKeyRecord,
+  req: ApiRequest,
+  action: AuditAction,
+  target: string,
+  detail: Record<string, unknown>,
+): Promise<void> {
   await deps.store.recordAdminAudit({ adminKeyId: admin.id, action, target, detail, requestId: req.requestId });
   deps.logger.info({ audit: true, action, target, adminKeyId: admin.id, requestId: req.requestId }, 'admin action');
 }

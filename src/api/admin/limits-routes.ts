@@ -45,7 +45,7 @@ async function requireSubject(store: Store, id: string): Promise<LimitSubjectKin
 
 export function limitRoutes(deps: AdminDeps): RouteDef[] {
   const { store } = deps;
-  const answer = { 200: { description: 'The subject\'s overrides and the limits in force', content: [jsonContent(AdminLimitsSchema)] } };
+  const answer = { 200: { description: "The subject's overrides and the limits in force", content: [jsonContent(AdminLimitsSchema)] } };
   return [
     adminRoute(deps, {
       method: 'GET',

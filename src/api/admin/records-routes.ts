@@ -55,7 +55,7 @@ export function recordRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/calls',
       openapi: {
         operationId: 'adminListCalls',
-        summary: 'The account\'s latest finished phone calls, newest first: `?limit=` calls (1–500, default 50)',
+        summary: "The account's latest finished phone calls, newest first: `?limit=` calls (1–500, default 50)",
         responses: { 200: { description: 'The calls, with what each processed and cost', content: [jsonContent(AdminCallListSchema)] } },
         errors: [400, 404],
       },
@@ -71,7 +71,7 @@ export function recordRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/usage/records',
       openapi: {
         operationId: 'adminListUsageRecords',
-        summary: 'The account\'s latest usage records (one per billed amount), newest first: `?limit=` records (1–500, default 50)',
+        summary: "The account's latest usage records (one per billed amount), newest first: `?limit=` records (1–500, default 50)",
         responses: { 200: { description: 'The records', content: [jsonContent(AdminUsageRecordListSchema)] } },
         errors: [400, 404],
       },

@@ -33,7 +33,7 @@ export function reportRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/usage',
       openapi: {
         operationId: 'adminAccountUsage',
-        summary: 'An account\'s usage per UTC day: `?days=` days (1–366, default 30) ending today, oldest first, days without usage as zeros',
+        summary: "An account's usage per UTC day: `?days=` days (1–366, default 30) ending today, oldest first, days without usage as zeros",
         responses: { 200: { description: 'One entry per day, and the total cost', content: [jsonContent(UsageReportSchema)] } },
         errors: [400, 404],
       },
@@ -83,7 +83,13 @@ export function reportRoutes(deps: AdminDeps): RouteDef[] {
       handler: async (req) => {
         const { limit } = parseRequest(AuditQuerySchema, Object.fromEntries(req.query));
         const data = (await store.listAdminAudit(limit)).map((e) => ({
-          id: e.id, at: e.at, admin_key_id: e.adminKeyId, action: e.action, target: e.target, detail: e.detail, request_id: e.requestId,
+          id: e.id,
+          at: e.at,
+          admin_key_id: e.adminKeyId,
+          action: e.action,
+          target: e.target,
+          detail: e.detail,
+          request_id: e.requestId,
         }));
         return { kind: 'json', body: { object: 'list', data } };
       },

@@ -27,7 +27,7 @@ export function webhookRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/webhook',
       openapi: {
         operationId: 'adminGetWebhook',
-        summary: 'Where the account\'s call events are POSTed (never the signing secret); url null when nowhere',
+        summary: "Where the account's call events are POSTed (never the signing secret); url null when nowhere",
         responses: { 200: { description: 'The webhook', content: [jsonContent(AdminWebhookSchema)] } },
         errors: [404],
       },
@@ -41,7 +41,7 @@ export function webhookRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/webhook',
       openapi: {
         operationId: 'adminSetWebhook',
-        summary: 'POST the account\'s call events to this URL, signed with a new secret (shown in this response only) unless keep_secret',
+        summary: "POST the account's call events to this URL, signed with a new secret (shown in this response only) unless keep_secret",
         request: { contentType: 'application/json', schema: WebhookRequestSchema },
         responses: { 200: { description: 'The webhook, and its new signing secret (once)', content: [jsonContent(AdminWebhookSetSchema)] } },
         errors: [404],
@@ -60,7 +60,7 @@ export function webhookRoutes(deps: AdminDeps): RouteDef[] {
       path: '/accounts/:id/webhook',
       openapi: {
         operationId: 'adminClearWebhook',
-        summary: 'Stop sending the account\'s call events (its URL and secret are forgotten)',
+        summary: "Stop sending the account's call events (its URL and secret are forgotten)",
         responses: { 200: { description: 'The account without a webhook', content: [jsonContent(AdminWebhookSchema)] } },
         errors: [404],
       },

@@ -37,7 +37,11 @@ function lastUserText(messages: Message[]): string {
     const m = messages[i]!;
     if (m.role !== 'user') continue;
     if (typeof m.content === 'string') return m.content;
-    if (Array.isArray(m.content)) return m.content.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+    if (Array.isArray(m.content))
+      return m.content
+        .filter((p) => p.type === 'text' && typeof p.text === 'string')
+        .map((p) => p.text)
+        .join('\n');
     return '';
   }
   return '';
@@ -58,7 +62,8 @@ export function chatRoute(deps: CompatDeps): RouteDef {
       request: { contentType: 'application/json', schema: schema.meta({ id: 'ChatTranslationRequest' }) },
       responses: {
         200: {
-          description: 'The translation as a chat.completion; with stream=true, chat.completion.chunk events (the role, the whole translation as one delta, a stop chunk; with stream_options.include_usage, a last chunk with no choices and the usage), then [DONE]',
+          description:
+            'The translation as a chat.completion; with stream=true, chat.completion.chunk events (the role, the whole translation as one delta, a stop chunk; with stream_options.include_usage, a last chunk with no choices and the usage), then [DONE]',
           content: [jsonContent(ChatCompletionSchema), eventStreamContent('ChatCompletionStreamEvent', [ChatCompletionChunkSchema], { done: true })],
         },
       },
@@ -76,11 +81,17 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
   const model = resolveModel(deps.catalog, body.model, 'translation', req);
   const text = lastUserText(body.messages);
   if (!text.trim()) throw new ApiError('invalid_value', 'messages: the last user message has no text to translate.', { param: 'messages' });
-  const { translation, usage, onDelivered } = await translateOnce(deps, req, caller, { model, text, source: options.source_language, target: options.target_language });
+  const { translation, usage, onDelivered } = await translateOnce(deps, req, caller, {
+    model,
+    text,
+    source: options.source_language,
+    target: options.target_language,
+  });
 
   const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
   const created = Math.floor(Date.now() / 1000);
-  if (body.stream) return { kind: 'sse', events: chunks(id, created, model.id, translation, includeUsage(body.stream_options) ? usage : undefined), onDelivered };
+  if (body.stream)
+    return { kind: 'sse', events: chunks(id, created, model.id, translation, includeUsage(body.stream_options) ? usage : undefined), onDelivered };
   return {
     kind: 'json',
     onDelivered,
@@ -98,7 +109,13 @@ async function translateText(deps: CompatDeps, schema: ReturnType<typeof chatReq
 type Chunk = z.output<typeof ChatCompletionChunkSchema>;
 
 /** The stream's chunks; `usage` is given only when the client asked for it (include_usage). */
-async function* chunks(id: string, created: number, model: string, content: string, usage: z.output<typeof ChatUsageSchema> | undefined): AsyncGenerator<SseMessage> {
+async function* chunks(
+  id: string,
+  created: number,
+  model: string,
+  content: string,
+  usage: z.output<typeof ChatUsageSchema> | undefined,
+): AsyncGenerator<SseMessage> {
   const event = (choices: Chunk['choices'], last = false): SseMessage => {
     const chunk: Chunk = { id, object: 'chat.completion.chunk', created, model, choices, ...(usage ? { usage: last ? usage : null } : {}) };
     return { data: JSON.stringify(chunk) };

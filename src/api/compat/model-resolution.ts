@@ -20,7 +20,12 @@ const CAPABILITY_WORDS: Record<Capability, string> = {
  * `req` (when given) gets the deprecation headers when the id is a legacy one; a legacy id past its retirement
  * answers 404 with a Link to its replacement. Both Links are under the primary prefix the request came in on.
  */
-export function resolveModel(catalog: ModelCatalog, requested: string, capability: Capability | 'any', req?: Pick<ApiRequest, 'responseHeaders' | 'path'>): CatalogModel {
+export function resolveModel(
+  catalog: ModelCatalog,
+  requested: string,
+  capability: Capability | 'any',
+  req?: Pick<ApiRequest, 'responseHeaders' | 'path'>,
+): CatalogModel {
   const model = catalog.resolve(requested);
   if (!model) {
     const replacement = catalog.replacementOf(requested);
@@ -34,7 +39,9 @@ export function resolveModel(catalog: ModelCatalog, requested: string, capabilit
   }
   if (req) markLegacyModel(catalog, model, req);
   if (capability !== 'any' && model.capability !== capability) {
-    throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, { param: 'model' });
+    throw new ApiError('invalid_value', `The model \`${requested}\` serves ${CAPABILITY_WORDS[model.capability]}, not ${CAPABILITY_WORDS[capability]}.`, {
+      param: 'model',
+    });
   }
   return model;
 }

@@ -24,7 +24,10 @@ function modelObject(catalog: ModelCatalog, engines: EngineRegistry | null, mode
   const license = engines?.get(model.id)?.entry.license;
   if (!license) return catalog.toObject(model);
   const { commercialUse, ...rest } = license;
-  return { ...catalog.toObject(model), license: { id: rest.id, name: rest.name, url: rest.url, commercial_use: commercialUse, source: rest.source, notice: rest.notice } };
+  return {
+    ...catalog.toObject(model),
+    license: { id: rest.id, name: rest.name, url: rest.url, commercial_use: commercialUse, source: rest.source, notice: rest.notice },
+  };
 }
 
 export function modelRoutes(catalog: ModelCatalog, engines: EngineRegistry | null = null): RouteDef[] {

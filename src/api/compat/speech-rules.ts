@@ -57,7 +57,12 @@ function resolveVoice(voice: string): Voice | undefined {
  * djelia-tts-v2 takes the voice, or a description naming Moussa, Sekou or Seydou (which overrides it);
  * djelia-tts-v1 takes the numeric `speaker` (default 1) and ignores voice.
  */
-export function selectSpeaker(modelId: string, vendor: string, voice: string | undefined, options: { description?: string | null; speaker?: number }): number | undefined {
+export function selectSpeaker(
+  modelId: string,
+  vendor: string,
+  voice: string | undefined,
+  options: { description?: string | null; speaker?: number },
+): number | undefined {
   if (modelId === SPEECH_MODEL_ID) {
     if (voice !== undefined && !['moussa', 'alloy', 'nova', 'coral'].includes(voice.trim().toLowerCase())) {
       throw new ApiError('unsupported_voice', `voice: jifili-1 serves the voice moussa (also called alloy, nova or coral), not ${voice}.`, { param: 'voice' });
@@ -92,5 +97,8 @@ export function checkSpeakable(modelId: string, alphabet: unknown, input: string
     const more = unspeakable.length > NAMED_CHARACTERS ? ` and ${unspeakable.length - NAMED_CHARACTERS} more` : '';
     throw new ApiError('invalid_value', `input: ${modelId} cannot pronounce ${named}${more}; remove them or write them out in words.`, { param: 'input' });
   }
-  if (!text) throw new ApiError('invalid_value', `input: there is nothing ${modelId} can say in this text (only punctuation or invisible characters).`, { param: 'input' });
+  if (!text)
+    throw new ApiError('invalid_value', `input: there is nothing ${modelId} can say in this text (only punctuation or invisible characters).`, {
+      param: 'input',
+    });
 }

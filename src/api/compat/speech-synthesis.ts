@@ -75,9 +75,17 @@ export async function startSpeech(deps: CompatDeps, req: ApiRequest, caller: Cal
     const pcm = timed(synthesis, (ms) => (timing.engineFirstMs = ms), started);
     // Settles to the characters delivered (releasing the hold when none were), however the stream ended: the
     // tally already counts a cut stream's share, and every phrase once the stream went out to its end.
-    const onDelivered = () => settleDelivered(reservation, [{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }], { logger: deps.logger, requestId: req.requestId });
+    const onDelivered = () =>
+      settleDelivered(reservation, [{ model: model.id, kind: 'speech', unit: 'character', quantity: tally.charactersDelivered }], {
+        logger: deps.logger,
+        requestId: req.requestId,
+      });
     // closeWhenDone stops synthesis when the client leaves before the stream is pulled; billing waits for onDelivered.
-    const audio = timed(closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id, job.variant, deps.encoders), async () => {}, req.signal), (ms) => (timing.firstBytesMs = ms), started);
+    const audio = timed(
+      closeWhenDone(encodeSpeech(pcm, format, tally, job.chunker, caller.account.id, job.variant, deps.encoders), async () => {}, req.signal),
+      (ms) => (timing.firstBytesMs = ms),
+      started,
+    );
     // Server-Timing of the first chunk: the model's time to its first PCM, and to the first encoded bytes.
     const lateHeaders = () => ({ 'server-timing': `engine-first;dur=${timing.engineFirstMs.toFixed(2)}, first-bytes;dur=${timing.firstBytesMs.toFixed(2)}` });
     return { audio, tally, lateHeaders, onDelivered };

@@ -52,18 +52,27 @@ export function speechTranslation(deps: CompatDeps, asrModel: CatalogModel, inpu
  * TRANSCRIPT_CHARACTERS_PER_SECOND: the transcript's length is not known yet, so the hold starts at what the
  * header declares, grows with each decoded window, and is raised to the exact cost before the translation runs.
  */
-export function startSpeechTranslation(deps: CompatDeps, req: ApiRequest, caller: Caller, form: MultipartForm, plan: SpeechTranslation): Promise<TranscriptionJob> {
+export function startSpeechTranslation(
+  deps: CompatDeps,
+  req: ApiRequest,
+  caller: Caller,
+  form: MultipartForm,
+  plan: SpeechTranslation,
+): Promise<TranscriptionJob> {
   const secondPrice = deps.ledger.priceOf('second', 'transcription');
   const characterPrice = deps.ledger.priceOf('character', 'translation');
   const holdFor = (seconds: number) =>
-    deps.ledger.costOf(billableSeconds(seconds), secondPrice) + deps.ledger.costOf(Math.ceil(billableSeconds(seconds) * TRANSCRIPT_CHARACTERS_PER_SECOND), characterPrice);
+    deps.ledger.costOf(billableSeconds(seconds), secondPrice) +
+    deps.ledger.costOf(Math.ceil(billableSeconds(seconds) * TRANSCRIPT_CHARACTERS_PER_SECOND), characterPrice);
   return startTranscription(deps, req, caller, form, { model: plan.asrModel, engine: plan.asr, input: plan.input, holdFor });
 }
 
 /** Translates `text` (Bambara) into the plan's target language; an empty text needs no model. */
 export async function translateTranscript(plan: SpeechTranslation, text: string, signal: AbortSignal, caller: Caller): Promise<string> {
   if (!text) return '';
-  const result = await plan.mt.run<{ translations: string[] }>('translate', { texts: [text], source: 'bam_Latn', target: plan.target }, signal, { account: caller.account.id });
+  const result = await plan.mt.run<{ translations: string[] }>('translate', { texts: [text], source: 'bam_Latn', target: plan.target }, signal, {
+    account: caller.account.id,
+  });
   return result.translations[0] ?? '';
 }
 
@@ -76,7 +85,13 @@ export function translationItem(plan: SpeechTranslation, transcript: string): Ch
  * Before the translation of `transcript` runs, its exact cost must be held: a balance that cannot cover it
  * ends the request with 402 here, never below zero later.
  */
-export async function holdTranslation(deps: CompatDeps, reservation: Reservation, job: TranscriptionJob, plan: SpeechTranslation, transcript: string): Promise<void> {
+export async function holdTranslation(
+  deps: CompatDeps,
+  reservation: Reservation,
+  job: TranscriptionJob,
+  plan: SpeechTranslation,
+  transcript: string,
+): Promise<void> {
   await reservation.growTo(deps.ledger.costOfItems([job.item(), translationItem(plan, transcript)]));
 }
 
@@ -84,7 +99,13 @@ export async function holdTranslation(deps: CompatDeps, reservation: Reservation
  * The whole upload transcribed, then translated; the charge settles once the answer is delivered (put
  * `onDelivered` on the result). The reservation is closed on every path: here when it fails, by onDelivered otherwise.
  */
-export async function transcribeAndTranslate(deps: CompatDeps, req: ApiRequest, caller: Caller, form: MultipartForm, plan: SpeechTranslation): Promise<{ translated: string; onDelivered: (delivered: boolean) => Promise<void> }> {
+export async function transcribeAndTranslate(
+  deps: CompatDeps,
+  req: ApiRequest,
+  caller: Caller,
+  form: MultipartForm,
+  plan: SpeechTranslation,
+): Promise<{ translated: string; onDelivered: (delivered: boolean) => Promise<void> }> {
   const job = await startSpeechTranslation(deps, req, caller, form, plan);
   const { reservation } = job;
   let handedOver = false;

@@ -36,7 +36,8 @@ export function speechRoute(deps: CompatDeps): RouteDef {
       request: { contentType: 'application/json', schema: schema.meta({ id: 'SpeechRequest' }) },
       responses: {
         200: {
-          description: 'Audio in the response_format asked for (x-response-formats names the formats of each media type), streamed as it is synthesized; with stream_format=sse, speech.audio.delta events (base64 audio) then speech.audio.done',
+          description:
+            'Audio in the response_format asked for (x-response-formats names the formats of each media type), streamed as it is synthesized; with stream_format=sse, speech.audio.delta events (base64 audio) then speech.audio.done',
           content: [...audioContents(), eventStreamContent('SpeechStreamEvent', [SpeechAudioDeltaSchema, SpeechAudioDoneSchema], { done: false })],
         },
       },
@@ -58,7 +59,13 @@ function audioContents(): OpenApiContent[] {
 }
 
 async function speak(deps: CompatDeps, schema: ReturnType<typeof speechRequestSchema>, req: ApiRequest, caller: Caller): Promise<ApiResult> {
-  const body = parseRequest(schema, await req.body.json()) as Record<string, unknown> & { model: string; input: string; voice?: string; response_format: string; stream_format: 'audio' | 'sse' };
+  const body = parseRequest(schema, await req.body.json()) as Record<string, unknown> & {
+    model: string;
+    input: string;
+    voice?: string;
+    response_format: string;
+    stream_format: 'audio' | 'sse';
+  };
   const options = (body[deps.vendor] ?? {}) as SpeechOptions;
   const model = resolveModel(deps.catalog, body.model, 'speech', req);
   const format = checkFormat(model.id, body.response_format);

@@ -56,7 +56,11 @@ export async function translateOnce(deps: CompatDeps, req: ApiRequest, caller: C
       ? { prompt_tokens: result.inputTokens, completion_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens }
       : { prompt_tokens: characters, completion_tokens: 0, total_tokens: characters };
     const items = [{ model: model.id, kind: 'translation', unit: byToken ? 'token' : 'character', quantity: usage.total_tokens }] as const;
-    return { translation: result.translations[0] ?? '', usage, onDelivered: chargeOnDelivery(reservation, () => items, { logger: deps.logger, requestId: req.requestId }) };
+    return {
+      translation: result.translations[0] ?? '',
+      usage,
+      onDelivered: chargeOnDelivery(reservation, () => items, { logger: deps.logger, requestId: req.requestId }),
+    };
   } catch (err) {
     await reservation.release(); // on failure the hold goes and nothing is charged
     throw err;

@@ -60,13 +60,22 @@ export function transcriptionCost(deps: CompatDeps): (seconds: number) => number
  * Opens the form's `file` (400/413 for an empty, undecodable or over-long upload) and holds what its header
  * declares (an estimate, raised as the audio is decoded; 402 when the account cannot cover it).
  */
-export async function startTranscription(deps: CompatDeps, req: ApiRequest, caller: Caller, form: MultipartForm, plan: TranscriptionPlan): Promise<TranscriptionJob> {
+export async function startTranscription(
+  deps: CompatDeps,
+  req: ApiRequest,
+  caller: Caller,
+  form: MultipartForm,
+  plan: TranscriptionPlan,
+): Promise<TranscriptionJob> {
   const t0 = performance.now();
   const audio = await openUploadedAudio(form, deps, req.signal, caller.account.id);
   const decodeMs = performance.now() - t0;
   let reservation: Reservation;
   try {
-    reservation = await deps.ledger.reserve({ requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id }, plan.holdFor(audio.header.declaredSeconds ?? 0));
+    reservation = await deps.ledger.reserve(
+      { requestId: req.requestId, accountId: caller.account.id, keyId: caller.key.id },
+      plan.holdFor(audio.header.declaredSeconds ?? 0),
+    );
   } catch (err) {
     audio.close();
     throw err;

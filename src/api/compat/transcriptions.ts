@@ -49,13 +49,16 @@ export function transcriptionRoute(deps: CompatDeps): RouteDef {
       request: { contentType: 'multipart/form-data', schema: TranscriptionRequestDoc },
       responses: {
         200: {
-          description: 'The transcript in the response_format asked for; with stream=true (json or text), transcript.text.segment and .delta events per segment, transcript.text.done, then [DONE]',
+          description:
+            'The transcript in the response_format asked for; with stream=true (json or text), transcript.text.segment and .delta events per segment, transcript.text.done, then [DONE]',
           content: [
             jsonContent(TranscriptionResponseSchema, ['json']),
             jsonContent(VerboseTranscriptionSchema, ['verbose_json']),
             textContent(MEDIA_TYPES.plainText, ['text', 'srt']),
             textContent(MEDIA_TYPES.vtt, ['vtt']),
-            eventStreamContent('TranscriptionStreamEvent', [TranscriptTextSegmentEventSchema, TranscriptTextDeltaEventSchema, TranscriptTextDoneEventSchema], { done: true }),
+            eventStreamContent('TranscriptionStreamEvent', [TranscriptTextSegmentEventSchema, TranscriptTextDeltaEventSchema, TranscriptTextDoneEventSchema], {
+              done: true,
+            }),
           ],
         },
       },
@@ -74,7 +77,9 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const fields = parseRequest(TranscriptionFormSchema, form.fields);
     const model = resolveModel(deps.catalog, fields.model, 'transcription', req);
     if (fields.stream && fields.response_format !== 'json' && fields.response_format !== 'text') {
-      throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, { param: 'stream' });
+      throw new ApiError('invalid_value', `stream: streaming is supported with response_format json or text, not ${fields.response_format}.`, {
+        param: 'stream',
+      });
     }
     const engine = admittingEngine(deps, model); // before spending anything on decoding
     const input = TEMPERATURE_MODELS(deps.vendor).has(model.id) && fields.temperature != null ? { temperature: fields.temperature } : {};
@@ -91,7 +96,12 @@ async function transcribe(deps: CompatDeps, req: ApiRequest, caller: Caller): Pr
     const segments = await allSegments(job);
     const engineMs = performance.now() - t1;
     const words = [fields.timestamp_granularities ?? []].flat().includes('word');
-    const result = transcriptResult(fields.response_format, segments, { durationSeconds: job.durationSeconds(), usage: job.usage(), task: 'transcribe', words });
+    const result = transcriptResult(fields.response_format, segments, {
+      durationSeconds: job.durationSeconds(),
+      usage: job.usage(),
+      task: 'transcribe',
+      words,
+    });
     handedOver = true;
     // Server-Timing splits latency into opening the upload (to its header), the model with the decoding
     // that feeds it (queue included), and the rest.

@@ -32,7 +32,10 @@ export function translationRoute(deps: CompatDeps): RouteDef {
       tags: ['Audio'],
       request: { contentType: 'multipart/form-data', schema: TranslationRequestDoc },
       responses: {
-        200: { description: 'The translated transcript, as JSON or plain text', content: [jsonContent(TranscriptionResponseSchema, ['json']), textContent(MEDIA_TYPES.plainText, ['text'])] },
+        200: {
+          description: 'The translated transcript, as JSON or plain text',
+          content: [jsonContent(TranscriptionResponseSchema, ['json']), textContent(MEDIA_TYPES.plainText, ['text'])],
+        },
       },
       errors: [404, 503],
     },
@@ -46,9 +49,13 @@ async function translateSpeech(deps: CompatDeps, req: ApiRequest, caller: Caller
   try {
     const fields = parseRequest(TranslationFormSchema, form.fields);
     if (fields.response_format !== 'json' && fields.response_format !== 'text') {
-      throw new ApiError('invalid_value', `response_format: ${fields.response_format} is not available for translations, because its timings would no longer match the translated words; use json or text.`, {
-        param: 'response_format',
-      });
+      throw new ApiError(
+        'invalid_value',
+        `response_format: ${fields.response_format} is not available for translations, because its timings would no longer match the translated words; use json or text.`,
+        {
+          param: 'response_format',
+        },
+      );
     }
     const target = fields.language ?? 'eng_Latn';
     const asrModel = resolveModel(deps.catalog, fields.model, 'transcription', req);

@@ -36,7 +36,9 @@ export async function openUploadedAudio(form: MultipartForm, deps: AudioInputDep
   const file = form.files.file;
   if (!file) {
     const sentAsText = typeof form.fields.file === 'string';
-    throw new ApiError('missing_required_parameter', sentAsText ? 'file: expected an uploaded file, got a text field' : 'file: Field required', { param: 'file' });
+    throw new ApiError('missing_required_parameter', sentAsText ? 'file: expected an uploaded file, got a text field' : 'file: Field required', {
+      param: 'file',
+    });
   }
   if (file.size === 0) throw new ApiError('invalid_value', 'file: the uploaded file is empty.', { param: 'file' });
   const options = { targetRate: ASR_SAMPLE_RATE, maxDurationSeconds: deps.maxAudioSeconds };
@@ -90,5 +92,7 @@ export function assertSpeechToTextAdmits(deps: { catalog: ModelCatalog; engines:
   const refusals = [...engines].map((engine) => engine.refusal());
   if (refusals.some((refusal) => refusal === null)) return;
   const seconds = Math.min(...refusals.map((refusal) => refusal!.retryAfterSeconds));
-  throw new ApiError('service_unavailable', `The speech-to-text models are at capacity. Please retry after ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
+  throw new ApiError('service_unavailable', `The speech-to-text models are at capacity. Please retry after ${seconds} s.`, {
+    headers: { 'retry-after': String(seconds) },
+  });
 }

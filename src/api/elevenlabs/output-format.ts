@@ -36,10 +36,27 @@ export const ELEVENLABS_DEFAULT_FORMAT = 'mp3_44100_128';
 
 /** The ElevenLabs names as ElevenLabs lists them, for messages and the docs (any other valid pair is served too). */
 export const ELEVENLABS_FORMAT_NAMES = [
-  'mp3_22050_32', 'mp3_24000_48', 'mp3_44100_32', 'mp3_44100_64', 'mp3_44100_96', 'mp3_44100_128', 'mp3_44100_192',
-  'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_32000', 'pcm_44100', 'pcm_48000',
-  'ulaw_8000', 'alaw_8000',
-  'opus_48000_32', 'opus_48000_64', 'opus_48000_96', 'opus_48000_128', 'opus_48000_192',
+  'mp3_22050_32',
+  'mp3_24000_48',
+  'mp3_44100_32',
+  'mp3_44100_64',
+  'mp3_44100_96',
+  'mp3_44100_128',
+  'mp3_44100_192',
+  'pcm_8000',
+  'pcm_16000',
+  'pcm_22050',
+  'pcm_24000',
+  'pcm_32000',
+  'pcm_44100',
+  'pcm_48000',
+  'ulaw_8000',
+  'alaw_8000',
+  'opus_48000_32',
+  'opus_48000_64',
+  'opus_48000_96',
+  'opus_48000_128',
+  'opus_48000_192',
 ] as const;
 
 const OPUS_BITRATES = new Set([32, 64, 96, 128, 192]);
@@ -92,11 +109,19 @@ function withVariant(format: 'pcm' | 'mp3', variant: EncodingVariant): { format:
 export function resolveOutputFormat(modelId: string, name: string, param = 'output_format'): OutputFormat {
   const parsed = isSpeechFormat(name) ? { format: name } : parseElevenLabsFormat(name);
   if (!parsed) {
-    throw new ApiError('invalid_value', `${param}: ${JSON.stringify(name)} is not a format; use an ElevenLabs name (${ELEVENLABS_FORMAT_NAMES.join(', ')}) or one of ${servedBy(modelId).join(', ')}.`, { param });
+    throw new ApiError(
+      'invalid_value',
+      `${param}: ${JSON.stringify(name)} is not a format; use an ElevenLabs name (${ELEVENLABS_FORMAT_NAMES.join(', ')}) or one of ${servedBy(modelId).join(', ')}.`,
+      { param },
+    );
   }
   const served = servedBy(modelId);
   if (!served.includes(parsed.format)) {
-    throw new ApiError('invalid_request', `${param}: ${modelId} does not serve ${name}; use an ElevenLabs pcm, mp3, ulaw, alaw or opus name, or one of ${served.join(', ')}.`, { param });
+    throw new ApiError(
+      'invalid_request',
+      `${param}: ${modelId} does not serve ${name}; use an ElevenLabs pcm, mp3, ulaw, alaw or opus name, or one of ${served.join(', ')}.`,
+      { param },
+    );
   }
   const info = formatInfo(parsed.format, parsed.variant);
   return { name, ...parsed, mediaType: info.mediaType, sampleRate: info.sampleRate };

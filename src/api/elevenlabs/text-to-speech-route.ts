@@ -28,7 +28,11 @@ import { SPEECH_MODEL_ID } from '../../engines/model-ids.js';
 const TextToSpeechRequestSchema = z
   .looseObject({
     text: z.string().min(1).describe('The text to speak (Bambara).'),
-    model_id: z.string().nullable().optional().describe('A Kuma speech model, or an ElevenLabs model id (eleven_…), which stands for jifili-1. Default jifili-1.'),
+    model_id: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('A Kuma speech model, or an ElevenLabs model id (eleven_…), which stands for jifili-1. Default jifili-1.'),
     voice_settings: z.looseObject({}).nullable().optional().describe('Accepted; does not change the audio.'),
     language_code: z.string().nullable().optional(),
     seed: z.number().int().nullable().optional(),
@@ -47,7 +51,13 @@ function openapi(operationId: string, summary: string): OpenApiInfo {
     responses: {
       200: {
         description: 'The audio in the output_format asked for',
-        content: [{ contentType: 'audio/mpeg' }, { contentType: 'audio/pcm' }, { contentType: 'audio/basic' }, { contentType: 'audio/x-alaw-basic' }, { contentType: 'audio/ogg' }],
+        content: [
+          { contentType: 'audio/mpeg' },
+          { contentType: 'audio/pcm' },
+          { contentType: 'audio/basic' },
+          { contentType: 'audio/x-alaw-basic' },
+          { contentType: 'audio/ogg' },
+        ],
       },
     },
     errors: [404, 422, 503],
@@ -57,8 +67,18 @@ function openapi(operationId: string, summary: string): OpenApiInfo {
 export function textToSpeechRoutes(deps: CompatDeps): RouteDef[] {
   const common = { method: 'POST' as const, surface: 'compat' as const, auth: true, billable: true };
   return [
-    { ...common, path: '/text-to-speech/:voice_id', openapi: openapi('textToSpeechElevenLabs', 'Speak Bambara text (ElevenLabs path)'), handler: (req, caller) => speak(deps, req, caller!) },
-    { ...common, path: '/text-to-speech/:voice_id/stream', openapi: openapi('textToSpeechStreamElevenLabs', 'Speak Bambara text, streamed (ElevenLabs path)'), handler: (req, caller) => speak(deps, req, caller!) },
+    {
+      ...common,
+      path: '/text-to-speech/:voice_id',
+      openapi: openapi('textToSpeechElevenLabs', 'Speak Bambara text (ElevenLabs path)'),
+      handler: (req, caller) => speak(deps, req, caller!),
+    },
+    {
+      ...common,
+      path: '/text-to-speech/:voice_id/stream',
+      openapi: openapi('textToSpeechStreamElevenLabs', 'Speak Bambara text, streamed (ElevenLabs path)'),
+      handler: (req, caller) => speak(deps, req, caller!),
+    },
   ];
 }
 
@@ -69,11 +89,21 @@ async function speak(deps: CompatDeps, req: ApiRequest, caller: Caller): Promise
   if (!body.text.trim()) throw new ApiError('invalid_value', 'text: there is no text to speak.', { param: 'text' });
   const characters = billableCharacters(body.text);
   if (model.id === SPEECH_MODEL_ID && characters > JIFILI_MAX_INPUT) {
-    throw new ApiError('invalid_value', `text: at most ${JIFILI_MAX_INPUT} characters for jifili-1 (got ${characters}); send longer text in pieces, or over the stream-input socket.`, { param: 'text' });
+    throw new ApiError(
+      'invalid_value',
+      `text: at most ${JIFILI_MAX_INPUT} characters for jifili-1 (got ${characters}); send longer text in pieces, or over the stream-input socket.`,
+      { param: 'text' },
+    );
   }
   const speaker = selectSpeaker(model.id, deps.vendor, kumaVoice(req.params.voice_id), {});
   checkSpeakableText(model.id, engineFor(deps.engines, model).info.alphabet, body.text);
-  const { audio, lateHeaders, onDelivered } = await startSpeech(deps, req, caller, { model, format: output.format, ...(output.variant ? { variant: output.variant } : {}), text: body.text, speaker });
+  const { audio, lateHeaders, onDelivered } = await startSpeech(deps, req, caller, {
+    model,
+    format: output.format,
+    ...(output.variant ? { variant: output.variant } : {}),
+    text: body.text,
+    speaker,
+  });
   // Charged by what was handed to the connection (the tally), once the response is over: no end probes.
   return { kind: 'bytes', contentType: output.mediaType, chunks: audio, lateHeaders, onDelivered, confirmDelivery: false };
 }
@@ -83,7 +113,14 @@ function checkSpeakableText(modelId: string, alphabet: unknown, text: string): v
   if (typeof alphabet !== 'string') return;
   const spoken = speechText(text, new Set(alphabet));
   if (spoken.unspeakable.length) {
-    throw new ApiError('invalid_value', `text: ${modelId} cannot pronounce ${spoken.unspeakable.slice(0, 8).map(describeChar).join(', ')}; remove them or write them out in words.`, { param: 'text' });
+    throw new ApiError(
+      'invalid_value',
+      `text: ${modelId} cannot pronounce ${spoken.unspeakable.slice(0, 8).map(describeChar).join(', ')}; remove them or write them out in words.`,
+      { param: 'text' },
+    );
   }
-  if (!spoken.text) throw new ApiError('invalid_value', `text: there is nothing ${modelId} can say in this text (only punctuation or invisible characters).`, { param: 'text' });
+  if (!spoken.text)
+    throw new ApiError('invalid_value', `text: there is nothing ${modelId} can say in this text (only punctuation or invisible characters).`, {
+      param: 'text',
+    });
 }

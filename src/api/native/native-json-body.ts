@@ -14,7 +14,9 @@ export async function readNativeJson(req: ApiRequest): Promise<unknown> {
     return await req.body.json();
   } catch (err) {
     if (err instanceof ApiError && err.code === 'unsupported_content_type') {
-      throw nativeValidationError([{ loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type', input: null }]);
+      throw nativeValidationError([
+        { loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type', input: null },
+      ]);
     }
     if (!(err instanceof ApiError) || err.code !== 'invalid_json') throw err;
     if (/empty/.test(err.message)) throw nativeValidationError([{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]);

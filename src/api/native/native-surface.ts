@@ -44,28 +44,26 @@ function otherMethodRoutes(retirementGate: (spec: NativeRouteSpec) => (req: ApiR
     const servedHere = NATIVE_ROUTES.filter((route) => route.path === path);
     const allowed = servedHere.map((route) => route.method);
     const spec = servedHere[0]!;
-    return ALL_METHODS.filter((method) => !allowed.includes(method)).map(
-      (method): RouteDef => ({
-        method,
-        path,
-        surface: 'native',
-        auth: false,
-        gate: retirementGate(spec),
-        openapi: {
-          operationId: `${method.toLowerCase()}${operationName(path)}NotServed`,
-          summary: `Not served: 405 until the retirement date, 410 from it on (the path serves ${allowed.join(', ')})`,
-          tags: ['Native (deprecated)'],
-          deprecated: true,
-          responses: {},
-          errors: [405, 410],
-        },
-        handler: async (req) => {
-          throw new ApiError('method_not_allowed', `Method ${req.method} is not allowed on ${req.path}; use ${allowed.join(', ')}.`, {
-            headers: { allow: allowed.join(', ') },
-          });
-        },
-      }),
-    );
+    return ALL_METHODS.filter((method) => !allowed.includes(method)).map((method): RouteDef => ({
+      method,
+      path,
+      surface: 'native',
+      auth: false,
+      gate: retirementGate(spec),
+      openapi: {
+        operationId: `${method.toLowerCase()}${operationName(path)}NotServed`,
+        summary: `Not served: 405 until the retirement date, 410 from it on (the path serves ${allowed.join(', ')})`,
+        tags: ['Native (deprecated)'],
+        deprecated: true,
+        responses: {},
+        errors: [405, 410],
+      },
+      handler: async (req) => {
+        throw new ApiError('method_not_allowed', `Method ${req.method} is not allowed on ${req.path}; use ${allowed.join(', ')}.`, {
+          headers: { allow: allowed.join(', ') },
+        });
+      },
+    }));
   });
 }
 

@@ -69,7 +69,8 @@ function describe(issue: core.$ZodIssue, input: unknown): { msg: string; type: s
     case 'invalid_type':
       return describeType(issue.expected, input);
     case 'too_small':
-      if (issue.origin === 'string') return { msg: `String should have at least ${String(issue.minimum)} character${plural(issue.minimum)}`, type: 'string_too_short' };
+      if (issue.origin === 'string')
+        return { msg: `String should have at least ${String(issue.minimum)} character${plural(issue.minimum)}`, type: 'string_too_short' };
       if (issue.origin === 'number') {
         return issue.inclusive
           ? { msg: `Input should be greater than or equal to ${String(issue.minimum)}`, type: 'greater_than_equal' }
@@ -77,7 +78,8 @@ function describe(issue: core.$ZodIssue, input: unknown): { msg: string; type: s
       }
       return { msg: issue.message, type: 'too_short' };
     case 'too_big':
-      if (issue.origin === 'string') return { msg: `String should have at most ${String(issue.maximum)} character${plural(issue.maximum)}`, type: 'string_too_long' };
+      if (issue.origin === 'string')
+        return { msg: `String should have at most ${String(issue.maximum)} character${plural(issue.maximum)}`, type: 'string_too_long' };
       if (issue.origin === 'number') {
         return issue.inclusive
           ? { msg: `Input should be less than or equal to ${String(issue.maximum)}`, type: 'less_than_equal' }

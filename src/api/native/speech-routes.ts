@@ -26,7 +26,14 @@ import { NATIVE_TTS_FORMATS, TtsV1RequestSchema, TtsV2RequestSchema, TtsV2Stream
 const TAGS = ['Native (deprecated)'];
 
 export function nativeSpeechRoutes(deps: CompatDeps): RouteDef[] {
-  const route = (path: string, operationId: string, summary: string, request: NonNullable<OpenApiInfo['request']>, content: OpenApiContent[], handler: RouteDef['handler']): RouteDef => ({
+  const route = (
+    path: string,
+    operationId: string,
+    summary: string,
+    request: NonNullable<OpenApiInfo['request']>,
+    content: OpenApiContent[],
+    handler: RouteDef['handler'],
+  ): RouteDef => ({
     method: 'POST',
     path,
     surface: 'native',
@@ -36,14 +43,29 @@ export function nativeSpeechRoutes(deps: CompatDeps): RouteDef[] {
     handler,
   });
   return [
-    route('/v1/models/tts', 'nativeTtsV1', 'Speak Bambara text as WAV (djelia-tts-v1, speaker 0–4)', { contentType: 'application/json', schema: TtsV1RequestSchema }, [{ contentType: FORMAT_INFO.wav.mediaType, responseFormats: ['wav'] }], (req, caller) =>
-      speakV1(deps, req, caller!),
+    route(
+      '/v1/models/tts',
+      'nativeTtsV1',
+      'Speak Bambara text as WAV (djelia-tts-v1, speaker 0–4)',
+      { contentType: 'application/json', schema: TtsV1RequestSchema },
+      [{ contentType: FORMAT_INFO.wav.mediaType, responseFormats: ['wav'] }],
+      (req, caller) => speakV1(deps, req, caller!),
     ),
-    route('/v2/models/tts', 'nativeTtsV2', 'Speak Bambara text in mp3, wav, wav_8k or ulaw_8k (djelia-tts-v2)', { contentType: 'application/json', schema: TtsV2RequestSchema }, audioContents(), (req, caller) =>
-      speakV2(deps, req, caller!, false),
+    route(
+      '/v2/models/tts',
+      'nativeTtsV2',
+      'Speak Bambara text in mp3, wav, wav_8k or ulaw_8k (djelia-tts-v2)',
+      { contentType: 'application/json', schema: TtsV2RequestSchema },
+      audioContents(),
+      (req, caller) => speakV2(deps, req, caller!, false),
     ),
-    route('/v2/models/tts/stream', 'nativeTtsV2Stream', 'Speak Bambara text, streamed in chunks of chunk_size seconds of audio (djelia-tts-v2)', { contentType: 'application/json', schema: TtsV2StreamRequestSchema }, audioContents(), (req, caller) =>
-      speakV2(deps, req, caller!, true),
+    route(
+      '/v2/models/tts/stream',
+      'nativeTtsV2Stream',
+      'Speak Bambara text, streamed in chunks of chunk_size seconds of audio (djelia-tts-v2)',
+      { contentType: 'application/json', schema: TtsV2StreamRequestSchema },
+      audioContents(),
+      (req, caller) => speakV2(deps, req, caller!, true),
     ),
   ];
 }

@@ -23,7 +23,8 @@ const Text = z.string().min(1);
 /** At most `max` characters counted as code points (as pydantic counts them), reported as pydantic does. */
 function boundedText(max: number) {
   return Text.superRefine((text, ctx) => {
-    if (billableCharacters(text) > max) ctx.addIssue({ code: 'too_big', origin: 'string', maximum: max, inclusive: true, input: text, message: `at most ${max} characters` });
+    if (billableCharacters(text) > max)
+      ctx.addIssue({ code: 'too_big', origin: 'string', maximum: max, inclusive: true, input: text, message: `at most ${max} characters` });
   });
 }
 

@@ -76,6 +76,7 @@ async function readForm(req: ApiRequest): Promise<MultipartForm | null> {
 function checkFile(form: MultipartForm): NativeDetailEntry | null {
   if (form.files.file) return null;
   const text = form.fields.file;
-  if (typeof text === 'string') return { loc: ['body', 'file'], msg: "Value error, Expected UploadFile, received: <class 'str'>", type: 'value_error', input: text };
+  if (typeof text === 'string')
+    return { loc: ['body', 'file'], msg: "Value error, Expected UploadFile, received: <class 'str'>", type: 'value_error', input: text };
   return missingEntry('body', 'file');
 }

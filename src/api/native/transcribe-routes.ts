@@ -57,18 +57,28 @@ async function transcribe(deps: CompatDeps, version: Version, stream: boolean, r
       }
       const job = await startSpeechTranslation(deps, req, caller, form, plan);
       const charge: StreamCharge = { items: null };
-      return ndjson(closeWhenDone(frenchLines(deps, req, caller, job, plan, charge), async () => {}, req.signal), chargeOnDelivery(job.reservation, () => charge.items ?? [], log));
+      return ndjson(
+        closeWhenDone(frenchLines(deps, req, caller, job, plan, charge), async () => {}, req.signal),
+        chargeOnDelivery(job.reservation, () => charge.items ?? [], log),
+      );
     }
     const job = await startTranscription(deps, req, caller, form, { model, engine: admittingEngine(deps, model), input: {}, holdFor: transcriptionCost(deps) });
     if (stream) {
       const charge: StreamCharge = { items: null };
-      return ndjson(closeWhenDone(segmentLines(job, charge), async () => {}, req.signal), chargeOnDelivery(job.reservation, () => charge.items ?? [], log));
+      return ndjson(
+        closeWhenDone(segmentLines(job, charge), async () => {}, req.signal),
+        chargeOnDelivery(job.reservation, () => charge.items ?? [], log),
+      );
     }
     let handedOver = false;
     try {
       const segments = await allSegments(job);
       handedOver = true;
-      return { kind: 'json', body: segments.map(nativeSegment).filter((segment) => segment !== null), onDelivered: chargeOnDelivery(job.reservation, () => [job.item()], log) };
+      return {
+        kind: 'json',
+        body: segments.map(nativeSegment).filter((segment) => segment !== null),
+        onDelivered: chargeOnDelivery(job.reservation, () => [job.item()], log),
+      };
     } finally {
       if (!handedOver) await job.reservation.release(); // a failure before the answer costs nothing
     }

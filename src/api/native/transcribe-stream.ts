@@ -86,7 +86,14 @@ export class RetranslationBudget {
  * if it ended there (the seconds up to the segment, the transcript's characters), so a balance that cannot
  * pay stops the stream before that translation is delivered.
  */
-export async function* frenchLines(deps: CompatDeps, req: ApiRequest, caller: Caller, job: TranscriptionJob, plan: SpeechTranslation, charge: StreamCharge): AsyncGenerator<Uint8Array> {
+export async function* frenchLines(
+  deps: CompatDeps,
+  req: ApiRequest,
+  caller: Caller,
+  job: TranscriptionJob,
+  plan: SpeechTranslation,
+  charge: StreamCharge,
+): AsyncGenerator<Uint8Array> {
   const budget = new RetranslationBudget();
   const texts: string[] = [];
   let coveredSegments = -1; // how many segments the last object translated (none sent yet)

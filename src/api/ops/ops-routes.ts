@@ -19,7 +19,12 @@ export function opsRoutes(metrics: Metrics, readinessChecks: ReadinessCheck[]): 
       path: '/healthz',
       surface: 'ops',
       auth: false,
-      openapi: { operationId: 'getHealth', summary: 'Liveness: the process answers', tags: TAGS, responses: { 200: { description: 'Alive', content: [jsonContent(HealthSchema)] } } },
+      openapi: {
+        operationId: 'getHealth',
+        summary: 'Liveness: the process answers',
+        tags: TAGS,
+        responses: { 200: { description: 'Alive', content: [jsonContent(HealthSchema)] } },
+      },
       handler: async () => ({ kind: 'json', body: { status: 'ok', pid: process.pid, ...(cluster.worker ? { worker: cluster.worker.id } : {}) } }),
     },
     {
@@ -37,9 +42,7 @@ export function opsRoutes(metrics: Metrics, readinessChecks: ReadinessCheck[]): 
         },
       },
       handler: async () => {
-        const checks = await Promise.all(
-          readinessChecks.map((check) => check().catch((err: Error) => ({ name: 'check', ready: false, detail: err.message }))),
-        );
+        const checks = await Promise.all(readinessChecks.map((check) => check().catch((err: Error) => ({ name: 'check', ready: false, detail: err.message }))));
         const ready = checks.every((c) => c.ready);
         return { kind: 'json', status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks } };
       },

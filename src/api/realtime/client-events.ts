@@ -61,7 +61,13 @@ const GaFormat = z.discriminatedUnion('type', [
  */
 const GaSession = z.object({
   type: z.enum(['transcription', 'realtime']).optional(),
-  audio: z.object({ input: z.object({ format: GaFormat.optional(), transcription: Transcription.nullable().optional(), turn_detection: ServerVad.nullable().optional() }).optional() }).optional(),
+  audio: z
+    .object({
+      input: z
+        .object({ format: GaFormat.optional(), transcription: Transcription.nullable().optional(), turn_detection: ServerVad.nullable().optional() })
+        .optional(),
+    })
+    .optional(),
 });
 const BetaSession = z.object({
   input_audio_format: z.enum(['pcm16', 'g711_ulaw', 'g711_alaw']).optional(),
@@ -69,7 +75,12 @@ const BetaSession = z.object({
   turn_detection: ServerVad.nullable().optional(),
 });
 const TranslationSession = z.object({
-  audio: z.object({ input: z.object({ transcription: z.object({ model: z.string() }).nullable().optional() }).optional(), output: z.object({ language: z.string().optional() }).optional() }).optional(),
+  audio: z
+    .object({
+      input: z.object({ transcription: z.object({ model: z.string() }).nullable().optional() }).optional(),
+      output: z.object({ language: z.string().optional() }).optional(),
+    })
+    .optional(),
 });
 
 /** Parses one text frame of a session of `shape` ('ga' and 'beta' sessions take both update shapes). */
@@ -98,7 +109,8 @@ export function parseClientEvent(text: string, translation: boolean, scratch?: A
   } catch {
     throw new RealtimeEventError('invalid_json', 'The event is not valid JSON.');
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new RealtimeEventError('invalid_value', 'An event must be a JSON object with a `type`.', 'type');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new RealtimeEventError('invalid_value', 'An event must be a JSON object with a `type`.', 'type');
   const event = raw as Record<string, unknown>;
   const ref = typeof event.event_id === 'string' ? event.event_id : undefined;
   switch (event.type) {
@@ -113,7 +125,8 @@ export function parseClientEvent(text: string, translation: boolean, scratch?: A
       return { kind: 'close', ref };
     case 'conversation.item.retrieve':
       if (translation) break;
-      if (typeof event.item_id !== 'string' || event.item_id === '') throw new RealtimeEventError('invalid_value', '`item_id` must be a non-empty string.', 'item_id', ref);
+      if (typeof event.item_id !== 'string' || event.item_id === '')
+        throw new RealtimeEventError('invalid_value', '`item_id` must be a non-empty string.', 'item_id', ref);
       return { kind: 'retrieve', itemId: event.item_id, ref };
     case 'transcription_session.update':
       return { kind: 'update', shape: 'beta', update: betaUpdate(parse(BetaSession, event.session, ref)), ref };
@@ -161,7 +174,11 @@ function transcriptionOf(t: z.infer<typeof Transcription> | null | undefined): P
 function gaUpdate(session: z.infer<typeof GaSession>): WireUpdate {
   const input = session.audio?.input ?? {};
   const f = input.format;
-  const format: InputFormat | undefined = !f ? undefined : f.type === 'audio/pcm' ? { codec: 'pcm16', rate: f.rate ?? 24_000 } : { codec: f.type === 'audio/pcmu' ? 'g711_ulaw' : 'g711_alaw', rate: 8000 };
+  const format: InputFormat | undefined = !f
+    ? undefined
+    : f.type === 'audio/pcm'
+      ? { codec: 'pcm16', rate: f.rate ?? 24_000 }
+      : { codec: f.type === 'audio/pcmu' ? 'g711_ulaw' : 'g711_alaw', rate: 8000 };
   return { format, ...transcriptionOf(input.transcription), turnDetection: vadOf(input.turn_detection) };
 }
 
@@ -181,7 +198,13 @@ function translationUpdate(session: z.infer<typeof TranslationSession>, ref: str
   const language = session.audio?.output?.language;
   if (language !== undefined) {
     const target = TRANSLATION_LANGUAGES[language];
-    if (!target) throw new RealtimeEventError('invalid_value', `Translation targets are fra_Latn (fr) and eng_Latn (en), not ${JSON.stringify(language).slice(0, 40)}.`, 'session.audio.output.language', ref);
+    if (!target)
+      throw new RealtimeEventError(
+        'invalid_value',
+        `Translation targets are fra_Latn (fr) and eng_Latn (en), not ${JSON.stringify(language).slice(0, 40)}.`,
+        'session.audio.output.language',
+        ref,
+      );
     update.language = target;
   }
   return update;

@@ -42,7 +42,10 @@ export function clientSecretRoutes(store: Pick<Store, 'createClientSecret'>): Ro
         const session: Record<string, unknown> = { type: 'transcription', ...body.session };
         const minted = await mintClientSecret(store, caller!, { shape: 'ga', session, ttlSeconds: body.expires_after?.seconds ?? GA_DEFAULT_TTL_S });
         const object = session.type === 'transcription' ? 'realtime.transcription_session' : 'realtime.session';
-        return { kind: 'json', body: { value: minted.value, expires_at: minted.expiresAt, session: { ...session, id: sessionId(), object, expires_at: minted.expiresAt } } };
+        return {
+          kind: 'json',
+          body: { value: minted.value, expires_at: minted.expiresAt, session: { ...session, id: sessionId(), object, expires_at: minted.expiresAt } },
+        };
       },
     },
     {
@@ -53,7 +56,8 @@ export function clientSecretRoutes(store: Pick<Store, 'createClientSecret'>): Ro
       openapi: {
         operationId: 'createRealtimeTranscriptionSession',
         summary: 'Mint a transcription session and its client secret (beta shape)',
-        description: 'The client secret is single use, lives 60 s unless `client_secret.expires_at.seconds` says otherwise (at most 600), and is accepted only by the realtime WebSocket route.',
+        description:
+          'The client secret is single use, lives 60 s unless `client_secret.expires_at.seconds` says otherwise (at most 600), and is accepted only by the realtime WebSocket route.',
         tags: ['Realtime'],
         request: { contentType: 'application/json', schema: TranscriptionSessionRequestSchema },
         responses: { 200: { description: 'The session with its client secret', content: [jsonContent(TranscriptionSessionResponseSchema)] } },

@@ -50,7 +50,12 @@ export class ConversationItems {
   retrieve(itemId: string): { found: true; event: ServerEvent } | { found: false; code: string; message: string; param: string } {
     const kept = this.items.get(itemId);
     if (!kept) {
-      return { found: false, code: 'item_retrieve_invalid_item_id', message: `Error retrieving item: the item with id ${JSON.stringify(itemId.slice(0, 80))} does not exist.`, param: 'item_id' };
+      return {
+        found: false,
+        code: 'item_retrieve_invalid_item_id',
+        message: `Error retrieving item: the item with id ${JSON.stringify(itemId.slice(0, 80))} does not exist.`,
+        param: 'item_id',
+      };
     }
     return { found: true, event: { type: 'conversation.item.retrieved', item: userAudioItem(itemId, kept.transcript) } };
   }

@@ -59,7 +59,9 @@ export class MultiContextSocket implements DuplexHandler, Session {
 
   onBinary(): void {
     this.armSocketTimer();
-    this.enqueue(async () => this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce ","context_id":"a"}.')));
+    this.enqueue(async () =>
+      this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce ","context_id":"a"}.')),
+    );
   }
 
   get closed(): boolean {
@@ -96,7 +98,11 @@ export class MultiContextSocket implements DuplexHandler, Session {
   /** The socket's key was revoked: an error message, then close 1008 `key_revoked`; every context is cancelled. */
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
-    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
+    this.sendError(
+      new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'),
+      CLOSE_CODES.policyViolation,
+      CLOSE_REASONS.keyRevoked,
+    );
     this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
   }
 
@@ -115,21 +121,44 @@ export class MultiContextSocket implements DuplexHandler, Session {
     if (message.closeSocket) return this.closeSocket();
     const id = message.contextId ?? DEFAULT_CONTEXT_ID;
     const existing = this.contexts.get(id);
-    if (this.closing) return this.sendError(new ApiError('invalid_request', 'The socket is closing ({"close_socket": true} was received): no more text is taken.'), null, undefined, id);
+    if (this.closing)
+      return this.sendError(
+        new ApiError('invalid_request', 'The socket is closing ({"close_socket": true} was received): no more text is taken.'),
+        null,
+        undefined,
+        id,
+      );
     if (message.closeContext) {
-      if (!existing) return this.sendError(new ApiError('invalid_value', `close_context: no context ${JSON.stringify(id)} is open on this socket.`, { param: 'context_id' }), null, undefined, id);
+      if (!existing)
+        return this.sendError(
+          new ApiError('invalid_value', `close_context: no context ${JSON.stringify(id)} is open on this socket.`, { param: 'context_id' }),
+          null,
+          undefined,
+          id,
+        );
       return this.closeContext(id, existing);
     }
     if (existing?.closing) {
       // After a balance refusal (already reported) more text is ignored without more errors.
       if (existing.stream.quotaExhausted) return;
-      return this.sendError(new ApiError('invalid_request', `context ${JSON.stringify(id)} is closing: wait for its isFinal, or speak in a new context_id.`, { param: 'context_id' }), null, undefined, id);
+      return this.sendError(
+        new ApiError('invalid_request', `context ${JSON.stringify(id)} is closing: wait for its isFinal, or speak in a new context_id.`, {
+          param: 'context_id',
+        }),
+        null,
+        undefined,
+        id,
+      );
     }
     let text = message.text;
     let context = existing;
     if (!context) {
       if (this.contexts.size >= MAX_CONTEXTS) {
-        const err = new ApiError('invalid_request', `At most ${MAX_CONTEXTS} contexts may be open at once on one socket: close one ({"close_context": true, "context_id": …}) before opening another.`, { param: 'context_id' });
+        const err = new ApiError(
+          'invalid_request',
+          `At most ${MAX_CONTEXTS} contexts may be open at once on one socket: close one ({"close_context": true, "context_id": …}) before opening another.`,
+          { param: 'context_id' },
+        );
         return this.sendError(err, null, 'max_active_conversations', id);
       }
       context = this.open(id);
@@ -194,7 +223,8 @@ export class MultiContextSocket implements DuplexHandler, Session {
     if (this.peer.signal.aborted) return;
     const apiError = toApiError(err);
     const code = apiError.status === 503 ? CLOSE_CODES.tryAgainLater : CLOSE_CODES.internalError;
-    if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
+    if (isCapacityRefusal(err))
+      this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code, undefined, contextId);
     this.closeWith(code, apiError.code);
@@ -212,7 +242,10 @@ export class MultiContextSocket implements DuplexHandler, Session {
       if (context.closing) return;
       if (context.stream.owesAudio) return this.armContextTimer(id, context);
       const seconds = this.setup.inactivityMs / 1000;
-      const err = new ApiError('invalid_request', `No message for context ${JSON.stringify(id)} for ${seconds} s while it was not speaking: it is closed. Send {"text": "", "context_id": …} to keep a context alive.`);
+      const err = new ApiError(
+        'invalid_request',
+        `No message for context ${JSON.stringify(id)} for ${seconds} s while it was not speaking: it is closed. Send {"text": "", "context_id": …} to keep a context alive.`,
+      );
       this.sendError(err, null, 'input_timeout_exceeded', id);
       this.enqueue(() => this.closeContext(id, context));
     }, this.setup.inactivityMs);

@@ -59,7 +59,10 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       case 'updated': {
         const shape = updateShapes.shift() ?? options.shape;
         state.translating = !translation && session.configuration.target !== null;
-        return out.send({ type: shape === 'beta' ? 'transcription_session.updated' : 'session.updated', session: sessionObject(shape, sessionId, session.configuration) });
+        return out.send({
+          type: shape === 'beta' ? 'transcription_session.updated' : 'session.updated',
+          session: sessionObject(shape, sessionId, session.configuration),
+        });
       }
       case 'rejected':
         if (output.input === 'update') updateShapes.shift();
@@ -70,7 +73,10 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
       case 'closed':
         if (translation) out.send({ type: 'session.closed' });
         // 1008 for a session ended by policy (quota, a revoked key), 1011 for a server failure, 1000 for a graceful close.
-        return peer.close(fatal === 'server_error' ? CLOSE_CODES.internalError : fatal ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal, fatal ?? CLOSE_REASONS.sessionClosed);
+        return peer.close(
+          fatal === 'server_error' ? CLOSE_CODES.internalError : fatal ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal,
+          fatal ?? CLOSE_REASONS.sessionClosed,
+        );
       default:
         for (const event of formatOutput(options.shape, output, state)) out.send(event);
         if (items) for (const event of items.eventsFor(output, output.type === 'completed' ? output.translation?.text : undefined)) out.send(event);
@@ -112,46 +118,46 @@ function startSession(deps: RealtimeDeps, options: ConnectionOptions, peer: Dupl
   };
   const scratch = new AudioScratch();
   return {
-      onText(text) {
-        // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: measure only when it could be over.
-        if (text.length * 3 > deps.maxMessageBytes && Buffer.byteLength(text) > deps.maxMessageBytes) {
-          return refuse(new RealtimeEventError('request_too_large', `The event is larger than ${deps.maxMessageBytes} bytes; send audio in smaller appends.`));
-        }
-        let event: ClientEvent;
-        try {
-          event = parseClientEvent(text, translation, scratch);
-        } catch (err) {
-          return refuse(err);
-        }
-        if (event.kind === 'retrieve') return retrieve(event.itemId, event.ref);
-        if (event.kind !== 'update') return session.input(event);
-        const { model, ...rest } = event.update;
-        let resolved: ResolvedModel | undefined;
-        try {
-          resolved = model ? options.resolveModel(model) : undefined;
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          return out.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
-        }
-        updateShapes.push(event.shape);
-        session.input({ kind: 'update', update: { ...rest, ...resolved }, ref: event.ref });
-      },
-      onBinary() {
-        refuse(new RealtimeEventError('invalid_value', 'Binary frames are not taken: send audio as base64 in input_audio_buffer.append events.'));
-      },
-      onClose() {
-        metrics.sessions.dec({ kind });
-        session.close('client_gone');
-      },
-      onShutdown() {
-        // Finish what was said: the turn in progress is committed and its transcript delivered, if the grace period allows.
-        session.input({ kind: 'close' });
-      },
-      onKeyRevoked() {
-        // An `error` event (invalid_request_error, key_revoked), then close 1008 key_revoked; the item in progress is dropped uncharged.
-        session.revoke();
-      },
-    };
+    onText(text) {
+      // A JS string has at most 3 UTF-8 bytes per UTF-16 unit: measure only when it could be over.
+      if (text.length * 3 > deps.maxMessageBytes && Buffer.byteLength(text) > deps.maxMessageBytes) {
+        return refuse(new RealtimeEventError('request_too_large', `The event is larger than ${deps.maxMessageBytes} bytes; send audio in smaller appends.`));
+      }
+      let event: ClientEvent;
+      try {
+        event = parseClientEvent(text, translation, scratch);
+      } catch (err) {
+        return refuse(err);
+      }
+      if (event.kind === 'retrieve') return retrieve(event.itemId, event.ref);
+      if (event.kind !== 'update') return session.input(event);
+      const { model, ...rest } = event.update;
+      let resolved: ResolvedModel | undefined;
+      try {
+        resolved = model ? options.resolveModel(model) : undefined;
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        return out.send(errorEvent(err.type, err.code, err.message, err.param, event.ref));
+      }
+      updateShapes.push(event.shape);
+      session.input({ kind: 'update', update: { ...rest, ...resolved }, ref: event.ref });
+    },
+    onBinary() {
+      refuse(new RealtimeEventError('invalid_value', 'Binary frames are not taken: send audio as base64 in input_audio_buffer.append events.'));
+    },
+    onClose() {
+      metrics.sessions.dec({ kind });
+      session.close('client_gone');
+    },
+    onShutdown() {
+      // Finish what was said: the turn in progress is committed and its transcript delivered, if the grace period allows.
+      session.input({ kind: 'close' });
+    },
+    onKeyRevoked() {
+      // An `error` event (invalid_request_error, key_revoked), then close 1008 key_revoked; the item in progress is dropped uncharged.
+      session.revoke();
+    },
+  };
 }
 
 /** The `error.type` of the event a fatal end sends, as OpenAI types them. */

@@ -21,7 +21,15 @@ import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import { EngineNotReadyError } from '../../engines/errors.js';
 import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
-import { applyUpdate, DEFAULT_FORMAT, DEFAULT_SERVER_VAD, targetOf as translationTarget, type SessionConfig, type SpeechModel, type TranslationTarget } from '../../realtime/session-config.js';
+import {
+  applyUpdate,
+  DEFAULT_FORMAT,
+  DEFAULT_SERVER_VAD,
+  targetOf as translationTarget,
+  type SessionConfig,
+  type SpeechModel,
+  type TranslationTarget,
+} from '../../realtime/session-config.js';
 import { RealtimeInputError } from '../../realtime/errors.js';
 import { parseClientEvent, RealtimeEventError } from './client-events.js';
 import { openConnection, type ResolvedModel } from './realtime-connection.js';
@@ -60,7 +68,8 @@ export function realtimeRoute(deps: RealtimeDeps): RouteDef {
     openapi: {
       operationId: 'openRealtimeSession',
       summary: 'Realtime transcription or translation session (WebSocket, OpenAI Realtime protocol)',
-      description: 'Upgrade to a WebSocket (subprotocol `realtime` when offered). Query: `intent=transcription|translation`, `model`, `language`. A plain HTTP request is answered 426.',
+      description:
+        'Upgrade to a WebSocket (subprotocol `realtime` when offered). Query: `intent=transcription|translation`, `model`, `language`. A plain HTTP request is answered 426.',
       tags: ['Realtime'],
       responses: { 101: { description: 'Switching protocols: the session starts with session.created' } },
       errors: [426],
@@ -79,7 +88,8 @@ async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promis
   const speechModelId = namedModel?.capability === 'transcription' ? namedModel.id : translation || translatingTranscription ? DEFAULT_SPEECH_MODEL : null;
   const model = speechModelId ? speechModel(deps, speechModelId) : null;
   const translator = deps.engines?.get(TRANSLATION_MODEL) ? { id: TRANSLATION_MODEL, engine: deps.engines.get(TRANSLATION_MODEL)! } : null;
-  if ((translation || translatingTranscription) && !translator) throw new ApiError('service_unavailable', `The model \`${TRANSLATION_MODEL}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
+  if ((translation || translatingTranscription) && !translator)
+    throw new ApiError('service_unavailable', `The model \`${TRANSLATION_MODEL}\` is not loaded on this server.`, { headers: { 'retry-after': '60' } });
   const language = req.query.get('language');
   const config: SessionConfig = {
     format: DEFAULT_FORMAT,
@@ -96,14 +106,23 @@ async function open(deps: RealtimeDeps, req: ApiRequest, caller: Caller): Promis
   for (const engine of [deps.engines?.get('vad'), granted.model?.engine, translation ? translator?.engine : undefined]) {
     if (engine && !engine.ready) throw new EngineNotReadyError(engine.entry.id);
   }
-  const connection = openConnection(deps, { shape: translation ? 'translation' : 'ga', config: granted, translator, caller, requestId: req.requestId, resolveModel: (name) => resolveSpeechModel(deps, name) });
+  const connection = openConnection(deps, {
+    shape: translation ? 'translation' : 'ga',
+    config: granted,
+    translator,
+    caller,
+    requestId: req.requestId,
+    resolveModel: (name) => resolveSpeechModel(deps, name),
+  });
   return { kind: 'duplex', protocol: chooseSubprotocol(req.headers), open: connection };
 }
 
 function targetOf(language: string | null): TranslationTarget {
   if (language === null || language === 'eng_Latn' || language === 'en') return 'eng_Latn';
   if (language === 'fra_Latn' || language === 'fr') return 'fra_Latn';
-  throw new ApiError('invalid_value', `language: translation targets are fra_Latn and eng_Latn, not ${JSON.stringify(language).slice(0, 40)}.`, { param: 'language' });
+  throw new ApiError('invalid_value', `language: translation targets are fra_Latn and eng_Latn, not ${JSON.stringify(language).slice(0, 40)}.`, {
+    param: 'language',
+  });
 }
 
 /** A translating transcription session's target from `?language=` (either code; the 400 names the query parameter). */
@@ -131,7 +150,8 @@ function resolveSpeechModel(deps: RealtimeDeps, name: string): ResolvedModel {
   const model = deps.catalog.resolve(name);
   if (!model) throw new ApiError('model_not_found', `The model \`${name}\` does not exist.`, { param: 'session.audio.input.transcription.model' });
   if (model.capability === 'translation') return { model: speechModel(deps, DEFAULT_SPEECH_MODEL), translationModel: TRANSLATION_MODEL };
-  if (model.capability !== 'transcription') throw new ApiError('invalid_value', `The model \`${name}\` is not a speech-to-text model.`, { param: 'session.audio.input.transcription.model' });
+  if (model.capability !== 'transcription')
+    throw new ApiError('invalid_value', `The model \`${name}\` is not a speech-to-text model.`, { param: 'session.audio.input.transcription.model' });
   return { model: speechModel(deps, model.id), translationModel: null };
 }
 
@@ -147,7 +167,8 @@ function grantedConfig(deps: RealtimeDeps, grant: NonNullable<Caller['clientSecr
     const { model, ...rest } = event.update;
     return applyUpdate(config, { ...rest, ...(model ? resolveSpeechModel(deps, model) : {}) });
   } catch (err) {
-    if (err instanceof RealtimeEventError || err instanceof RealtimeInputError) throw new ApiError('invalid_value', `The client secret's session: ${err.message}`, { param: err.param });
+    if (err instanceof RealtimeEventError || err instanceof RealtimeInputError)
+      throw new ApiError('invalid_value', `The client secret's session: ${err.message}`, { param: err.param });
     throw err;
   }
 }

@@ -28,7 +28,13 @@ const FORMAT_GA: Record<string, (rate: number) => object> = {
 function turnDetection(config: SessionConfig): object | null {
   const vad = config.turnDetection;
   if (!vad) return null;
-  return { type: 'server_vad', threshold: vad.threshold, prefix_padding_ms: vad.prefixPaddingMs, silence_duration_ms: vad.silenceDurationMs, idle_timeout_ms: vad.idleTimeoutMs };
+  return {
+    type: 'server_vad',
+    threshold: vad.threshold,
+    prefix_padding_ms: vad.prefixPaddingMs,
+    silence_duration_ms: vad.silenceDurationMs,
+    idle_timeout_ms: vad.idleTimeoutMs,
+  };
 }
 
 function transcription(config: SessionConfig): object | null {
@@ -64,7 +70,14 @@ export function sessionObject(shape: Shape, id: string, config: SessionConfig): 
     object: 'realtime.transcription_session',
     type: 'transcription',
     expires_at: 0,
-    audio: { input: { format: FORMAT_GA[config.format.codec]!(config.format.rate), transcription: transcription(config), turn_detection: turnDetection(config), noise_reduction: null } },
+    audio: {
+      input: {
+        format: FORMAT_GA[config.format.codec]!(config.format.rate),
+        transcription: transcription(config),
+        turn_detection: turnDetection(config),
+        noise_reduction: null,
+      },
+    },
     include: [],
   };
 }
@@ -94,8 +107,17 @@ export function formatOutput(shape: Shape, output: SessionOutput, state: OutputS
       // Bambara one rides along as `source_transcript` (a Kuma field) and its deltas are not sent.
       const t = output.translation;
       const usage = t ? { type: 'duration', seconds: output.seconds, translation_characters: t.characters } : { type: 'duration', seconds: output.seconds };
-      const completed = { type: 'conversation.item.input_audio_transcription.completed', item_id: output.itemId, content_index: 0, transcript: t ? t.text : output.transcript, usage, ...(t ? { source_transcript: output.transcript, language: t.language } : {}) };
-      return t && t.text ? [{ type: 'conversation.item.input_audio_transcription.delta', item_id: output.itemId, content_index: 0, delta: t.text }, completed] : [completed];
+      const completed = {
+        type: 'conversation.item.input_audio_transcription.completed',
+        item_id: output.itemId,
+        content_index: 0,
+        transcript: t ? t.text : output.transcript,
+        usage,
+        ...(t ? { source_transcript: output.transcript, language: t.language } : {}),
+      };
+      return t && t.text
+        ? [{ type: 'conversation.item.input_audio_transcription.delta', item_id: output.itemId, content_index: 0, delta: t.text }, completed]
+        : [completed];
     }
     case 'failed':
       return [failed(output)];
@@ -112,7 +134,12 @@ function interims(output: Extract<SessionOutput, { type: 'interims' }>): ServerE
 }
 
 function failed(output: Extract<SessionOutput, { type: 'failed' }>): ServerEvent {
-  return { type: 'conversation.item.input_audio_transcription.failed', item_id: output.itemId, content_index: 0, error: { type: 'server_error', code: output.error.code, message: output.error.message, param: null } };
+  return {
+    type: 'conversation.item.input_audio_transcription.failed',
+    item_id: output.itemId,
+    content_index: 0,
+    error: { type: 'server_error', code: output.error.code, message: output.error.message, param: null },
+  };
 }
 
 function formatTranslation(output: SessionOutput, state: OutputState): ServerEvent[] {

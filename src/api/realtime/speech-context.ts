@@ -84,7 +84,19 @@ export class SpeechContext implements Session {
     readonly contextId?: string,
   ) {
     const { model, engine, voice, format, variant, speakable, charge } = setup;
-    this.voice = new VoiceSession({ model, engine, voice, format, ...(variant ? { variant } : {}), speakable, encoders: deps.encoders, ledger: deps.ledger, charge, logger: deps.logger, label: 'speech socket phrase' });
+    this.voice = new VoiceSession({
+      model,
+      engine,
+      voice,
+      format,
+      ...(variant ? { variant } : {}),
+      speakable,
+      encoders: deps.encoders,
+      ledger: deps.ledger,
+      charge,
+      logger: deps.logger,
+      label: 'speech socket phrase',
+    });
     this.utterance = this.voice.open({ onQuotaExhausted: (err) => this.sendError(toApiError(err), this.owner.quotaCloseCode) });
     this.done = this.pump();
   }
@@ -166,7 +178,11 @@ export class SpeechContext implements Session {
     if (this.setup.speakable) {
       const { unspeakable } = speechText(text, this.setup.speakable);
       if (unspeakable.length) {
-        return new ApiError('invalid_value', `text: ${this.setup.model} cannot pronounce ${unspeakable.slice(0, 8).map(describeChar).join(', ')}; this piece was not spoken, send it again without them.`, { param: 'text' });
+        return new ApiError(
+          'invalid_value',
+          `text: ${this.setup.model} cannot pronounce ${unspeakable.slice(0, 8).map(describeChar).join(', ')}; this piece was not spoken, send it again without them.`,
+          { param: 'text' },
+        );
       }
     }
     return null;

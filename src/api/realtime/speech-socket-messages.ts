@@ -20,7 +20,10 @@ const ClientMessageSchema = z.looseObject({
   flush: z.boolean().optional(),
   try_trigger_generation: z.boolean().optional(),
   voice_settings: z.looseObject({}).nullable().optional(),
-  generation_config: z.looseObject({ chunk_length_schedule: z.array(z.number()).optional() }).nullable().optional(),
+  generation_config: z
+    .looseObject({ chunk_length_schedule: z.array(z.number()).optional() })
+    .nullable()
+    .optional(),
   pronunciation_dictionary_locators: z.array(z.looseObject({})).nullable().optional(),
   xi_api_key: z.string().optional(),
   authorization: z.string().optional(),
@@ -49,7 +52,9 @@ export interface MultiContextMessage extends ClientMessage {
 export function parseClientMessage(frame: string): ClientMessage {
   const { text, flush } = parseWith(ClientMessageSchema, frame);
   if (text === undefined && !flush) {
-    throw new ApiError('missing_required_parameter', 'text: a message needs `text` (a piece of text, or "" to end the input) or `"flush": true`.', { param: 'text' });
+    throw new ApiError('missing_required_parameter', 'text: a message needs `text` (a piece of text, or "" to end the input) or `"flush": true`.', {
+      param: 'text',
+    });
   }
   return { ...(text !== undefined ? { text } : {}), flush: flush ?? false };
 }

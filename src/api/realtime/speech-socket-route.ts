@@ -88,8 +88,18 @@ export function speechSocketRoutes(deps: CompatDeps): RouteDef[] {
       openapi: openapi('streamSpeech', 'Speak text as it arrives (WebSocket)'),
       handler: async (req, caller) => {
         const output = req.query.get('output_format');
-        const asked = { model: req.query.get('model') || SPEECH_MODEL_ID, voice: req.query.get('voice'), format: output ?? req.query.get('response_format') ?? 'mp3' };
-        return socket(deps, req, caller!, { ...asked, formatParam: output !== null || req.query.get('response_format') === null ? 'output_format' : 'response_format' }, 'single');
+        const asked = {
+          model: req.query.get('model') || SPEECH_MODEL_ID,
+          voice: req.query.get('voice'),
+          format: output ?? req.query.get('response_format') ?? 'mp3',
+        };
+        return socket(
+          deps,
+          req,
+          caller!,
+          { ...asked, formatParam: output !== null || req.query.get('response_format') === null ? 'output_format' : 'response_format' },
+          'single',
+        );
       },
     },
     {
@@ -146,8 +156,14 @@ function resolve(deps: CompatDeps, req: ApiRequest, caller: Caller, asked: Asked
     throw new ApiError('invalid_value', `model: ${model.id} cannot speak text as it arrives; use jifili-1.`, { param: 'model' });
   }
   const speakers = Number(engine.info.speakers ?? 1);
-  const inactivity = z.coerce.number().int().min(1).max(MAX_INACTIVITY_SECONDS).safeParse(req.query.get('inactivity_timeout') ?? DEFAULT_INACTIVITY_SECONDS);
-  if (!inactivity.success) throw new ApiError('invalid_value', `inactivity_timeout: whole seconds from 1 to ${MAX_INACTIVITY_SECONDS}.`, { param: 'inactivity_timeout' });
+  const inactivity = z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_INACTIVITY_SECONDS)
+    .safeParse(req.query.get('inactivity_timeout') ?? DEFAULT_INACTIVITY_SECONDS);
+  if (!inactivity.success)
+    throw new ApiError('invalid_value', `inactivity_timeout: whole seconds from 1 to ${MAX_INACTIVITY_SECONDS}.`, { param: 'inactivity_timeout' });
   const alphabet = engine.info.alphabet;
   return {
     model: model.id,

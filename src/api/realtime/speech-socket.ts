@@ -44,7 +44,9 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
 
   onBinary(): void {
     this.armTimer();
-    this.enqueue(async () => this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce "}.')));
+    this.enqueue(async () =>
+      this.sendError(new ApiError('invalid_value', 'Binary frames are not accepted: send JSON text messages such as {"text":"i ni ce "}.')),
+    );
   }
 
   get closed(): boolean {
@@ -77,7 +79,11 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
    */
   onKeyRevoked(): void {
     if (this.peer.signal.aborted) return;
-    this.sendError(new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'), CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
+    this.sendError(
+      new ApiError('invalid_api_key', 'The API key of this socket has been revoked: the socket is closed.'),
+      CLOSE_CODES.policyViolation,
+      CLOSE_REASONS.keyRevoked,
+    );
     this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.keyRevoked);
   }
 
@@ -96,7 +102,8 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
     const apiError = toApiError(err);
     const code = apiError.status === 503 ? CLOSE_CODES.tryAgainLater : CLOSE_CODES.internalError;
     // A model at capacity (1013, try again later) is load, not a fault: warn, never error.
-    if (isCapacityRefusal(err)) this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
+    if (isCapacityRefusal(err))
+      this.deps.logger.warn({ requestId: this.peer.requestId, err: (err as Error).message }, 'speech socket refused: model at capacity');
     else if (apiError.status >= 500) this.deps.logger.error({ requestId: this.peer.requestId, err: (err as Error)?.message }, 'speech socket failed');
     this.sendError(apiError, code);
     this.closeWith(code, apiError.code);
@@ -116,7 +123,8 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
     if (this.peer.signal.aborted) return;
     // After an insufficient_quota error (already sent, the socket closing) more text is ignored without more errors.
     if (this.stream.quotaExhausted) return;
-    if (this.stream.inputEnded) return this.sendError(new ApiError('invalid_request', 'The input has ended ({"text": ""} was received): no more text is taken on this socket.'));
+    if (this.stream.inputEnded)
+      return this.sendError(new ApiError('invalid_request', 'The input has ended ({"text": ""} was received): no more text is taken on this socket.'));
     let message;
     try {
       message = parseClientMessage(frame);
@@ -146,7 +154,10 @@ export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session 
     this.timer = setTimeout(() => {
       if (this.stream.inputEnded || this.stream.owesAudio) return this.armTimer();
       const seconds = this.setup.inactivityMs / 1000;
-      const err = new ApiError('invalid_request', `No message for ${seconds} s while nothing was being spoken: the socket is closed. Send {"text": ""} to end the input when you are done.`);
+      const err = new ApiError(
+        'invalid_request',
+        `No message for ${seconds} s while nothing was being spoken: the socket is closed. Send {"text": ""} to end the input when you are done.`,
+      );
       this.peer.sendText(errorMessage(err, CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded));
       this.closeWith(CLOSE_CODES.policyViolation, CLOSE_REASONS.inputTimeoutExceeded);
     }, this.setup.inactivityMs);

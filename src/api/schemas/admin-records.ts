@@ -20,7 +20,7 @@ export const AdminCallListSchema = z
           id: z.string().describe('call_…'),
           carrier: z.string().describe('twilio, telnyx, plivo, exotel, vonage or audiosocket.'),
           mode: z.string().describe('transcription or relay.'),
-          carrier_call_id: z.string().nullable().describe('The carrier\'s own call id (a Twilio CallSid), when it gave one.'),
+          carrier_call_id: z.string().nullable().describe("The carrier's own call id (a Twilio CallSid), when it gave one."),
           started_at: timestamp,
           ended_at: timestamp,
           duration_ms: z.number().int(),

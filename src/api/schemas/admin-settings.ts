@@ -16,7 +16,13 @@ const FIELD_TEXT = {
 } as const;
 
 const change = (field: (typeof LIMIT_FIELDS)[number]) =>
-  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional()
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .nullable()
+    .optional()
     .describe(`${FIELD_TEXT[field]}: 0 = unlimited, null = back to the configured default, absent = unchanged.`);
 
 // Strict, as every admin body: a misspelt budget (`request_per_minute`) is refused, not silently ignored.
@@ -37,10 +43,14 @@ const inForce = (field: (typeof LIMIT_FIELDS)[number]) =>
 export const AdminLimitsSchema = z
   .object({
     subject: z.string().describe('The account or key id.'),
-    kind: z.enum(['account', 'key']).describe('An account\'s limits bound all its keys together; a key\'s bound that key alone.'),
+    kind: z.enum(['account', 'key']).describe("An account's limits bound all its keys together; a key's bound that key alone."),
     enforced: z.boolean().describe('false when this server enforces no rate limits (KUMA_RATE_LIMITS=off): `effective` is then what would apply.'),
     overrides: z
-      .object({ requests_per_minute: overridden('requests_per_minute'), tokens_per_minute: overridden('tokens_per_minute'), concurrent: overridden('concurrent') })
+      .object({
+        requests_per_minute: overridden('requests_per_minute'),
+        tokens_per_minute: overridden('tokens_per_minute'),
+        concurrent: overridden('concurrent'),
+      })
       .meta({ id: 'AdminLimitOverrides' }),
     effective: z
       .object({ requests_per_minute: inForce('requests_per_minute'), tokens_per_minute: inForce('tokens_per_minute'), concurrent: inForce('concurrent') })
@@ -58,7 +68,7 @@ export const WebhookRequestSchema = z
 export const AdminWebhookSchema = z
   .object({
     account_id: z.string(),
-    url: z.string().nullable().describe('Where the account\'s call events are POSTed; null when none are sent.'),
+    url: z.string().nullable().describe("Where the account's call events are POSTed; null when none are sent."),
     updated_at: timestamp.nullable().describe('When the URL or secret was last set; null without a webhook.'),
   })
   .meta({ id: 'AdminWebhook' });

@@ -16,25 +16,30 @@ export const DEFAULT_AUDIT_ENTRIES = 100;
 
 /** What the audit trail records: every admin call that changes something. */
 export const AUDIT_ACTIONS = [
-  'account.create', 'account.credit', 'key.create', 'key.revoke', 'limits.set', 'limits.clear', 'webhook.set', 'webhook.clear',
+  'account.create',
+  'account.credit',
+  'key.create',
+  'key.revoke',
+  'limits.set',
+  'limits.clear',
+  'webhook.set',
+  'webhook.clear',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** An amount in units ("12.50" or 12.5, at most 6 decimals) → integer micros; a bad one is a 400 naming the field. */
 function unitsAmount(options: { allowNegative: boolean; allowZero: boolean }) {
-  return z
-    .union([z.string(), z.number()])
-    .transform((value, ctx) => {
-      try {
-        const micros = parseUnits(String(value), options);
-        if (micros === 0 && !options.allowZero) ctx.addIssue({ code: 'custom', message: 'must not be zero' });
-        return micros;
-      } catch (err) {
-        if (!(err instanceof InvalidAmountError)) throw err;
-        ctx.addIssue({ code: 'custom', message: err.message });
-        return z.NEVER;
-      }
-    });
+  return z.union([z.string(), z.number()]).transform((value, ctx) => {
+    try {
+      const micros = parseUnits(String(value), options);
+      if (micros === 0 && !options.allowZero) ctx.addIssue({ code: 'custom', message: 'must not be zero' });
+      return micros;
+    } catch (err) {
+      if (!(err instanceof InvalidAmountError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+      return z.NEVER;
+    }
+  });
 }
 
 // Strict bodies: a misspelt field (`balanse`) on an operator's console is refused, not silently ignored.
@@ -63,9 +68,7 @@ export const micros = z.number().int().describe('Integer micro-units (1 unit = 1
 export const units = z.string().describe('The same amount in units, for display: "12.50".');
 export const timestamp = z.string().describe('ISO 8601, UTC.');
 
-export const AdminIdentitySchema = z
-  .object({ id: z.string().describe('adm_…'), label: z.string(), created_at: timestamp })
-  .meta({ id: 'AdminIdentity' });
+export const AdminIdentitySchema = z.object({ id: z.string().describe('adm_…'), label: z.string(), created_at: timestamp }).meta({ id: 'AdminIdentity' });
 
 export const AdminAccountSchema = z
   .object({

@@ -47,9 +47,7 @@ export const TranslationFormSchema = z.object({
 
 export const DurationUsageSchema = z.object({ type: z.literal('duration'), seconds: z.number() });
 
-export const TranscriptionResponseSchema = z
-  .object({ text: z.string(), usage: DurationUsageSchema.optional() })
-  .meta({ id: 'TranscriptionResponse' });
+export const TranscriptionResponseSchema = z.object({ text: z.string(), usage: DurationUsageSchema.optional() }).meta({ id: 'TranscriptionResponse' });
 
 export const TranscriptionSegmentSchema = z
   .object({
@@ -67,9 +65,7 @@ export const TranscriptionSegmentSchema = z
   .meta({ id: 'TranscriptionSegment' });
 
 /** A timed word of verbose_json (asked with `timestamp_granularities[]=word`), in OpenAI's shape. */
-export const TranscriptionWordSchema = z
-  .object({ word: z.string(), start: z.number(), end: z.number() })
-  .meta({ id: 'TranscriptionWord' });
+export const TranscriptionWordSchema = z.object({ word: z.string(), start: z.number(), end: z.number() }).meta({ id: 'TranscriptionWord' });
 
 export const VerboseTranscriptionSchema = z
   .object({

@@ -19,15 +19,29 @@ const languageTag = z
 
 export const CallTokenRequestSchema = z
   .strictObject({
-    relay_url: z.string().max(2048).optional().describe('The ws:// or wss:// URL of the application Kuma connects a relay call to (ConversationRelay messages). Must be on the outbound allow-list.'),
-    mode: z.enum(CALL_MODES).optional().describe('`relay` (the default when relay_url is given) or `transcription` (caller turns as webhooks and control-socket events).'),
+    relay_url: z
+      .string()
+      .max(2048)
+      .optional()
+      .describe('The ws:// or wss:// URL of the application Kuma connects a relay call to (ConversationRelay messages). Must be on the outbound allow-list.'),
+    mode: z
+      .enum(CALL_MODES)
+      .optional()
+      .describe('`relay` (the default when relay_url is given) or `transcription` (caller turns as webhooks and control-socket events).'),
     language: languageTag.optional().describe('Sets both transcription_language and tts_language.'),
-    transcription_language: languageTag.optional().describe('The language the application receives prompts in: bam (the default) or fra/eng, translated from the Bambara caller.'),
-    tts_language: languageTag.optional().describe('The language the application writes its replies in: bam (the default) or fra/eng, translated to Bambara before synthesis.'),
+    transcription_language: languageTag
+      .optional()
+      .describe('The language the application receives prompts in: bam (the default) or fra/eng, translated from the Bambara caller.'),
+    tts_language: languageTag
+      .optional()
+      .describe('The language the application writes its replies in: bam (the default) or fra/eng, translated to Bambara before synthesis.'),
     ttl_seconds: z.number().int().min(MIN_CALL_TOKEN_TTL_S).max(MAX_CALL_TOKEN_TTL_S).optional().describe('How long the token opens calls; default 3600.'),
     welcome_greeting: z.string().min(1).max(MAX_WELCOME_GREETING_CHARS).optional().describe('Spoken to the caller when the call starts.'),
     interruptible: z.enum(INTERRUPTIBLE_VALUES).optional().describe('Which caller input interrupts playback; default any.'),
-    allow_relay_override: z.boolean().optional().describe('Relay calls: let the call give customParameters.relay_url (checked against the allow-list when the call starts).'),
+    allow_relay_override: z
+      .boolean()
+      .optional()
+      .describe('Relay calls: let the call give customParameters.relay_url (checked against the allow-list when the call starts).'),
   })
   .meta({ id: 'TelephonyCallTokenRequest' });
 

@@ -23,7 +23,8 @@ export function callEventsRoute(telephony: TelephonyService): RouteDef {
     openapi: {
       operationId: 'followCall',
       summary: "A live call's events (WebSocket): transcripts, DTMF, the end, as the webhook receives them",
-      description: 'Upgrade to a WebSocket; `call_id` is Kuma\'s call id or the carrier\'s (Twilio CallSid). A plain HTTP request to a live call is answered 426.',
+      description:
+        "Upgrade to a WebSocket; `call_id` is Kuma's call id or the carrier's (Twilio CallSid). A plain HTTP request to a live call is answered 426.",
       tags: ['Telephony'],
       responses: { 101: { description: 'Switching protocols: events follow' } },
       errors: [404],

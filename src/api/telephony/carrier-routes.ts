@@ -41,7 +41,8 @@ export function carrierRoutes(deps: CarrierRouteDeps): RouteDef[] {
     openapi: {
       operationId: `openCallStream_${carrier}`,
       summary: `${carrier} media stream (WebSocket): a phone call, authorised by a call token`,
-      description: 'Upgrade to a WebSocket. Give the call token as `?token=` or as the `token` custom parameter of the start message. A plain HTTP request is answered 426. Streams without `?token=` are capped while they wait for their start message (README "Limits"): 429 when the caller\'s address has too many, 503 when the server has.',
+      description:
+        'Upgrade to a WebSocket. Give the call token as `?token=` or as the `token` custom parameter of the start message. A plain HTTP request is answered 426. Streams without `?token=` are capped while they wait for their start message (README "Limits"): 429 when the caller\'s address has too many, 503 when the server has.',
       tags: ['Telephony'],
       responses: { 101: { description: 'Switching protocols: the carrier streams the call' } },
       errors: [401, 426],

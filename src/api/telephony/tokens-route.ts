@@ -43,15 +43,21 @@ export function callTokenRoute(deps: CallTokenRouteDeps): RouteDef {
       const body = parseRequest(CallTokenRequestSchema, await req.body.json());
       const mode = body.mode ?? (body.relay_url !== undefined ? 'relay' : 'transcription');
       if (mode === 'transcription' && body.relay_url !== undefined) {
-        throw new ApiError('invalid_value', 'relay_url: a transcription call does not connect to an application; omit relay_url or use mode relay', { param: 'relay_url' });
+        throw new ApiError('invalid_value', 'relay_url: a transcription call does not connect to an application; omit relay_url or use mode relay', {
+          param: 'relay_url',
+        });
       }
       if (mode === 'transcription' && body.allow_relay_override) {
         throw new ApiError('invalid_value', 'allow_relay_override: applies to relay calls only; use mode relay', { param: 'allow_relay_override' });
       }
       if (mode === 'relay' && body.relay_url === undefined && !body.allow_relay_override) {
-        throw new ApiError('missing_required_parameter', 'relay_url: Field required: a relay call needs relay_url, or allow_relay_override: true for the call to give customParameters.relay_url', {
-          param: 'relay_url',
-        });
+        throw new ApiError(
+          'missing_required_parameter',
+          'relay_url: Field required: a relay call needs relay_url, or allow_relay_override: true for the call to give customParameters.relay_url',
+          {
+            param: 'relay_url',
+          },
+        );
       }
       const relayUrl = body.relay_url === undefined ? undefined : await vetRelayUrl(deps, body.relay_url);
       const { token, claims } = mintCallToken(

@@ -41,7 +41,13 @@ function oggPageAt(b: Uint8Array, at: number): OggPage | undefined {
   for (let i = 0; i < segments && at + 27 + i < b.length; i++) body += b[at + 27 + i]!;
   const lo = u32le(b, at + 6);
   const hi = u32le(b, at + 10);
-  return { at, flags: b[at + 5]!, granule: lo === 0xffffffff && hi === 0xffffffff ? -1 : hi * 2 ** 32 + lo, serial: u32le(b, at + 14), length: 27 + segments + body };
+  return {
+    at,
+    flags: b[at + 5]!,
+    granule: lo === 0xffffffff && hi === 0xffffffff ? -1 : hi * 2 ** 32 + lo,
+    serial: u32le(b, at + 14),
+    length: 27 + segments + body,
+  };
 }
 
 /** The last Ogg page matching `predicate` that starts in the final 140 000 bytes (two maximal pages of 65 307). */

@@ -80,14 +80,14 @@ async function nativeFlac(): Promise<StreamDecoder> {
 }
 
 const DECODERS: Record<Exclude<ContainerKind, 'wav'>, () => Promise<StreamDecoder>> = {
-  'mp3': () => decode.mp3(),
+  mp3: () => decode.mp3(),
   'ogg-opus': () => decode.opus(),
   'ogg-vorbis': () => decode.oga(),
   'ogg-flac': () => decode.flac(), // audio-decode's FLAC decoder reads FLAC-in-Ogg through codec-parser
-  'flac': nativeFlac,
-  'webm': () => decode.webm(), // handles Matroska too (audio-decode registers 'mkv' to the same package)
-  'mp4': () => decode.m4a(),
-  'adts': () => decode.aac(),
+  flac: nativeFlac,
+  webm: () => decode.webm(), // handles Matroska too (audio-decode registers 'mkv' to the same package)
+  mp4: () => decode.m4a(),
+  adts: () => decode.aac(),
 };
 
 /** One decoded block, downmixed. */
@@ -175,7 +175,10 @@ export async function* decodeCompressedBlocks(bytes: Uint8Array, container: Dete
     if (!n) return undefined;
     if (!sampleRate) sampleRate = block.sampleRate;
     if (block.sampleRate !== sampleRate || !(sampleRate > 0)) {
-      throw new AudioDecodeError('unsupported', `The file looks like ${label} but its sample rate changes mid-stream (${sampleRate} → ${block.sampleRate} Hz).`);
+      throw new AudioDecodeError(
+        'unsupported',
+        `The file looks like ${label} but its sample rate changes mid-stream (${sampleRate} → ${block.sampleRate} Hz).`,
+      );
     }
     frames += n;
     return { samples: downmix(block, label), sampleRate, channels: block.channelData.length };
@@ -190,7 +193,7 @@ export async function* decodeCompressedBlocks(bytes: Uint8Array, container: Dete
   try {
     let chunk = MIN_CHUNK_BYTES; // grows twofold per call up to the aim: a few calls for ordinary files
     for (const piece of piecesOf(bytes, container)) {
-      for (let at = 0; at < piece.bytes.length; ) {
+      for (let at = 0; at < piece.bytes.length;) {
         const slice = piece.bytes.subarray(at, piece.whole ? undefined : at + chunk);
         at += slice.length;
         let out: AudioData;

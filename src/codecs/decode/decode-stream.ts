@@ -63,7 +63,9 @@ const WAV_BLOCK_FRAMES = 1 << 16;
 const overLimit = (seconds: number, max: number | undefined): boolean => max !== undefined && seconds > max + DURATION_SLACK_SECONDS;
 
 function tooLong(seconds: number, max: number | undefined, stopped = false): AudioDecodeError {
-  const what = stopped ? `The audio is longer than the ${max ?? '?'} s limit (decoding stopped at ${seconds.toFixed(1)} s).` : `The audio lasts ${seconds.toFixed(1)} s, more than the ${max ?? '?'} s limit.`;
+  const what = stopped
+    ? `The audio is longer than the ${max ?? '?'} s limit (decoding stopped at ${seconds.toFixed(1)} s).`
+    : `The audio lasts ${seconds.toFixed(1)} s, more than the ${max ?? '?'} s limit.`;
   return new AudioDecodeError('too_long', what);
 }
 
@@ -123,7 +125,7 @@ class Windower {
     }
     this.produced += samples.length;
     const full: Float32Array[] = [];
-    for (let at = 0; at < samples.length; ) {
+    for (let at = 0; at < samples.length;) {
       const n = Math.min(samples.length - at, this.windowSamples - this.fill);
       this.window.set(samples.subarray(at, at + n), this.fill);
       this.fill += n;
@@ -153,7 +155,8 @@ async function* wavBlocks(bytes: Uint8Array, header: ReturnType<typeof parseWavH
 export async function* decodeAudioStream(bytes: Uint8Array, options: DecodeOptions): AsyncGenerator<DecodeEvent, DecodeSummary> {
   const { targetRate, maxDurationSeconds: max } = options;
   const windowSamples = options.windowSamples ?? DEFAULT_WINDOW_SECONDS * targetRate;
-  if (!Number.isInteger(targetRate) || targetRate < 1000 || targetRate > 384_000) throw new RangeError(`targetRate must be an integer rate in Hz, got ${targetRate}`);
+  if (!Number.isInteger(targetRate) || targetRate < 1000 || targetRate > 384_000)
+    throw new RangeError(`targetRate must be an integer rate in Hz, got ${targetRate}`);
   if (!Number.isInteger(windowSamples) || windowSamples < 1) throw new RangeError(`windowSamples must be a positive integer, got ${windowSamples}`);
   if (bytes.length === 0) throw new AudioDecodeError('empty', 'The audio file is empty.');
 

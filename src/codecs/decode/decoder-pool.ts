@@ -153,7 +153,17 @@ export class DecoderPool {
     if (signal?.aborted) return Promise.reject(abortError());
     return new Promise<DecodedStream>((resolve, reject) => {
       const job: Job = {
-        id: this.nextId++, account, input, size: input instanceof Uint8Array ? input.byteLength : input.size, options, opened: { resolve, reject }, signal, onAbort: undefined, unread: 0, cancelled: false, startedAt: 0,
+        id: this.nextId++,
+        account,
+        input,
+        size: input instanceof Uint8Array ? input.byteLength : input.size,
+        options,
+        opened: { resolve, reject },
+        signal,
+        onAbort: undefined,
+        unread: 0,
+        cancelled: false,
+        startedAt: 0,
       };
       const busy = this.refusal();
       if (busy) return reject(busy);

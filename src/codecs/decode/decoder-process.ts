@@ -121,6 +121,10 @@ export class DecoderProcess {
     const heap = /heap out of memory|Reached heap limit|Allocation failed/i.test(this.stderrTail);
     if (this.overLimit) this.handlers.exit({ reason: 'memory', detail: `decoder process killed: ${this.overLimit}` });
     else if (heap) this.handlers.exit({ reason: 'memory', detail: `decoder process ran out of its ${this.heapMb} MB JavaScript heap (${how})` });
-    else this.handlers.exit({ reason: 'crashed', detail: `decoder process exited with ${how}${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-1)[0]}` : ''}` });
+    else
+      this.handlers.exit({
+        reason: 'crashed',
+        detail: `decoder process exited with ${how}${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-1)[0]}` : ''}`,
+      });
   }
 }

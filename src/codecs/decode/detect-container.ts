@@ -33,12 +33,12 @@ export function id3v2Size(b: Uint8Array, at = 0): number {
 
 const MPEG_BITRATES_KBPS: Record<string, readonly number[]> = {
   // [version-group][layer] → kbps by index 1..14 (index 0 "free" and 15 "bad" are refused).
-  'v1l1': [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448],
-  'v1l2': [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384],
-  'v1l3': [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],
-  'v2l1': [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256],
-  'v2l2': [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
-  'v2l3': [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+  v1l1: [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448],
+  v1l2: [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384],
+  v1l3: [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],
+  v2l1: [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256],
+  v2l2: [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+  v2l3: [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
 };
 const MPEG_RATES = [44100, 48000, 32000];
 
@@ -58,7 +58,7 @@ export function mpegFrameLength(b: Uint8Array, at: number): number {
   const padding = (b[at + 2]! >> 1) & 1;
   if (layer === 1) return (Math.floor((12 * kbps * 1000) / rate) + padding) * 4;
   const samplesPerFrame = layer === 3 && !v1 ? 576 : 1152;
-  return Math.floor((samplesPerFrame / 8) * kbps * 1000 / rate) + padding;
+  return Math.floor(((samplesPerFrame / 8) * kbps * 1000) / rate) + padding;
 }
 
 /** Length of the ADTS (AAC) frame at `at`, or 0 when the header is not valid ADTS. */

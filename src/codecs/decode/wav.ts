@@ -96,8 +96,7 @@ function finish(fmt: FmtChunk, dataOffset: number, declared: number, fileLength:
   const { channels, sampleRate, bits } = fmt;
   if (channels < 1) fail('corrupt', 'its header declares 0 channels');
   if (!(sampleRate >= MIN_RATE && sampleRate <= MAX_RATE)) fail('unsupported', `its sample rate ${sampleRate} Hz is outside ${MIN_RATE}–${MAX_RATE} Hz`);
-  const okBits =
-    encoding === 'pcm' ? bits >= 1 && bits <= 32 : encoding === 'float' ? bits === 32 || bits === 64 : bits === 8;
+  const okBits = encoding === 'pcm' ? bits >= 1 && bits <= 32 : encoding === 'float' ? bits === 32 || bits === 64 : bits === 8;
   if (!okBits) fail('unsupported', `${bits}-bit ${encoding} samples are not supported`);
   const bytesPerSample = Math.ceil(bits / 8);
   // blockAlign is redundant with channels × bytes per sample; a header where they disagree is lying about one.

@@ -99,7 +99,15 @@ export class EncoderPool {
     if (this.closed) throw new EncoderThreadError('the encoder pool is closed');
     this.warm();
     const slot = [...this.slots].sort((a, b) => a.streams.size - b.streams.size)[0]!;
-    const stream: PoolStream = { id: this.nextStream++, slot, pending: [], started: false, queued: false, closed: false, ...(options.account !== undefined ? { account: options.account } : {}) };
+    const stream: PoolStream = {
+      id: this.nextStream++,
+      slot,
+      pending: [],
+      started: false,
+      queued: false,
+      closed: false,
+      ...(options.account !== undefined ? { account: options.account } : {}),
+    };
     slot.streams.add(stream);
     try {
       await this.submit(stream, { type: 'open', format, inputRate: options.inputRate, ...(options.variant ? { variant: options.variant } : {}) });

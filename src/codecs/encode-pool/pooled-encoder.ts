@@ -51,8 +51,7 @@ class PooledEncoder implements StreamingEncoder {
 
   private assertOpen(operation: 'push' | 'flush'): void {
     if (this.state === 'open') return;
-    const why =
-      this.state === 'flushed' ? 'the stream was already flushed' : this.state === 'closed' ? 'the encoder was closed' : 'an earlier call failed';
+    const why = this.state === 'flushed' ? 'the stream was already flushed' : this.state === 'closed' ? 'the encoder was closed' : 'an earlier call failed';
     throw new Error(`${this.info.format} encoder: ${operation}() after end: ${why}`);
   }
 

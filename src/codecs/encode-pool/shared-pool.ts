@@ -17,7 +17,19 @@ import { EncoderPool } from './encoder-pool.js';
  * and throughput 46 → 56–69 req/s in the same conditions. Slices grow after the first (speech-stream.ts),
  * so the round trips per stream are few.
  */
-export const POOLED_FORMATS: ReadonlySet<SpeechFormat> = new Set<SpeechFormat>(['mp3', 'opus', 'flac', 'pcm', 'wav', 'wav_8k', 'ulaw', 'ulaw_8k', 'alaw', 'l16_8000', 'l16_16000']);
+export const POOLED_FORMATS: ReadonlySet<SpeechFormat> = new Set<SpeechFormat>([
+  'mp3',
+  'opus',
+  'flac',
+  'pcm',
+  'wav',
+  'wav_8k',
+  'ulaw',
+  'ulaw_8k',
+  'alaw',
+  'l16_8000',
+  'l16_16000',
+]);
 
 /**
  * One per core, 1 to 4. Encoder threads are idle unless there is audio to encode, and the model replicas

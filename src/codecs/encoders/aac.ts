@@ -130,13 +130,18 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
       if (this.isClosed()) return EMPTY;
       if (!ended) {
         this.proc.kill();
-        throw this.proc.alive ? new Error(`${this.info.format} encoder: ffmpeg gave no frame for ${FLUSH_TIMEOUT_MS} ms at the end of the stream`) : this.processError(this.proc.exitCode, this.proc.signalCode);
+        throw this.proc.alive
+          ? new Error(`${this.info.format} encoder: ffmpeg gave no frame for ${FLUSH_TIMEOUT_MS} ms at the end of the stream`)
+          : this.processError(this.proc.exitCode, this.proc.signalCode);
       }
       this.reusable = true;
       return this.take(true);
     });
     this.state = 'flushed';
-    void result.then(() => this.release(), () => {});
+    void result.then(
+      () => this.release(),
+      () => {},
+    );
     return result;
   }
 
@@ -178,7 +183,13 @@ class FfmpegAdtsEncoder implements StreamingEncoder {
     const bytes = int16ToLeBytes(floatToInt16(samples));
     this.samplesWritten += samples.length;
     if (this.proc.write(bytes)) return;
-    const drained = await Promise.race([once(this.proc.stdin, 'drain').then(() => true, () => false), this.proc.exited.then(() => false)]);
+    const drained = await Promise.race([
+      once(this.proc.stdin, 'drain').then(
+        () => true,
+        () => false,
+      ),
+      this.proc.exited.then(() => false),
+    ]);
     if (drained) return;
     // EPIPE or exit: the process is gone (or going); report how it ended rather than the pipe error.
     await this.exitWithin(FLUSH_TIMEOUT_MS);

@@ -128,7 +128,9 @@ function esdsBox(asc: Uint8Array): Box {
     Uint8Array.of(
       0x40, // objectTypeIndication: MPEG-4 Audio (ISO/IEC 14496-3)
       (0x05 << 2) | 0x01, // streamType 5 = audio, upStream 0, reserved 1
-      0x00, 0x06, 0x00, // bufferSizeDB: 1536 bytes, above the largest AAC-LC mono frame (6144 bits)
+      0x00,
+      0x06,
+      0x00, // bufferSizeDB: 1536 bytes, above the largest AAC-LC mono frame (6144 bits)
       ...u32(MAX_BITRATE_BPS), // maxBitrate
       ...u32(0), // avgBitrate: 0 = variable bitrate (ISO/IEC 14496-1 §7.2.6.6.2)
       ...decoderSpecificInfo,

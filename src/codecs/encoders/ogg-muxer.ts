@@ -160,4 +160,3 @@ function u32le(value: number): Uint8Array {
   new DataView(out.buffer).setUint32(0, value, true);
   return out;
 }
-

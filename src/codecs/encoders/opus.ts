@@ -70,10 +70,7 @@ export async function createOpusEncoder(options: EncoderOptions): Promise<Stream
     if (headersSent) return new Uint8Array(0);
     headersSent = true;
     const head = opusHeadPacket({ channels: 1, preSkip, inputSampleRate: rate });
-    return concatBytes([
-      ogg.writePackets([{ data: head, granule: 0n }]),
-      ogg.writePackets([{ data: opusTagsPacket(OPUS_VENDOR), granule: 0n }]),
-    ]);
+    return concatBytes([ogg.writePackets([{ data: head, granule: 0n }]), ogg.writePackets([{ data: opusTagsPacket(OPUS_VENDOR), granule: 0n }])]);
   };
 
   const encodeFrame = (): OggPacket => {
@@ -87,7 +84,7 @@ export async function createOpusEncoder(options: EncoderOptions): Promise<Stream
   /** Copies samples into the frame buffer, returning the packets of every frame that filled up. */
   const take = (pcm: Int16Array): OggPacket[] => {
     const packets: OggPacket[] = [];
-    for (let offset = 0; offset < pcm.length; ) {
+    for (let offset = 0; offset < pcm.length;) {
       const n = Math.min(OPUS_FRAME_SAMPLES - filled, pcm.length - offset);
       frame.set(pcm.subarray(offset, offset + n), filled);
       filled += n;

@@ -47,6 +47,7 @@ export function nextChunk(g: ChunkGeometry, cursor: number, available: number, e
   const from = Math.max(0, cursor - g.left);
   if (ended && available - from <= g.maxRun) return { from, to: available, skip: (cursor - from) / g.hop, take: null };
   const size = Math.min(Math.max(g.hop, Math.floor(step / g.hop) * g.hop), largestStep(g));
-  if (cursor + size + g.right > available) return ended ? { from, to: Math.min(available, cursor + size + g.right), skip: (cursor - from) / g.hop, take: size / g.hop } : null;
+  if (cursor + size + g.right > available)
+    return ended ? { from, to: Math.min(available, cursor + size + g.right), skip: (cursor - from) / g.hop, take: size / g.hop } : null;
   return { from, to: cursor + size + g.right, skip: (cursor - from) / g.hop, take: size / g.hop };
 }

@@ -230,9 +230,18 @@ export function planChunks(regions: Region[], total: number, maxSeconds: number,
  * `total` lies beyond that, and on whether any region follows the window's last one (the pause after it is
  * a gap only then): what lets audio that arrives in windows be planned as it comes (asr/streamed-chunks.ts).
  */
-export function* chunkSteps(regions: Region[], total: number, maxSeconds: number, pickCut: (from: number, to: number) => number, from = 0): Generator<Region & { speech: boolean }> {
+export function* chunkSteps(
+  regions: Region[],
+  total: number,
+  maxSeconds: number,
+  pickCut: (from: number, to: number) => number,
+  from = 0,
+): Generator<Region & { speech: boolean }> {
   const sorted = [...regions].sort((a, b) => a.start - b.start);
-  const gaps = sorted.slice(1).map((r, i) => ({ start: sorted[i]!.end, end: r.start })).filter((g) => g.end > g.start);
+  const gaps = sorted
+    .slice(1)
+    .map((r, i) => ({ start: sorted[i]!.end, end: r.start }))
+    .filter((g) => g.end > g.start);
   let start = from;
   while (start < total) {
     let end = total;

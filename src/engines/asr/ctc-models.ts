@@ -59,7 +59,6 @@ export function parseOptions(engine: string, raw: unknown): Options {
   return { ...options, maxChunkSeconds: options.maxChunkSeconds ?? DEFAULT_MAX_CHUNK_SECONDS[engine] ?? 30 };
 }
 
-
 /** One loaded layout: how to turn 16 kHz samples into CTC scores, and how to read them. */
 export interface CtcModel {
   pieces: string[];
@@ -128,7 +127,15 @@ export async function loadWav2vec2(dir: string, options: Options, session: Sessi
   const strides = Array.isArray(config.conv_stride) ? (config.conv_stride as number[]) : [5, 2, 2, 2, 2, 2, 2];
   const hop = strides.reduce((a, b) => a * b, 1);
   const span = kernels.reduceRight((field, k, i) => (field - 1) * strides[i]! + k, 1);
-  const specials = ['[PAD]', '[UNK]', '<pad>', '<unk>', '<s>', '</s>', ...['pad_token', 'unk_token', 'bos_token', 'eos_token'].map((k) => tokenizer[k]).filter((t): t is string => typeof t === 'string')];
+  const specials = [
+    '[PAD]',
+    '[UNK]',
+    '<pad>',
+    '<unk>',
+    '<s>',
+    '</s>',
+    ...['pad_token', 'unk_token', 'bos_token', 'eos_token'].map((k) => tokenizer[k]).filter((t): t is string => typeof t === 'string'),
+  ];
   const delimiter = typeof tokenizer.word_delimiter_token === 'string' ? tokenizer.word_delimiter_token : '|';
   const normalize = preprocessor.do_normalize !== false;
 
@@ -138,7 +145,8 @@ export async function loadWav2vec2(dir: string, options: Options, session: Sessi
     requireTensor(loaded, 'input', 'input_values', 'float32', 2);
     const classes = requireTensor(loaded, 'output', 'logits', 'float32', 3)[2];
     // config.json's vocab_size may exceed vocab.json (padding rows); fewer classes than tokens is a mismatch.
-    if (typeof classes === 'number' && classes < tokens.length) throw new Error(`${loaded.file}: logits has ${classes} classes but vocab.json has ${tokens.length} tokens`);
+    if (typeof classes === 'number' && classes < tokens.length)
+      throw new Error(`${loaded.file}: logits has ${classes} classes but vocab.json has ${tokens.length} tokens`);
   });
   return {
     pieces: tokenPieces(tokens, { blank, delimiter, specials }),
@@ -241,7 +249,8 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     return { mel, data: logprobs.data as Float32Array, frames: logprobs.dims[1]!, vocab: logprobs.dims[2]! };
   };
   const encoder = (config.encoder ?? {}) as Record<string, unknown>;
-  let subsampling = options.subsamplingFactor ?? (typeof encoder.subsampling_factor === 'number' ? encoder.subsampling_factor : Number(metadata.subsampling_factor) || 0);
+  let subsampling =
+    options.subsamplingFactor ?? (typeof encoder.subsampling_factor === 'number' ? encoder.subsampling_factor : Number(metadata.subsampling_factor) || 0);
   if (!subsampling) {
     // QuartzNet configs do not state it: measure it on 4 s of silence (401 feature frames).
     const probe = await run(new Float32Array(4 * sampleRate));
@@ -267,7 +276,15 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     minSamples,
     loaded,
     ...(stream instanceof CtcStream ? { stream } : {}),
-    info: { layout: 'nemo', vocabSize: tokens.length, normalize, nMels: features.nMels, subsampling, stateful: stream instanceof CtcStream, ...(stream instanceof CtcStream ? { statefulLookaheadSeconds: stream.lookaheadSeconds } : { statefulRefusal: stream.refusal }) },
+    info: {
+      layout: 'nemo',
+      vocabSize: tokens.length,
+      normalize,
+      nMels: features.nMels,
+      subsampling,
+      stateful: stream instanceof CtcStream,
+      ...(stream instanceof CtcStream ? { statefulLookaheadSeconds: stream.lookaheadSeconds } : { statefulRefusal: stream.refusal }),
+    },
     async scores(samples) {
       const { mel, data, frames, vocab } = await run(samples);
       // Padding frames (pad_to) produce outputs past the audio; keep the frames that cover it.
@@ -275,4 +292,3 @@ export async function loadNemo(dir: string, options: Options, session: SessionOp
     },
   };
 }
-

@@ -66,7 +66,13 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
 
   const hop = Math.round(model.frameSeconds * CTC_SAMPLE_RATE);
   const context = Math.round((options.contextSeconds * CTC_SAMPLE_RATE) / hop) * hop;
-  const geometry = { hop, left: context, right: Math.max(context, 2 * hop), maxRun: Math.round(options.maxChunkSeconds * CTC_SAMPLE_RATE), minSamples: model.minSamples };
+  const geometry = {
+    hop,
+    left: context,
+    right: Math.max(context, 2 * hop),
+    maxRun: Math.round(options.maxChunkSeconds * CTC_SAMPLE_RATE),
+    minSamples: model.minSamples,
+  };
   const floorRms = dbfsToRms(DEFAULT_GATE_FLOOR_DBFS);
 
   async function* transcribe(input: AsyncIterable<Float32Array>, ctx: RunnerContext): AsyncGenerator<Segment> {
@@ -114,7 +120,8 @@ export const createCtcRunner: RunnerFactory = async ({ entry, dir, intraOpThread
       }
       if (method === 'stream') {
         const { samples, state, final } = StreamInput.parse(input);
-        if (!model.stream) throw new Error(`This ${entry.engine} model does not stream statefully (${String(model.info.statefulRefusal ?? 'not a convolutional NeMo model')})`);
+        if (!model.stream)
+          throw new Error(`This ${entry.engine} model does not stream statefully (${String(model.info.statefulRefusal ?? 'not a convolutional NeMo model')})`);
         return model.stream.step(samples, state === null ? null : model.stream.parseState(state), final);
       }
       if (method !== 'transcribe') throw new UnknownMethodError(entry.engine, method);

@@ -38,7 +38,13 @@ export interface CtcStreamStep {
 }
 
 const StateSchema = z.object({
-  features: z.object({ tail: z.instanceof(Float64Array), tailStart: z.number().int(), last: z.number(), seen: z.number().int().min(0), next: z.number().int().min(0) }),
+  features: z.object({
+    tail: z.instanceof(Float64Array),
+    tailStart: z.number().int(),
+    last: z.number(),
+    seen: z.number().int().min(0),
+    next: z.number().int().min(0),
+  }),
   position: z.number().int().min(0),
   emitted: z.number().int().min(0),
   caches: z.array(z.instanceof(Float32Array)),
@@ -62,14 +68,32 @@ export class CtcStream {
   }
 
   /** The streamer of a NeMo model file, or why this model cannot stream statefully. */
-  static async load(file: string, model: { config: NemoFeatureConfig; subsampling: number; minSamples: number; blank: number }, session: SessionOptions): Promise<CtcStream | { refusal: string }> {
+  static async load(
+    file: string,
+    model: { config: NemoFeatureConfig; subsampling: number; minSamples: number; blank: number },
+    session: SessionOptions,
+  ): Promise<CtcStream | { refusal: string }> {
     const { config } = model;
     const refusal = logMelStreamRefusal(config);
     if (refusal) return { refusal };
-    const step = convStreamGraph(new Uint8Array(fs.readFileSync(file)), { audio: 'audio_signal', length: 'length', output: 'logprobs', channels: config.nMels });
+    const step = convStreamGraph(new Uint8Array(fs.readFileSync(file)), {
+      audio: 'audio_signal',
+      length: 'length',
+      output: 'logprobs',
+      channels: config.nMels,
+    });
     if ('unsupported' in step) return { refusal: `the graph has ${step.unsupported}` };
     const loaded = await createSession(file, session, step.bytes);
-    return new CtcStream(loaded, step.caches, step.usesLength, config, model.subsampling, model.minSamples, model.blank, (step.lookahead * config.hopLength) / config.sampleRate);
+    return new CtcStream(
+      loaded,
+      step.caches,
+      step.usesLength,
+      config,
+      model.subsampling,
+      model.minSamples,
+      model.blank,
+      (step.lookahead * config.hopLength) / config.sampleRate,
+    );
   }
 
   initial(): CtcStreamState {
@@ -80,7 +104,8 @@ export class CtcStream {
   /** Checks a state that came from another thread: a state of another model is refused, not run. */
   parseState(value: unknown): CtcStreamState {
     const state = StateSchema.parse(value);
-    if (state.caches.length !== this.caches.length) throw new Error(`The stream state has ${state.caches.length} caches; this model carries ${this.caches.length}`);
+    if (state.caches.length !== this.caches.length)
+      throw new Error(`The stream state has ${state.caches.length} caches; this model carries ${this.caches.length}`);
     state.caches.forEach((data, i) => {
       const c = this.caches[i]!;
       const perFrame = c.dims.reduce((a, d, axis) => (axis === c.axis ? a : a * d), 1);
@@ -113,7 +138,11 @@ export class CtcStream {
     this.caches.forEach((c, i) => {
       const data = from.caches[i]!;
       const perFrame = c.dims.reduce((a, d, axis) => (axis === c.axis ? a : a * d), 1);
-      feeds[c.input] = new ort.Tensor('float32', data, c.dims.map((d, axis) => (axis === c.axis ? data.length / perFrame : d)));
+      feeds[c.input] = new ort.Tensor(
+        'float32',
+        data,
+        c.dims.map((d, axis) => (axis === c.axis ? data.length / perFrame : d)),
+      );
     });
     const out = await this.loaded.run(feeds);
     const logprobs = out.logprobs!;

@@ -26,7 +26,14 @@ export class PathWords {
     // A run of one class across the pieces' join is one token (the frames are contiguous).
     const first = tokens[0];
     const joined = this.tail.at(-1);
-    if (first && joined && first.id === this.lastId && first.startFrame === piece.firstFrame && this.lastFrame === piece.firstFrame - 1 && joined.endFrame === this.lastFrame) {
+    if (
+      first &&
+      joined &&
+      first.id === this.lastId &&
+      first.startFrame === piece.firstFrame &&
+      this.lastFrame === piece.firstFrame - 1 &&
+      joined.endFrame === this.lastFrame
+    ) {
       joined.endFrame = first.endFrame;
       tokens.shift();
     }

@@ -118,7 +118,9 @@ export class Seq2SeqDecoder {
     if (!merged) {
       const missing = [file('decoder_model'), file('decoder_with_past_model')].filter((f) => !fs.existsSync(f));
       if (missing.length)
-        throw new Error(`The ${options.family} model directory ${options.dir} has no ${path.basename(file('decoder_model_merged'))} and is missing ${missing.map((f) => path.basename(f)).join(', ')} (the split layout)`);
+        throw new Error(
+          `The ${options.family} model directory ${options.dir} has no ${path.basename(file('decoder_model_merged'))} and is missing ${missing.map((f) => path.basename(f)).join(', ')} (the split layout)`,
+        );
     }
     const { layers } = options;
     const pastAll = kvNames('past_key_values', layers, ['decoder', 'encoder']);
@@ -175,7 +177,12 @@ export class Seq2SeqDecoder {
       input_ids: intTensor(loaded, 'input_ids', tokens.flat(), [rows, width]),
       encoder_hidden_states: cache.hidden,
       use_cache_branch: new ort.Tensor('bool', Uint8Array.of(stepZero ? 0 : 1), [1]),
-      cache_position: intTensor(loaded, 'cache_position', Array.from({ length: width }, (_, i) => cache.length + i), [width]),
+      cache_position: intTensor(
+        loaded,
+        'cache_position',
+        Array.from({ length: width }, (_, i) => cache.length + i),
+        [width],
+      ),
     };
     for (const name of this.pastNames) feeds[name] = stepZero ? empty : cache.past[name]!;
     const result = await loaded.run(Object.fromEntries(loaded.inputNames.map((n) => [n, feeds[n]!])));
@@ -199,7 +206,11 @@ export function kvNames(prefix: string, layers: number, parts: string[]): string
 function intTensor(loaded: LoadedSession, name: string, values: number[], dims: number[]): ort.Tensor {
   return loaded.inputTypes[name] === 'int32'
     ? new ort.Tensor('int32', Int32Array.from(values), dims)
-    : new ort.Tensor('int64', BigInt64Array.from(values, (v) => BigInt(v)), dims);
+    : new ort.Tensor(
+        'int64',
+        BigInt64Array.from(values, (v) => BigInt(v)),
+        dims,
+      );
 }
 
 /** Layer count, head shape and input names must match what this decoder feeds, or it says what differs. */
@@ -207,7 +218,14 @@ function check(loaded: LoadedSession, options: Seq2SeqDecoderOptions): void {
   const { layers, heads, headDim } = options;
   if (loaded.inputNames.includes(`past_key_values.${layers}.decoder.key`) || loaded.outputNames.includes(`present.${layers}.decoder.key`))
     throw new Error(`${loaded.file} has more decoder layers than config.json's ${layers}`);
-  const feedable = new Set(['input_ids', 'encoder_hidden_states', 'use_cache_branch', 'cache_position', ...(options.extraInputs ?? []), ...kvNames('past_key_values', layers, ['decoder', 'encoder'])]);
+  const feedable = new Set([
+    'input_ids',
+    'encoder_hidden_states',
+    'use_cache_branch',
+    'cache_position',
+    ...(options.extraInputs ?? []),
+    ...kvNames('past_key_values', layers, ['decoder', 'encoder']),
+  ]);
   const unknown = loaded.inputNames.filter((n) => !feedable.has(n));
   if (unknown.length) throw new Error(`${loaded.file} declares inputs the ${options.family} runner cannot feed: ${unknown.join(', ')}`);
   const meta = loaded.session.inputMetadata.find((m) => m.name === 'past_key_values.0.decoder.key');

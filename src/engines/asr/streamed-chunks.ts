@@ -124,7 +124,14 @@ export async function* plannedChunks(input: AsyncIterable<Float32Array>, options
           const view = buffer.copy(first - KEEP_BEFORE, buffer.end);
           kept.offset = view.offset;
           kept.append(view.samples);
-          held = { start, ifMore: step.end, lastRegionEnd: last.end, regions: regions.filter((r) => r.start < limit), audio: kept, audioEnd: first + Math.ceil(2 * max * rate) + KEEP_BEFORE };
+          held = {
+            start,
+            ifMore: step.end,
+            lastRegionEnd: last.end,
+            regions: regions.filter((r) => r.start < limit),
+            audio: kept,
+            audioEnd: first + Math.ceil(2 * max * rate) + KEEP_BEFORE,
+          };
         }
       }
       start = step.end;

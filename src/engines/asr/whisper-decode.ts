@@ -45,11 +45,15 @@ export function whisperVocab(tokenizer: TokenLookup, size: number): WhisperVocab
   const noTimestamps = need('<|notimestamps|>');
   const timestampBegin = noTimestamps + 1;
   // Older tokenizer.json files do not list the timestamps; where they do, they must sit right after <|notimestamps|>.
-  for (const [token, id] of [['<|0.00|>', timestampBegin], ['<|30.00|>', timestampBegin + TIMESTAMP_COUNT - 1]] as const) {
+  for (const [token, id] of [
+    ['<|0.00|>', timestampBegin],
+    ['<|30.00|>', timestampBegin + TIMESTAMP_COUNT - 1],
+  ] as const) {
     const found = tokenizer.tokenId(token);
     if (found !== undefined && found !== id) throw new Error(`tokenizer.json puts ${token} at ${found}, expected ${id} (right after <|notimestamps|>)`);
   }
-  if (size < timestampBegin + TIMESTAMP_COUNT) throw new Error(`The vocabulary has ${size} ids, too few for 1501 timestamps after <|notimestamps|> (${noTimestamps})`);
+  if (size < timestampBegin + TIMESTAMP_COUNT)
+    throw new Error(`The vocabulary has ${size} ids, too few for 1501 timestamps after <|notimestamps|> (${noTimestamps})`);
   const added = tokenizer.addedTokens();
   const languages = new Map<string, number>();
   for (const { id, content } of added) {
@@ -66,13 +70,16 @@ export function whisperVocab(tokenizer: TokenLookup, size: number): WhisperVocab
     timestampBegin,
     languages,
     size,
-    specials: new Set(added.filter((t) => !TIMESTAMP_TOKEN.test(t.content) && !(t.id >= timestampBegin && t.id < timestampBegin + TIMESTAMP_COUNT)).map((t) => t.id)),
+    specials: new Set(
+      added.filter((t) => !TIMESTAMP_TOKEN.test(t.content) && !(t.id >= timestampBegin && t.id < timestampBegin + TIMESTAMP_COUNT)).map((t) => t.id),
+    ),
   };
 }
 
 export const isTimestamp = (vocab: WhisperVocab, id: number) => id >= vocab.timestampBegin && id < vocab.timestampBegin + TIMESTAMP_COUNT;
 /** Text tokens: neither an added special token nor a timestamp, and inside the tokenizer's ids. */
-export const isText = (vocab: WhisperVocab, id: number) => id >= 0 && id < vocab.size && !vocab.specials.has(id) && !isTimestamp(vocab, id) && id < vocab.timestampBegin;
+export const isText = (vocab: WhisperVocab, id: number) =>
+  id >= 0 && id < vocab.size && !vocab.specials.has(id) && !isTimestamp(vocab, id) && id < vocab.timestampBegin;
 
 export interface PromptOptions {
   language?: number;
@@ -116,7 +123,8 @@ export function applyRules(logits: Float32Array, sampled: readonly number[], voc
   const lastWasTimestamp = isTs(sampled.at(-1));
   const penultimateWasTimestamp = sampled.length < 2 || isTs(sampled.at(-2));
   if (lastWasTimestamp) {
-    if (penultimateWasTimestamp) mask(begin, end); // an opening timestamp is followed by text (or the end)
+    if (penultimateWasTimestamp)
+      mask(begin, end); // an opening timestamp is followed by text (or the end)
     else mask(0, begin, (id) => id === vocab.eot); // a closing one by the next opening timestamp or the end
   }
   const lastTimestamp = [...sampled].reverse().find(isTs);

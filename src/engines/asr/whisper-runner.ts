@@ -97,7 +97,8 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
   if (!fs.existsSync(dir)) throw new Error(`The Whisper model directory does not exist: ${dir}`);
   const configFile = path.join(dir, 'config.json');
   const config = readJson(configFile, true);
-  if (config.model_type !== undefined && config.model_type !== 'whisper') throw new Error(`${configFile}: model_type is ${String(config.model_type)}, not whisper`);
+  if (config.model_type !== undefined && config.model_type !== 'whisper')
+    throw new Error(`${configFile}: model_type is ${String(config.model_type)}, not whisper`);
   const generation = readJson(path.join(dir, 'generation_config.json'), false);
   const preprocessor = readJson(path.join(dir, 'preprocessor_config.json'), false);
   const layers = int(config, 'decoder_layers', configFile);
@@ -115,7 +116,11 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
     : options.maxInitialTimestamp === null
       ? undefined
       : Math.round(options.maxInitialTimestamp / TIME_PRECISION);
-  const rules = { suppress: intList(generation.suppress_tokens), beginSuppress: intList(generation.begin_suppress_tokens), maxInitialTimestampIndex: initialIndex };
+  const rules = {
+    suppress: intList(generation.suppress_tokens),
+    beginSuppress: intList(generation.begin_suppress_tokens),
+    maxInitialTimestampIndex: initialIndex,
+  };
 
   const languageId = (code: string | null | undefined, where: string): number | undefined => {
     if (code === null) return undefined;
@@ -130,8 +135,15 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
   const sessionOptions = { intraOpThreads, interOpThreads };
   const encoderFile = path.join(dir, 'onnx', `encoder_model${options.variant}.onnx`);
   if (!fs.existsSync(encoderFile)) {
-    const present = fs.existsSync(path.join(dir, 'onnx')) ? fs.readdirSync(path.join(dir, 'onnx')).filter((f) => f.endsWith('.onnx')).sort() : [];
-    throw new Error(`The Whisper model directory ${dir} is missing onnx/${path.basename(encoderFile)} (variant ${JSON.stringify(options.variant)}; found ${present.join(', ') || 'no ONNX files'})`);
+    const present = fs.existsSync(path.join(dir, 'onnx'))
+      ? fs
+          .readdirSync(path.join(dir, 'onnx'))
+          .filter((f) => f.endsWith('.onnx'))
+          .sort()
+      : [];
+    throw new Error(
+      `The Whisper model directory ${dir} is missing onnx/${path.basename(encoderFile)} (variant ${JSON.stringify(options.variant)}; found ${present.join(', ') || 'no ONNX files'})`,
+    );
   }
   const encoder: LoadedSession = await createSession(encoderFile, sessionOptions);
   let decoder: Seq2SeqDecoder;
@@ -139,7 +151,8 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
     requireSignature(encoder, ['input_features'], ['last_hidden_state']);
     const meta = encoder.session.inputMetadata.find((m) => m.name === 'input_features');
     const declared = meta?.isTensor ? meta.shape[1] : undefined;
-    if (typeof declared === 'number' && declared !== nMels) throw new Error(`${encoderFile}: input_features has ${declared} mel bins, preprocessor_config.json says ${nMels}`);
+    if (typeof declared === 'number' && declared !== nMels)
+      throw new Error(`${encoderFile}: input_features has ${declared} mel bins, preprocessor_config.json says ${nMels}`);
     decoder = await Seq2SeqDecoder.load({ dir, variant: options.variant, layers, heads, headDim, session: sessionOptions, family: 'Whisper' });
   } catch (err) {
     await encoder.release();
@@ -175,7 +188,14 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
   }
 
   /** Decodes a piece of audio window after window (OpenAI's seek), yielding absolute segments. */
-  async function* decodePiece(piece: Float32Array, offset: number, prompt: number[], temperature: number, random: () => number, ctx: RunnerContext): AsyncGenerator<Segment> {
+  async function* decodePiece(
+    piece: Float32Array,
+    offset: number,
+    prompt: number[],
+    temperature: number,
+    random: () => number,
+    ctx: RunnerContext,
+  ): AsyncGenerator<Segment> {
     let seek = 0;
     // Whisper's mel has one frame per 10 ms: a shorter leftover carries no audio worth a window.
     while (piece.length - seek >= WHISPER_SAMPLE_RATE * 0.01) {
@@ -224,16 +244,28 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
     const random = seededRandom(input.seed ?? Math.floor(Math.random() * 2 ** 32));
     const ids = await decodeWindow(window, promptFor(input), input.temperature ?? options.temperature, random, ctx);
     const name = (id: number) =>
-      isText(vocab, id) ? tokenizer.decode([id], { cleanUpSpaces: false }) : (tokenizer.idToToken(id) ?? `<|${((id - vocab.timestampBegin) * TIME_PRECISION).toFixed(2)}|>`);
+      isText(vocab, id)
+        ? tokenizer.decode([id], { cleanUpSpaces: false })
+        : (tokenizer.idToToken(id) ?? `<|${((id - vocab.timestampBegin) * TIME_PRECISION).toFixed(2)}|>`);
     return { ids, tokens: ids.map(name) };
   }
 
   const idle: RunnerContext = { signal: new AbortController().signal, checkpoint: async () => {} };
   return {
     info: () => ({
-      engine: 'whisper', sampleRate: WHISPER_SAMPLE_RATE, layout: decoder.layout, files: [path.basename(encoderFile), ...decoder.files], nMels, layers,
-      vocabSize: vocab.size, languages: [...vocab.languages.keys()], defaultLanguage: defaultLanguage === undefined ? null : tokenizer.idToToken(defaultLanguage),
-      translate: vocab.translate !== undefined, timestamps: options.timestamps, maxChunkSeconds: options.maxChunkSeconds, windowSeconds: WINDOW_SECONDS,
+      engine: 'whisper',
+      sampleRate: WHISPER_SAMPLE_RATE,
+      layout: decoder.layout,
+      files: [path.basename(encoderFile), ...decoder.files],
+      nMels,
+      layers,
+      vocabSize: vocab.size,
+      languages: [...vocab.languages.keys()],
+      defaultLanguage: defaultLanguage === undefined ? null : tokenizer.idToToken(defaultLanguage),
+      translate: vocab.translate !== undefined,
+      timestamps: options.timestamps,
+      maxChunkSeconds: options.maxChunkSeconds,
+      windowSeconds: WINDOW_SECONDS,
     }),
     warmup: async () => {
       await decodeWindow(new Float32Array(WHISPER_SAMPLE_RATE), promptFor({}), 0, Math.random, idle);
@@ -255,4 +287,3 @@ export const createWhisperRunner: RunnerFactory = async ({ entry, dir, intraOpTh
 };
 
 const round = (seconds: number) => Math.round(seconds * 1000) / 1000;
-

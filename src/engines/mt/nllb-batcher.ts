@@ -65,7 +65,17 @@ export class TranslationBatcher {
     if (sources.length === 0) return Promise.resolve([]);
     if (ctx.signal.aborted) return Promise.reject(new EngineCancelledError());
     return new Promise((resolve, reject) => {
-      const job: Job = { key: `${targetId}/${beams}/${maxLength}`, targetId, beams, maxLength, results: new Array<Hypothesis>(sources.length), left: sources.length, settled: false, resolve, reject };
+      const job: Job = {
+        key: `${targetId}/${beams}/${maxLength}`,
+        targetId,
+        beams,
+        maxLength,
+        results: new Array<Hypothesis>(sources.length),
+        left: sources.length,
+        settled: false,
+        resolve,
+        reject,
+      };
       ctx.signal.addEventListener('abort', () => this.fail(job, new EngineCancelledError()), { once: true });
       sources.forEach((ids, index) => this.waiting.push({ job, index, ids }));
       this.pump();
@@ -103,7 +113,13 @@ export class TranslationBatcher {
       checkpoint: yieldToEventLoop,
     };
     try {
-      await this.generate(batch.map((item) => item.ids), targetId, beams, maxLength, hooks);
+      await this.generate(
+        batch.map((item) => item.ids),
+        targetId,
+        beams,
+        maxLength,
+        hooks,
+      );
     } catch (err) {
       for (const { job } of batch) this.fail(job, err);
       return;

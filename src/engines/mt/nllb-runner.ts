@@ -64,7 +64,15 @@ export interface TranslateOutput {
 }
 
 /** Short codes that callers use for the three languages Kuma serves; anything else must be an NLLB code. */
-const LANGUAGE_ALIASES: Record<string, string> = { bm: 'bam_Latn', bam: 'bam_Latn', fr: 'fra_Latn', fra: 'fra_Latn', fre: 'fra_Latn', en: 'eng_Latn', eng: 'eng_Latn' };
+const LANGUAGE_ALIASES: Record<string, string> = {
+  bm: 'bam_Latn',
+  bam: 'bam_Latn',
+  fr: 'fra_Latn',
+  fra: 'fra_Latn',
+  fre: 'fra_Latn',
+  en: 'eng_Latn',
+  eng: 'eng_Latn',
+};
 
 /** A dropped `<unk>` leaves its `▁` behind: collapse the double space it makes. */
 const clean = (text: string) => text.replace(/ {2,}/g, ' ').trim();
@@ -134,7 +142,11 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   const decoderStart = intField({ ...config, ...generation }, ['decoder_start_token_id'], configFile);
   const eos = intField({ ...config, ...generation }, ['eos_token_id'], configFile);
   const pad = intField({ ...config, ...generation }, ['pad_token_id'], configFile);
-  const defaultMaxLength = Number.isInteger(generation.max_length) ? (generation.max_length as number) : Number.isInteger(config.max_length) ? (config.max_length as number) : 200;
+  const defaultMaxLength = Number.isInteger(generation.max_length)
+    ? (generation.max_length as number)
+    : Number.isInteger(config.max_length)
+      ? (config.max_length as number)
+      : 200;
   const tokenizer = TextTokenizer.fromDirectory(dir);
 
   const file = (name: string) => path.join(dir, 'onnx', `${name}${options.variant}.onnx`);
@@ -142,7 +154,10 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   const merged = fs.existsSync(file('decoder_model_merged'));
   const missing = [file('encoder_model'), ...(merged ? [] : [file('decoder_model'), file('decoder_with_past_model')])].filter((f) => !fs.existsSync(f));
   if (missing.length)
-    throw new Error(`The NLLB model directory ${dir} is missing ${missing.join(', ')}` + (merged ? '' : ` (needed when there is no ${path.basename(file('decoder_model_merged'))})`));
+    throw new Error(
+      `The NLLB model directory ${dir} is missing ${missing.join(', ')}` +
+        (merged ? '' : ` (needed when there is no ${path.basename(file('decoder_model_merged'))})`),
+    );
   const encoder = await createSession(file('encoder_model'), sessionOptions);
   requireSignature(encoder, ['input_ids', 'attention_mask'], ['last_hidden_state']);
 
@@ -181,9 +196,15 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   const intTensor = (loaded: LoadedSession, name: string, values: number[], dims: number[]) =>
     loaded.inputTypes[name] === 'int32'
       ? new ort.Tensor('int32', Int32Array.from(values), dims)
-      : new ort.Tensor('int64', BigInt64Array.from(values, (v) => BigInt(v)), dims);
+      : new ort.Tensor(
+          'int64',
+          BigInt64Array.from(values, (v) => BigInt(v)),
+          dims,
+        );
   const emptyPast = (rows: number) =>
-    pastType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), [rows, heads, 0, headDim]) : new ort.Tensor('float32', new Float32Array(0), [rows, heads, 0, headDim]);
+    pastType === 'float16'
+      ? new ort.Tensor('float16', new Uint16Array(0), [rows, heads, 0, headDim])
+      : new ort.Tensor('float32', new Float32Array(0), [rows, heads, 0, headDim]);
 
   /** State per row of the running batch: what the decoder needs beside the token it is fed. */
   interface Rows {
@@ -203,7 +224,12 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
       encoder_attention_mask: rows.mask,
       encoder_hidden_states: rows.hidden,
       use_cache_branch: new ort.Tensor('bool', Uint8Array.of(stepZero ? 0 : 1), [1]),
-      cache_position: intTensor(session, 'cache_position', Array.from({ length: width }, (_, i) => rows.length + i), [width]),
+      cache_position: intTensor(
+        session,
+        'cache_position',
+        Array.from({ length: width }, (_, i) => rows.length + i),
+        [width],
+      ),
     };
     for (const name of pastAll) feeds[name] = stepZero ? emptyPast(count) : rows.past[name]!;
     const result = await session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]!])));
@@ -278,7 +304,12 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     const sources = pieces.flat().map((p) => [sourceId, ...tokenizer.encode(p.text).slice(0, options.maxSourceTokens - 2), eos]);
     const generated = await batcher.translate(sources, targetId, beams, maxLength, ctx);
     let next = 0;
-    const translations = pieces.map((textPieces) => joinSentences(textPieces, textPieces.map(() => clean(tokenizer.decode(generated[next++]!.tokens)))));
+    const translations = pieces.map((textPieces) =>
+      joinSentences(
+        textPieces,
+        textPieces.map(() => clean(tokenizer.decode(generated[next++]!.tokens))),
+      ),
+    );
     return {
       translations,
       inputTokens: sources.reduce((n, s) => n + s.length, 0),
@@ -288,11 +319,20 @@ export const createNllbRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
 
   const runner: Runner = {
     info: () => ({
-      engine: 'nllb', layout: merged ? 'merged' : 'split', layers, heads, headDim, vocabSize: config.vocab_size,
-      tokenizer: tokenizer.modelType, languages: languages.map((l) => l.content), maxLength: defaultMaxLength,
+      engine: 'nllb',
+      layout: merged ? 'merged' : 'split',
+      layers,
+      heads,
+      headDim,
+      vocabSize: config.vocab_size,
+      tokenizer: tokenizer.modelType,
+      languages: languages.map((l) => l.content),
+      maxLength: defaultMaxLength,
       // The limits that bound what a call can bill in tokens (translate-token-bound.ts).
-      maxSourceTokens: options.maxSourceTokens, maxSentenceChars: options.maxSentenceChars,
-      maxLengthA: options.maxLengthA, maxLengthB: options.maxLengthB,
+      maxSourceTokens: options.maxSourceTokens,
+      maxSentenceChars: options.maxSentenceChars,
+      maxLengthA: options.maxLengthA,
+      maxLengthB: options.maxLengthB,
     }),
     async warmup() {
       const [a, b] = [languages[0], languages[1] ?? languages[0]];

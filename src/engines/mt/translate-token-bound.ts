@@ -30,9 +30,14 @@ function limit(info: Record<string, unknown>, name: 'maxSentenceChars' | 'maxSou
 }
 
 export function translateLimits(info: Record<string, unknown>): TranslateLimits {
-  const limits: TranslateLimits = { maxSentenceChars: limit(info, 'maxSentenceChars'), maxSourceTokens: limit(info, 'maxSourceTokens'), maxLength: limit(info, 'maxLength') };
+  const limits: TranslateLimits = {
+    maxSentenceChars: limit(info, 'maxSentenceChars'),
+    maxSourceTokens: limit(info, 'maxSourceTokens'),
+    maxLength: limit(info, 'maxLength'),
+  };
   const [a, b] = [info.maxLengthA, info.maxLengthB];
-  if (typeof a === 'number' && Number.isFinite(a) && a >= 0 && Number.isInteger(b) && (b as number) >= 0) Object.assign(limits, { maxLengthA: a, maxLengthB: b });
+  if (typeof a === 'number' && Number.isFinite(a) && a >= 0 && Number.isInteger(b) && (b as number) >= 0)
+    Object.assign(limits, { maxLengthA: a, maxLengthB: b });
   return limits;
 }
 

@@ -24,19 +24,85 @@ export const INT64 = 7;
 export const BOOL = 9;
 
 const UNARY = new Set([
-  'Relu', 'LeakyRelu', 'Elu', 'Selu', 'Sigmoid', 'Tanh', 'Exp', 'Log', 'Abs', 'Neg', 'Sqrt', 'Reciprocal',
-  'Floor', 'Ceil', 'Round', 'Erf', 'Softplus', 'Softsign', 'HardSigmoid', 'HardSwish', 'Identity', 'Dropout',
-  'Sign', 'Sin', 'Cos', 'Gelu', 'Mish', 'Clip', 'Cast', 'Not', 'IsNaN', 'IsInf', 'BatchNormalization',
+  'Relu',
+  'LeakyRelu',
+  'Elu',
+  'Selu',
+  'Sigmoid',
+  'Tanh',
+  'Exp',
+  'Log',
+  'Abs',
+  'Neg',
+  'Sqrt',
+  'Reciprocal',
+  'Floor',
+  'Ceil',
+  'Round',
+  'Erf',
+  'Softplus',
+  'Softsign',
+  'HardSigmoid',
+  'HardSwish',
+  'Identity',
+  'Dropout',
+  'Sign',
+  'Sin',
+  'Cos',
+  'Gelu',
+  'Mish',
+  'Clip',
+  'Cast',
+  'Not',
+  'IsNaN',
+  'IsInf',
+  'BatchNormalization',
 ]);
-const BROADCAST = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Max', 'Min', 'Sum', 'Mean', 'PRelu', 'Where', 'And', 'Or', 'Xor', 'Less', 'Greater', 'Equal', 'LessOrEqual', 'GreaterOrEqual']);
+const BROADCAST = new Set([
+  'Add',
+  'Sub',
+  'Mul',
+  'Div',
+  'Pow',
+  'Max',
+  'Min',
+  'Sum',
+  'Mean',
+  'PRelu',
+  'Where',
+  'And',
+  'Or',
+  'Xor',
+  'Less',
+  'Greater',
+  'Equal',
+  'LessOrEqual',
+  'GreaterOrEqual',
+]);
 const COMPARISON = new Set(['Less', 'Greater', 'Equal', 'LessOrEqual', 'GreaterOrEqual', 'And', 'Or', 'Xor', 'Not', 'IsNaN', 'IsInf']);
-const REDUCE = new Set(['ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceSumSquare', 'ReduceL1', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp']);
+const REDUCE = new Set([
+  'ReduceSum',
+  'ReduceMean',
+  'ReduceMax',
+  'ReduceMin',
+  'ReduceProd',
+  'ReduceSumSquare',
+  'ReduceL1',
+  'ReduceL2',
+  'ReduceLogSum',
+  'ReduceLogSumExp',
+]);
 /** Reductions whose axes became an input, by the opset that moved them (ReduceSum at 13, the others at 18). */
 const axesInputSince = (op: string) => (op === 'ReduceSum' ? 13 : 18);
 
 /** Ops whose extra inputs are not data (Clip's bounds, BatchNormalization's statistics) are still per-frame. */
 export function isPerFrameOp(op: string): boolean {
-  return UNARY.has(op) || BROADCAST.has(op) || REDUCE.has(op) || ['Transpose', 'Unsqueeze', 'Squeeze', 'Softmax', 'LogSoftmax', 'MatMul', 'Concat', 'LayerNormalization'].includes(op);
+  return (
+    UNARY.has(op) ||
+    BROADCAST.has(op) ||
+    REDUCE.has(op) ||
+    ['Transpose', 'Unsqueeze', 'Squeeze', 'Softmax', 'LogSoftmax', 'MatMul', 'Concat', 'LayerNormalization'].includes(op)
+  );
 }
 
 const norm = (axis: number, rank: number) => (axis < 0 ? axis + rank : axis);
@@ -153,7 +219,11 @@ export function perFrameShape(node: NodeProto, inputs: Shape[], consts: ConstOf,
     if (axis === x.axis) return 'Concat along the time axis';
     if (temporal.length !== inputs.length) return 'Concat of temporal and fixed values';
     const along = inputs.map((s) => s.dims?.[axis]);
-    return { dims: dims.map((d, i) => (i === axis ? (along.every((v) => typeof v === 'number') ? (along as number[]).reduce((a, b) => a + b, 0) : null) : d)), axis: x.axis, dtype: x.dtype };
+    return {
+      dims: dims.map((d, i) => (i === axis ? (along.every((v) => typeof v === 'number') ? (along as number[]).reduce((a, b) => a + b, 0) : null) : d)),
+      axis: x.axis,
+      dtype: x.dtype,
+    };
   }
   if (op === 'MatMul') {
     const [a, b] = inputs as [Shape, Shape];
@@ -162,7 +232,10 @@ export function perFrameShape(node: NodeProto, inputs: Shape[], consts: ConstOf,
     // The contracted axes (A's last, B's second last) must not be time; time stays a row (A) or column (B).
     if (a.axis === a.dims.length - 1 || b.axis === b.dims.length - 2) return 'MatMul contracting the time axis';
     const out = Math.max(a.dims.length, b.dims.length);
-    const batch = broadcast([{ ...a, dims: a.dims.slice(0, -2), axis: a.axis < a.dims.length - 2 ? a.axis : -1 }, { ...b, dims: b.dims.slice(0, -2), axis: b.axis < b.dims.length - 2 ? b.axis : -1 }]);
+    const batch = broadcast([
+      { ...a, dims: a.dims.slice(0, -2), axis: a.axis < a.dims.length - 2 ? a.axis : -1 },
+      { ...b, dims: b.dims.slice(0, -2), axis: b.axis < b.dims.length - 2 ? b.axis : -1 },
+    ]);
     if (typeof batch === 'string') return batch;
     const axis = a.axis >= 0 ? (a.axis === a.dims.length - 2 ? out - 2 : batch.axis) : b.axis === b.dims.length - 1 ? out - 1 : batch.axis;
     return { dims: [...batch.dims!, a.dims[a.dims.length - 2]!, b.dims[b.dims.length - 1]!], axis, dtype: a.dtype };

@@ -66,7 +66,10 @@ type Value = Temporal | (Shape & { kind: 'fixed' }) | { kind: 'shapeOf'; of: Tem
 class Unsupported extends Error {}
 const BIG = 2 ** 62;
 
-export function convStreamGraph(modelBytes: Uint8Array, io: { audio: string; length: string; output: string; channels?: number }): ConvStreamGraph | { unsupported: string } {
+export function convStreamGraph(
+  modelBytes: Uint8Array,
+  io: { audio: string; length: string; output: string; channels?: number },
+): ConvStreamGraph | { unsupported: string } {
   try {
     return new StepGraph(modelBytes, io).build();
   } catch (err) {
@@ -84,7 +87,10 @@ class StepGraph {
   private readonly caches: StreamCache[] = [];
   private readonly memo = new Map<string, string>();
 
-  constructor(bytes: Uint8Array, private readonly io: { audio: string; length: string; output: string; channels?: number }) {
+  constructor(
+    bytes: Uint8Array,
+    private readonly io: { audio: string; length: string; output: string; channels?: number },
+  ) {
     this.model = onnxProto.onnx.ModelProto.decode(bytes);
     this.opset = defaultOpset(this.model);
     this.consts = constants(this.model.graph ?? {});
@@ -113,7 +119,12 @@ class StepGraph {
     if (out?.kind !== 'temporal' || out.dims?.length !== 3 || out.axis !== 1) throw new Unsupported(`${this.io.output} is not [batch, time, classes]`);
     this.g.op('Slice', [this.renamed(this.io.output), this.int(0), out.stream.count, this.int(1)], {}, this.io.output);
     this.g.output(this.io.output, 'float', [1, 'frames', out.dims[2] ?? 'classes']);
-    for (const c of this.caches) this.g.output(c.output, 'float', c.dims.map((d, i) => (i === c.axis ? `${c.input}_frames` : d)));
+    for (const c of this.caches)
+      this.g.output(
+        c.output,
+        'float',
+        c.dims.map((d, i) => (i === c.axis ? `${c.input}_frames` : d)),
+      );
     const bytes = this.g.toBytes({ opsetImport: this.model.opsetImport ?? [], irVersion: Number(this.model.irVersion ?? 8) });
     return { bytes, caches: this.caches, usesLength: used.has(this.io.length), lookahead: out.stream.lookahead };
   }
@@ -165,13 +176,23 @@ class StepGraph {
     const buffered = names.map((name, i) => {
       const v = ins[i]!;
       if (v.kind !== 'temporal') return null;
-      if (v.dtype !== FLOAT || !v.dims || v.dims.some((d, a) => d === null && a !== v.axis)) throw new Unsupported('a multi-stream op on non-float or unknown-shape values');
-      const cache = this.cache(v.dims.map((d, a) => (a === v.axis ? 0 : d!)), v.axis);
+      if (v.dtype !== FLOAT || !v.dims || v.dims.some((d, a) => d === null && a !== v.axis))
+        throw new Unsupported('a multi-stream op on non-float or unknown-shape values');
+      const cache = this.cache(
+        v.dims.map((d, a) => (a === v.axis ? 0 : d!)),
+        v.axis,
+      );
       const joined = this.g.op('Concat', [cache.input, this.real(name, v)], { axis: { i: v.axis } });
       return { v, cache, joined, length: this.timeLength(joined, v.axis) };
     });
     const live = buffered.filter((b) => b !== null);
-    const count = live.length === 1 ? live[0]!.length : this.g.op('Min', live.map((b) => b.length));
+    const count =
+      live.length === 1
+        ? live[0]!.length
+        : this.g.op(
+            'Min',
+            live.map((b) => b.length),
+          );
     const guarded = this.g.op('Max', [count, this.int(1)]);
     const inputs = names.map((name, i) => {
       const b = buffered[i];
@@ -219,11 +240,22 @@ class StepGraph {
     const attrs = (node.attribute ?? []).filter((a) => a.name !== 'pads' && a.name !== 'auto_pad');
     const output = node.output![0]!;
     const core = excludePad ? `${output}/sum` : output;
-    this.g.rawNode({ ...node, input: [padded, ...names.slice(1).map((n) => this.renamed(n))], output: [core], attribute: [...attrs, { name: 'pads', type: onnxProto.onnx.AttributeProto.AttributeType.INTS, ints: [0, 0] }] });
+    this.g.rawNode({
+      ...node,
+      input: [padded, ...names.slice(1).map((n) => this.renamed(n))],
+      output: [core],
+      attribute: [...attrs, { name: 'pads', type: onnxProto.onnx.AttributeProto.AttributeType.INTS, ints: [0, 0] }],
+    });
     if (excludePad) {
       // Counts exclude the end padding: divide by the mean of an indicator of real frames over each window.
-      const ones = this.g.op('ConstantOfShape', [this.g.op('Concat', [this.int(1), this.int(channels), length], { axis: { i: 0 } })], { value: { t: { type: 'float', dims: [1], data: [1] } } });
-      const share = this.g.op('AveragePool', [this.padEnd(ones, 3, 2, padAmount)], Object.fromEntries(attrs.filter((a) => a.name === 'kernel_shape' || a.name === 'strides').map((a) => [a.name!, { ints: a.ints!.map(Number) } as Attr])));
+      const ones = this.g.op('ConstantOfShape', [this.g.op('Concat', [this.int(1), this.int(channels), length], { axis: { i: 0 } })], {
+        value: { t: { type: 'float', dims: [1], data: [1] } },
+      });
+      const share = this.g.op(
+        'AveragePool',
+        [this.padEnd(ones, 3, 2, padAmount)],
+        Object.fromEntries(attrs.filter((a) => a.name === 'kernel_shape' || a.name === 'strides').map((a) => [a.name!, { ints: a.ints!.map(Number) } as Attr])),
+      );
       this.g.op('Div', [core, this.g.op('Max', [share, this.g.floats([1e-30])])], {}, output);
     }
     // Outputs whose window lies inside [cache | chunk | end padding]: floor((length + endPad − span − 1) / s) + 1.
@@ -231,7 +263,11 @@ class StepGraph {
     const count = this.g.op('Div', [this.g.op('Max', [reach, this.int(0)]), this.int(s)]);
     this.g.op('Slice', [joined, this.g.op('Mul', [count, this.int(s)]), this.int(BIG), this.int(2)], {}, cache.output);
     const { stride, lookahead } = x.stream;
-    this.values.set(output, { kind: 'temporal', stream: { count, exact: false, stride: stride * s, lookahead: lookahead + (span - pb!) * stride }, ...outShape });
+    this.values.set(output, {
+      kind: 'temporal',
+      stream: { count, exact: false, stride: stride * s, lookahead: lookahead + (span - pb!) * stride },
+      ...outShape,
+    });
   }
 
   /** The mask's `Range(0, T, 1)` over input frames, made absolute: `Range(p, p + T, 1)`. */
@@ -273,7 +309,11 @@ class StepGraph {
   private cache(dims: number[], axis: number): StreamCache {
     const index = this.caches.length;
     const cache = { input: `stream_cache_${index}`, output: `stream_cache_${index}_next`, dims, axis };
-    this.g.input(cache.input, 'float', dims.map((d, i) => (i === axis ? `${cache.input}_frames` : d)));
+    this.g.input(
+      cache.input,
+      'float',
+      dims.map((d, i) => (i === axis ? `${cache.input}_frames` : d)),
+    );
     this.caches.push(cache);
     return cache;
   }

@@ -150,5 +150,10 @@ function cudaHint(report: ProbeReport): string {
 }
 
 function lastLines(text: string): string {
-  return text.replace(/\x1b\[[0-9;]*m/g, '').trim().split('\n').slice(-3).join('\n    ');
+  return text
+    .replace(/\x1b\[[0-9;]*m/g, '')
+    .trim()
+    .split('\n')
+    .slice(-3)
+    .join('\n    ');
 }

@@ -21,13 +21,7 @@ const ELEM: Record<ElemType, number> = {
 
 /** Attribute values are tagged so ints and floats are never confused. */
 export type Attr =
-  | { i: number }
-  | { f: number }
-  | { ints: number[] }
-  | { floats: number[] }
-  | { s: string }
-  | { t: TensorSpec }
-  | { g: onnxProto.onnx.IGraphProto };
+  { i: number } | { f: number } | { ints: number[] } | { floats: number[] } | { s: string } | { t: TensorSpec } | { g: onnxProto.onnx.IGraphProto };
 
 export interface TensorSpec {
   type: ElemType;
@@ -113,7 +107,13 @@ export class GraphBuilder {
   /** Adds a node; returns its output names (auto-named unless given). */
   node(op: string, inputs: string[], attrs: Record<string, Attr> = {}, outputs: string[] | number = 1): string[] {
     const names = typeof outputs === 'number' ? Array.from({ length: outputs }, () => this.fresh(op)) : outputs;
-    this.nodes.push({ opType: op, input: inputs, output: names, name: this.fresh(`n_${op}`), attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    this.nodes.push({
+      opType: op,
+      input: inputs,
+      output: names,
+      name: this.fresh(`n_${op}`),
+      attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+    });
     return names;
   }
 
@@ -138,7 +138,9 @@ export class GraphBuilder {
   }
 
   /** Serialized model; metadata goes to metadata_props (sherpa-onnx reads sample_rate etc. from there). */
-  toBytes(options: { opset?: number; metadata?: Record<string, string>; opsetImport?: onnxProto.onnx.IOperatorSetIdProto[]; irVersion?: number } = {}): Uint8Array {
+  toBytes(
+    options: { opset?: number; metadata?: Record<string, string>; opsetImport?: onnxProto.onnx.IOperatorSetIdProto[]; irVersion?: number } = {},
+  ): Uint8Array {
     const model = onnx.ModelProto.create({
       irVersion: options.irVersion ?? 8,
       producerName: 'kuma-demo-pack',

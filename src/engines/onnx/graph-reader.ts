@@ -78,9 +78,11 @@ export function constants(graph: GraphProto): Map<string, ConstTensor> {
     if (!a) continue;
     if (a.name === 'value' && a.t) out.set(node.output[0], fromTensor(a.t));
     else if (a.name === 'value_int') out.set(node.output[0], { dataType: DataType.INT64, dims: [], values: () => [toNumber(a.i)] });
-    else if (a.name === 'value_ints') out.set(node.output[0], { dataType: DataType.INT64, dims: [a.ints?.length ?? 0], values: () => (a.ints ?? []).map(toNumber) });
+    else if (a.name === 'value_ints')
+      out.set(node.output[0], { dataType: DataType.INT64, dims: [a.ints?.length ?? 0], values: () => (a.ints ?? []).map(toNumber) });
     else if (a.name === 'value_float') out.set(node.output[0], { dataType: DataType.FLOAT, dims: [], values: () => [a.f ?? 0] });
-    else if (a.name === 'value_floats') out.set(node.output[0], { dataType: DataType.FLOAT, dims: [a.floats?.length ?? 0], values: () => (a.floats ?? []).slice() });
+    else if (a.name === 'value_floats')
+      out.set(node.output[0], { dataType: DataType.FLOAT, dims: [a.floats?.length ?? 0], values: () => (a.floats ?? []).slice() });
   }
   return out;
 }

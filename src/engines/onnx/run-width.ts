@@ -173,7 +173,13 @@ function chooseWidth(gate: RunGate, costs: RunCosts, widths: readonly number[], 
  * widest is used. While this worker waits for another worker's wide run it is blocked (Atomics.wait): for
  * at most that run's estimated rest, which is shorter than this run would have taken.
  */
-export async function withRunWidth<T>(gate: RunGate | null, widths: readonly number[], size: number, costs: RunCosts, fn: (width: number) => Promise<T>): Promise<T> {
+export async function withRunWidth<T>(
+  gate: RunGate | null,
+  widths: readonly number[],
+  size: number,
+  costs: RunCosts,
+  fn: (width: number) => Promise<T>,
+): Promise<T> {
   const widest = widths[widths.length - 1]!;
   if (!gate) return fn(widest);
   const previous = runLock;
@@ -185,7 +191,8 @@ export async function withRunWidth<T>(gate: RunGate | null, widths: readonly num
     // A wide run going on: wait for it when it would end and this run then run wide sooner than this run
     // would run narrow beside it.
     const left = widths.length > 1 ? wideRunLeft(gate.wide) : null;
-    if (left !== null && left + estimateMs(costs, widest, size, widest) <= estimateMs(costs, widthFor(widths, widest, 2), size, widest)) awaitWideRun(gate.wide, left);
+    if (left !== null && left + estimateMs(costs, widest, size, widest) <= estimateMs(costs, widthFor(widths, widest, 2), size, widest))
+      awaitWideRun(gate.wide, left);
     Atomics.store(gate.slots, gate.slot, 1);
     const width = widths.length > 1 ? chooseWidth(gate, costs, widths, size) : widest;
     if (width > 1 && width === widest && widths.length > 1 && costs.has(width)) {

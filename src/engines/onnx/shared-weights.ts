@@ -34,7 +34,10 @@ const LOCK_STALE_MS = 10 * 60_000;
 export async function sharedWeightsFile(file: string, options: SharedWeightsOptions): Promise<{ file: string; shared: boolean }> {
   const stat = fs.statSync(file);
   if (stat.size < options.minBytes) return { file, shared: false };
-  const key = createHash('sha256').update(`${path.resolve(file)}|${stat.size}|${stat.mtimeMs}|${ort.env.versions.common}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(`${path.resolve(file)}|${stat.size}|${stat.mtimeMs}|${ort.env.versions.common}`)
+    .digest('hex')
+    .slice(0, 16);
   const target = path.join(options.cacheDir, `${path.basename(file, '.onnx')}-${key}.onnx`);
   if (fs.existsSync(`${target}.complete`)) return { file: target, shared: true };
   fs.mkdirSync(options.cacheDir, { recursive: true });

@@ -131,7 +131,12 @@ export class ReplicaPool {
    */
   stats(): { replicas: number; lanes: number; busy: number; queued: number } {
     const replicas = this.replicas.length;
-    return { replicas, lanes: this.adaptive ? Math.min(1, replicas) : replicas, busy: this.replicas.reduce((n, r) => n + r.active, 0), queued: this.waiters.length };
+    return {
+      replicas,
+      lanes: this.adaptive ? Math.min(1, replicas) : replicas,
+      busy: this.replicas.reduce((n, r) => n + r.active, 0),
+      queued: this.waiters.length,
+    };
   }
 
   async start(): Promise<void> {
@@ -239,7 +244,12 @@ export class ReplicaPool {
     // Every big model's runs are counted (those of adaptive models choose their width by the count).
     const slot = SHARED_ENGINES.has(entry.engine) ? freeRunSlots.pop() : undefined;
     const intraOpThreads = entry.intraOpThreads ?? (threads.intraOpThreads || defaultIntraOpThreads(entry.engine, this.replicaCount, undefined, this.adaptive));
-    const init: WorkerInit = { entry, dir: entry.absoluteDir, intraOpThreads, interOpThreads: threads.interOpThreads, niceness: entry.niceness ?? defaultNiceness(entry.engine, threads.niceness),
+    const init: WorkerInit = {
+      entry,
+      dir: entry.absoluteDir,
+      intraOpThreads,
+      interOpThreads: threads.interOpThreads,
+      niceness: entry.niceness ?? defaultNiceness(entry.engine, threads.niceness),
       // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
       ...(this.replicaCount > 1 && threads.sharedWeights ? { sharedWeights: threads.sharedWeights } : {}),
       ...(threads.executionProviders?.length ? { executionProviders: [...threads.executionProviders] } : {}),

@@ -59,7 +59,14 @@ function speakChar(c: string, alphabet: ReadonlySet<string>): string | null {
   // any mark it speaks) and dropping the other marks.
   const parts = [...c.normalize('NFD')];
   const base = parts.length > 1 && !/\p{M}/u.test(parts[0]!) ? (alphabet.has(parts[0]!) ? parts[0]! : respell(parts[0]!, alphabet)) : null;
-  if (base !== null) return base + parts.slice(1).filter((p) => alphabet.has(p)).join('');
+  if (base !== null)
+    return (
+      base +
+      parts
+        .slice(1)
+        .filter((p) => alphabet.has(p))
+        .join('')
+    );
   return null;
 }
 
@@ -68,7 +75,7 @@ export function speechText(input: string, alphabet: ReadonlySet<string>): Speech
   const text = normalizeText(input);
   const unspeakable = new Set<string>();
   let out = '';
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     DIGITS.lastIndex = i;
     const digits = DIGITS.exec(text)?.[0];
     if (digits) {

@@ -62,7 +62,11 @@ const TRAILING_CLOSERS = /[\p{Pe}\p{Pf}"'»”’]+$/u;
  * for Latin ɛ on keyboards without it — mapped to ɛ, whitespace runs collapsed to one space, trimmed.
  */
 export function normalizeText(text: string): string {
-  return text.normalize('NFC').replace(/\u03b5/g, '\u025b').replace(/\s+/gu, ' ').trim();
+  return text
+    .normalize('NFC')
+    .replace(/\u03b5/g, '\u025b')
+    .replace(/\s+/gu, ' ')
+    .trim();
 }
 
 interface Word {
@@ -124,7 +128,7 @@ function cutLongWord(raw: string, longest: number): string[] {
   const points = [...raw];
   if (points.length <= longest) return [raw];
   const pieces: string[] = [];
-  for (let from = 0; from < points.length; ) {
+  for (let from = 0; from < points.length;) {
     let to = Math.min(points.length, from + longest);
     while (to < points.length && to > from + 1 && /\p{M}/u.test(points[to]!)) to--;
     pieces.push(points.slice(from, to).join(''));

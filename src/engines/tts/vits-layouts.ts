@@ -87,7 +87,9 @@ function findModel(dir: string, option: unknown, candidates: string[]): string {
   for (const name of candidates) if (fs.existsSync(path.join(dir, name))) return path.join(dir, name);
   const onnx = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.onnx')) : [];
   if (onnx.length === 1) return path.join(dir, onnx[0]!);
-  throw new VitsLayoutError(`No model file in ${dir}: expected ${candidates.join(' or ')}${onnx.length > 1 ? ` (several .onnx files: set options.model)` : ''}`);
+  throw new VitsLayoutError(
+    `No model file in ${dir}: expected ${candidates.join(' or ')}${onnx.length > 1 ? ` (several .onnx files: set options.model)` : ''}`,
+  );
 }
 
 const isSpace = (c: string) => /\s/u.test(c);
@@ -122,14 +124,17 @@ function loadHf(dir: string, options: Record<string, unknown>): VitsLayout {
   const tokenize = (text: string, options: TokenizeOptions = {}): Tokenized => {
     // VitsTokenizer.normalize_text: keep vocabulary entries as written, lowercase everything else.
     let s = '';
-    for (let i = 0; i < text.length; ) {
+    for (let i = 0; i < text.length;) {
       const entry = normalize ? multiChar.find((k) => text.startsWith(k, i)) : undefined;
       const c = entry ?? String.fromCodePoint(text.codePointAt(i)!);
       s += !normalize || vocab.has(c) ? c : c.toLowerCase();
       i += c.length;
     }
     if (tok.language === 'ron') s = s.replace(/ț/g, 'ţ');
-    const kept = [...s].filter((c) => vocab.has(c)).join('').trim();
+    const kept = [...s]
+      .filter((c) => vocab.has(c))
+      .join('')
+      .trim();
     const chars = [...kept];
     if (options.boundaryAfter && vocab.has(' ')) chars.push(' ');
     const ids = chars.map((c) => vocab.get(c)!);
@@ -144,7 +149,11 @@ function loadHf(dir: string, options: Record<string, unknown>): VitsLayout {
     vocabularySize: vocab.size,
     characters: [...vocab.keys()].filter((k) => [...k].length === 1 && spoken(k)),
     controls: { noiseScale: false, lengthScale: false, speaker: false },
-    defaults: { noiseScale: Number(config.noise_scale ?? 0.667), lengthScale: Number(config.speaking_rate ?? 1), noiseScaleW: Number(config.noise_scale_duration ?? 0.8) },
+    defaults: {
+      noiseScale: Number(config.noise_scale ?? 0.667),
+      lengthScale: Number(config.speaking_rate ?? 1),
+      noiseScaleW: Number(config.noise_scale_duration ?? 0.8),
+    },
     tokenize,
     bind: (names) => ({
       required: ['input_ids'],
@@ -180,7 +189,9 @@ function loadSherpa(dir: string, options: Record<string, unknown>): VitsLayout {
   if (meta.sample_rate === undefined) throw new VitsLayoutError(`${modelFile} has no sample_rate in its metadata_props: not a sherpa-onnx VITS export`);
   const sampleRate = positiveInt(meta.sample_rate, `${modelFile}: metadata sample_rate`);
   if (meta.frontend !== 'characters' && fs.existsSync(path.join(dir, 'lexicon.txt'))) {
-    throw new VitsLayoutError(`${modelFile} is a lexicon/phoneme voice (lexicon.txt, no frontend=characters); Kuma supports character-based sherpa-onnx voices only`);
+    throw new VitsLayoutError(
+      `${modelFile} is a lexicon/phoneme voice (lexicon.txt, no frontend=characters); Kuma supports character-based sherpa-onnx voices only`,
+    );
   }
   const addBlank = meta.add_blank === '1';
   const blank = Number(meta.blank_id ?? 0);
@@ -248,7 +259,8 @@ function loadPiper(dir: string, options: Record<string, unknown>): VitsLayout {
   const idMap = config.phoneme_id_map as Record<string, number[]> | undefined;
   if (!idMap || typeof idMap !== 'object') throw new VitsLayoutError(`${configFile} has no phoneme_id_map`);
   for (const marker of ['_', '^', '$']) {
-    if (!Array.isArray(idMap[marker])) throw new VitsLayoutError(`${configFile}: phoneme_id_map has no ${JSON.stringify(marker)} (Piper's pad, BOS and EOS are _ ^ $)`);
+    if (!Array.isArray(idMap[marker]))
+      throw new VitsLayoutError(`${configFile}: phoneme_id_map has no ${JSON.stringify(marker)} (Piper's pad, BOS and EOS are _ ^ $)`);
   }
   const phonemeMap = (config.phoneme_map ?? {}) as Record<string, string[]>;
   const inference = (config.inference ?? {}) as Record<string, unknown>;
@@ -280,7 +292,11 @@ function loadPiper(dir: string, options: Record<string, unknown>): VitsLayout {
     vocabularySize: Object.keys(idMap).length,
     characters: [...Object.keys(idMap), ...Object.keys(phonemeMap)].filter((k) => [...k].length === 1 && !['_', '^', '$'].includes(k)),
     controls: { noiseScale: true, lengthScale: true, speaker: speakers > 1 },
-    defaults: { noiseScale: Number(inference.noise_scale ?? 0.667), lengthScale: Number(inference.length_scale ?? 1), noiseScaleW: Number(inference.noise_w ?? 0.8) },
+    defaults: {
+      noiseScale: Number(inference.noise_scale ?? 0.667),
+      lengthScale: Number(inference.length_scale ?? 1),
+      noiseScaleW: Number(inference.noise_w ?? 0.8),
+    },
     tokenize,
     bind: (names) => {
       const speaker = names.includes('sid') ? 'sid' : undefined;

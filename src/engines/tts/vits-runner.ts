@@ -64,7 +64,12 @@ interface Params {
   noiseScaleW: number;
 }
 
-function parseInput<S extends typeof InputSchema | typeof PhraseSchema>(schema: S, method: string, input: unknown, layout: VitsLayout): Params & Omit<z.infer<S>, keyof Params> {
+function parseInput<S extends typeof InputSchema | typeof PhraseSchema>(
+  schema: S,
+  method: string,
+  input: unknown,
+  layout: VitsLayout,
+): Params & Omit<z.infer<S>, keyof Params> {
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -72,7 +77,9 @@ function parseInput<S extends typeof InputSchema | typeof PhraseSchema>(schema: 
   }
   const { speaker = 0, noiseScale, lengthScale, ...rest } = parsed.data;
   if (speaker >= layout.speakers) {
-    throw new RangeError(`Speaker ${speaker} does not exist: this voice has ${layout.speakers} speaker${layout.speakers === 1 ? ' (0)' : `s (0–${layout.speakers - 1})`}`);
+    throw new RangeError(
+      `Speaker ${speaker} does not exist: this voice has ${layout.speakers} speaker${layout.speakers === 1 ? ' (0)' : `s (0–${layout.speakers - 1})`}`,
+    );
   }
   // The HF export freezes its scales into the graph: the knobs are accepted and have no effect there (see info().controls).
   return {
@@ -130,12 +137,23 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
   const speakable = new Set(alphabet);
 
   const int = (name: string, values: number[], dims: number[]) =>
-    intTypes[name] === 'int32' ? new ort.Tensor('int32', Int32Array.from(values), dims) : new ort.Tensor('int64', BigInt64Array.from(values, (v) => BigInt(v)), dims);
+    intTypes[name] === 'int32'
+      ? new ort.Tensor('int32', Int32Array.from(values), dims)
+      : new ort.Tensor(
+          'int64',
+          BigInt64Array.from(values, (v) => BigInt(v)),
+          dims,
+        );
   const float = (values: number[]) => new ort.Tensor('float32', Float32Array.from(values), [values.length]);
 
   async function synthesizeIds(ids: number[], params: Params): Promise<Float32Array> {
     const feeds: Record<string, ort.Tensor> = { [binding.ids]: int(binding.ids, ids, [1, ids.length]) };
-    if (binding.length?.kind === 'mask') feeds[binding.length.name] = int(binding.length.name, ids.map(() => 1), [1, ids.length]);
+    if (binding.length?.kind === 'mask')
+      feeds[binding.length.name] = int(
+        binding.length.name,
+        ids.map(() => 1),
+        [1, ids.length],
+      );
     if (binding.length?.kind === 'lengths') feeds[binding.length.name] = int(binding.length.name, [ids.length], [1]);
     if (binding.scales?.kind === 'separate') {
       feeds[binding.scales.noise] = float([params.noiseScale]);
@@ -147,7 +165,8 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     if (binding.speaker) feeds[binding.speaker] = int(binding.speaker, [params.speaker], [1]);
     const result = await loaded.run(feeds, [binding.output]);
     const tensor = result[binding.output]!;
-    if (tensor.dims.slice(0, -1).some((d) => d !== 1)) throw new Error(`${layout.modelFile}: output ${binding.output} has shape [${tensor.dims}]; expected one waveform`);
+    if (tensor.dims.slice(0, -1).some((d) => d !== 1))
+      throw new Error(`${layout.modelFile}: output ${binding.output} has shape [${tensor.dims}]; expected one waveform`);
     // Copy: the chunk's buffer is transferred to the main thread whole.
     if (tensor.type === 'float32') return (tensor.data as Float32Array).slice();
     if (tensor.type === 'float16') return halfToFloat(tensor.data as unknown as Uint16Array);
@@ -181,7 +200,12 @@ export const createVitsRunner: RunnerFactory = async ({ entry, dir, intraOpThrea
     return { samples: await speakPhrase({ spoken, boundaryAfter }, params), sampleRate: layout.sampleRate };
   }
 
-  const defaults: Params = { speaker: 0, noiseScale: layout.defaults.noiseScale, lengthScale: layout.defaults.lengthScale, noiseScaleW: layout.defaults.noiseScaleW };
+  const defaults: Params = {
+    speaker: 0,
+    noiseScale: layout.defaults.noiseScale,
+    lengthScale: layout.defaults.lengthScale,
+    noiseScaleW: layout.defaults.noiseScaleW,
+  };
   const runner: Runner = {
     info: () => ({
       engine: entry.engine,

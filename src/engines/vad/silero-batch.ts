@@ -181,7 +181,12 @@ function decimateStreams(samples: Float32Array, counts: Int32Array, offsets: Int
   const out = new Float32Array(samples.length / 2);
   for (let c = 0; c < counts.length; c++) {
     const from = offsets[c]! * VAD_WINDOW;
-    decimateHalfBand(samples.subarray(from, from + counts[c]! * VAD_WINDOW), histories.subarray(c * HALF_BAND_HISTORY, (c + 1) * HALF_BAND_HISTORY), out, from / 2);
+    decimateHalfBand(
+      samples.subarray(from, from + counts[c]! * VAD_WINDOW),
+      histories.subarray(c * HALF_BAND_HISTORY, (c + 1) * HALF_BAND_HISTORY),
+      out,
+      from / 2,
+    );
   }
   return out;
 }

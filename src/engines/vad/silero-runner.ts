@@ -36,7 +36,11 @@ const BatchInput = z
   })
   .refine((b) => {
     const { context, history } = vadGeometry(b.rate ?? 16000);
-    return b.states.length === b.counts.length * VAD_STATE && b.contexts.length === b.counts.length * context && (b.histories?.length ?? 0) === b.counts.length * history;
+    return (
+      b.states.length === b.counts.length * VAD_STATE &&
+      b.contexts.length === b.counts.length * context &&
+      (b.histories?.length ?? 0) === b.counts.length * history
+    );
   }, 'carry arrays do not match counts and rate')
   .refine((b) => b.lastProbs.length === b.counts.length && b.quiet.length === b.counts.length, 'carry arrays do not match counts');
 

@@ -111,7 +111,7 @@ export class VadStream {
     const { window, context } = this;
     const probs = new Float32Array(Math.floor((this.filled + samples.length) / window));
     let k = 0;
-    for (let at = 0; at < samples.length; ) {
+    for (let at = 0; at < samples.length;) {
       const n = Math.min(samples.length - at, window - this.filled);
       this.input.set(samples.subarray(at, at + n), context + this.filled);
       this.filled += n;
@@ -134,7 +134,6 @@ export function regionsFromProbabilities(probs: ArrayLike<number>, totalSamples:
   for (let w = 0; w < probs.length; w++) tracker.push(probs[w]!);
   return tracker.regions(totalSamples);
 }
-
 
 /** The hysteresis one window probability at a time; `regions(n)` gives what the first n samples show. */
 export class RegionTracker {

@@ -23,7 +23,17 @@
  *     windows keep their 32 ms, so the contract does not change.
  */
 import type { JobOptions } from '../../engines/runtime/model-engine.js';
-import { DEFAULT_GATE_FLOOR_DBFS, VAD_STATE, VAD_WINDOW, dbfsToRms, vadGeometry, type VadBatch, type VadBatchResult, type VadGeometry, type VadRate } from '../../engines/vad/silero-batch.js';
+import {
+  DEFAULT_GATE_FLOOR_DBFS,
+  VAD_STATE,
+  VAD_WINDOW,
+  dbfsToRms,
+  vadGeometry,
+  type VadBatch,
+  type VadBatchResult,
+  type VadGeometry,
+  type VadRate,
+} from '../../engines/vad/silero-batch.js';
 import type { VadChannel, VadService } from './contract.js';
 
 /** The energy gate's default floor: silero-batch.ts says why −60 dBFS. */

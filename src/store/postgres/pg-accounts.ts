@@ -11,10 +11,21 @@ import { toAccount, toFoundKey, toKey, toOverrides, type AccountRow, type FoundK
 
 type AccountMethods = Pick<
   Store,
-  'createAccount' | 'getAccount' | 'listAccounts' | 'credit' | 'countAccounts' | 'createKey' | 'findKeyByHash' | 'getKey' | 'listKeys' | 'revokeKey' | 'inactiveKeyIds'
-  | 'getRateLimits' | 'setRateLimits' | 'clearRateLimits'
+  | 'createAccount'
+  | 'getAccount'
+  | 'listAccounts'
+  | 'credit'
+  | 'countAccounts'
+  | 'createKey'
+  | 'findKeyByHash'
+  | 'getKey'
+  | 'listKeys'
+  | 'revokeKey'
+  | 'inactiveKeyIds'
+  | 'getRateLimits'
+  | 'setRateLimits'
+  | 'clearRateLimits'
 >;
-
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
 
@@ -53,7 +64,12 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
     async createAccount(name, balanceMicros) {
       assertSafeInteger(balanceMicros, 'balanceMicros');
       const account: Account = { id: newId('acct'), name, balanceMicros, createdAt: nowIso() };
-      await pool.query('INSERT INTO accounts (id, name, balance_micros, created_at) VALUES ($1, $2, $3, $4)', [account.id, name, balanceMicros, account.createdAt]);
+      await pool.query('INSERT INTO accounts (id, name, balance_micros, created_at) VALUES ($1, $2, $3, $4)', [
+        account.id,
+        name,
+        balanceMicros,
+        account.createdAt,
+      ]);
       return account;
     },
     async getAccount(id) {
@@ -75,7 +91,13 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
 
     async createKey(accountId, keyHash, label) {
       const key: ApiKeyRecord = { id: newId('key'), accountId, label, createdAt: nowIso(), revokedAt: null };
-      await pool.query('INSERT INTO api_keys (id, account_id, key_hash, label, created_at) VALUES ($1, $2, $3, $4, $5)', [key.id, accountId, keyHash, label, key.createdAt]);
+      await pool.query('INSERT INTO api_keys (id, account_id, key_hash, label, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        key.id,
+        accountId,
+        keyHash,
+        label,
+        key.createdAt,
+      ]);
       return key;
     },
     async findKeyByHash(keyHash) {
@@ -98,9 +120,10 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
       return rows[0] && toKey(rows[0]);
     },
     async listKeys(accountId) {
-      const { rows } = accountId === undefined
-        ? await pool.query<KeyRow>('SELECT id, account_id, label, created_at, revoked_at FROM api_keys ORDER BY seq')
-        : await pool.query<KeyRow>('SELECT id, account_id, label, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY seq', [accountId]);
+      const { rows } =
+        accountId === undefined
+          ? await pool.query<KeyRow>('SELECT id, account_id, label, created_at, revoked_at FROM api_keys ORDER BY seq')
+          : await pool.query<KeyRow>('SELECT id, account_id, label, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY seq', [accountId]);
       return rows.map(toKey);
     },
     async revokeKey(keyId) {
@@ -119,7 +142,9 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
     },
 
     async getRateLimits(subject) {
-      const { rows } = await pool.query<LimitColumns>('SELECT requests_per_minute, tokens_per_minute, concurrent FROM rate_limits WHERE subject = $1', [subject]);
+      const { rows } = await pool.query<LimitColumns>('SELECT requests_per_minute, tokens_per_minute, concurrent FROM rate_limits WHERE subject = $1', [
+        subject,
+      ]);
       return toOverrides(rows[0]);
     },
     async setRateLimits(subject, changes) {
@@ -137,8 +162,13 @@ export function pgAccounts(pool: pg.Pool): AccountMethods {
            concurrent          = CASE WHEN $7 THEN r.concurrent ELSE excluded.concurrent END
          RETURNING requests_per_minute, tokens_per_minute, concurrent`,
         [
-          subject, changes.requestsPerMinute ?? null, changes.tokensPerMinute ?? null, changes.concurrent ?? null,
-          keep(changes.requestsPerMinute), keep(changes.tokensPerMinute), keep(changes.concurrent),
+          subject,
+          changes.requestsPerMinute ?? null,
+          changes.tokensPerMinute ?? null,
+          changes.concurrent ?? null,
+          keep(changes.requestsPerMinute),
+          keep(changes.tokensPerMinute),
+          keep(changes.concurrent),
         ],
       );
       return toOverrides(rows[0]);

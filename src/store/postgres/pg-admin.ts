@@ -40,10 +40,15 @@ export function pgAdmin(pool: pg.Pool): AdminMethods {
     },
     async recordAdminAudit(entry) {
       const row: AdminAuditEntry = { id: `aud_${randomBytes(8).toString('hex')}`, at: nowIso(), ...entry };
-      await pool.query(
-        'INSERT INTO admin_audit (id, at, admin_key_id, action, target, detail, request_id) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        [row.id, row.at, row.adminKeyId, row.action, row.target, JSON.stringify(row.detail), row.requestId],
-      );
+      await pool.query('INSERT INTO admin_audit (id, at, admin_key_id, action, target, detail, request_id) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        row.id,
+        row.at,
+        row.adminKeyId,
+        row.action,
+        row.target,
+        JSON.stringify(row.detail),
+        row.requestId,
+      ]);
       return row;
     },
     async listAdminAudit(limit) {

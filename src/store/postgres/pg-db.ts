@@ -58,7 +58,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) 
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError; });
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
     throw error;
   } finally {
     // A connection whose ROLLBACK failed is in an unknown state: destroy it instead of pooling it.

@@ -79,9 +79,16 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
       }
       const settlementId = settlementIdOf(options);
       return transaction(pool, async (db) => {
-        await lockAccounts(db, records.map((r) => r.accountId));
+        await lockAccounts(
+          db,
+          records.map((r) => r.accountId),
+        );
         if (options.requireActiveKey) {
-          const inactive = await inactiveKeysIn(db, records.map((r) => r.keyId), true);
+          const inactive = await inactiveKeysIn(
+            db,
+            records.map((r) => r.keyId),
+            true,
+          );
           if (inactive.length > 0) throw new KeyRevokedError(inactive[0]!);
         }
         // Settling a reservation: the hold goes in the same transaction as the debit, so the money is never
@@ -105,10 +112,19 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
     async listUsage(filter = {}) {
       const where: string[] = [];
       const params: (string | number)[] = [];
-      if (filter.accountId !== undefined) { params.push(filter.accountId); where.push(`account_id = $${params.length}`); }
-      if (filter.requestId !== undefined) { params.push(filter.requestId); where.push(`request_id = $${params.length}`); }
+      if (filter.accountId !== undefined) {
+        params.push(filter.accountId);
+        where.push(`account_id = $${params.length}`);
+      }
+      if (filter.requestId !== undefined) {
+        params.push(filter.requestId);
+        where.push(`request_id = $${params.length}`);
+      }
       let sql = `SELECT ${USAGE_COLUMNS} FROM usage_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
-      if (filter.latest !== undefined) { params.push(filter.latest); sql = `SELECT * FROM (${sql} ORDER BY id DESC LIMIT $${params.length}) latest`; }
+      if (filter.latest !== undefined) {
+        params.push(filter.latest);
+        sql = `SELECT * FROM (${sql} ORDER BY id DESC LIMIT $${params.length}) latest`;
+      }
       const { rows } = await pool.query<UsageRow>(`${sql} ORDER BY id`, params);
       return rows.map(toUsage);
     },
@@ -121,10 +137,13 @@ export function pgLedger(pool: pg.Pool): LedgerMethods {
         await db.query('DELETE FROM holds WHERE account_id = $1 AND expires_at <= $2', [hold.accountId, now]);
         const before = await availableIn(db, hold.accountId, now);
         if (!covers(before, hold.amountMicros)) return { placed: false, availableMicros: before };
-        await db.query(
-          'INSERT INTO holds (id, account_id, request_id, amount_micros, expires_at) VALUES ($1, $2, $3, $4, $5)',
-          [hold.id, hold.accountId, hold.requestId, hold.amountMicros, hold.expiresAt],
-        );
+        await db.query('INSERT INTO holds (id, account_id, request_id, amount_micros, expires_at) VALUES ($1, $2, $3, $4, $5)', [
+          hold.id,
+          hold.accountId,
+          hold.requestId,
+          hold.amountMicros,
+          hold.expiresAt,
+        ]);
         return { placed: true, availableMicros: before - hold.amountMicros };
       });
     },

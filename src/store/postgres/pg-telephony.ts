@@ -8,10 +8,7 @@ import type { Store } from '../store.js';
 import { nowIso, transaction } from './pg-db.js';
 import { toCall, toClientSecret, toWebhook, type CallRow, type SecretRow, type WebhookRow } from '../store-rows.js';
 
-type TelephonyMethods = Pick<
-  Store,
-  'createClientSecret' | 'consumeClientSecret' | 'serverSecret' | 'getWebhook' | 'setWebhook' | 'recordCall' | 'listCalls'
->;
+type TelephonyMethods = Pick<Store, 'createClientSecret' | 'consumeClientSecret' | 'serverSecret' | 'getWebhook' | 'setWebhook' | 'recordCall' | 'listCalls'>;
 
 export function pgTelephony(pool: pg.Pool): TelephonyMethods {
   return {
@@ -60,17 +57,36 @@ export function pgTelephony(pool: pg.Pool): TelephonyMethods {
            caller_seconds, characters_synthesized, characters_translated, cost_micros, end_reason)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
         [
-          call.id, call.accountId, call.keyId, call.carrier, call.mode, call.carrierCallId, call.startedAt, call.endedAt, call.durationMs,
-          call.turns, call.callerSeconds, call.charactersSynthesized, call.charactersTranslated, call.costMicros, call.endReason,
+          call.id,
+          call.accountId,
+          call.keyId,
+          call.carrier,
+          call.mode,
+          call.carrierCallId,
+          call.startedAt,
+          call.endedAt,
+          call.durationMs,
+          call.turns,
+          call.callerSeconds,
+          call.charactersSynthesized,
+          call.charactersTranslated,
+          call.costMicros,
+          call.endReason,
         ],
       );
     },
     async listCalls(filter = {}) {
       const params: (string | number)[] = [];
       let sql = 'SELECT * FROM calls';
-      if (filter.accountId) { params.push(filter.accountId); sql += ` WHERE account_id = $${params.length}`; }
+      if (filter.accountId) {
+        params.push(filter.accountId);
+        sql += ` WHERE account_id = $${params.length}`;
+      }
       // The last N calls by start (the (account_id, started_at) index read backwards), put back in ascending order.
-      if (filter.latest !== undefined) { params.push(filter.latest); sql = `SELECT * FROM (${sql} ORDER BY started_at DESC LIMIT $${params.length}) latest`; }
+      if (filter.latest !== undefined) {
+        params.push(filter.latest);
+        sql = `SELECT * FROM (${sql} ORDER BY started_at DESC LIMIT $${params.length}) latest`;
+      }
       const { rows } = await pool.query<CallRow>(`${sql} ORDER BY started_at`, params);
       return rows.map(toCall);
     },

@@ -72,8 +72,18 @@ export class AccountDetail {
       this.settings.open(account.id, account.name, account.keys),
     ]);
     drawUsage(document.getElementById('usage-chart') as unknown as SVGSVGElement, element('usage-caption'), usage.days, usage.total_cost);
-    fill('usage-records', records.data.map((r) => row([r.created_at, r.model, `${r.quantity} ${r.unit}${r.quantity === 1 ? '' : 's'}`, money(r.cost), r.key_id])), 'No charges yet.');
-    fill('calls', calls.data.map((c) => row([c.started_at, `${c.carrier} (${c.mode})`, `${(c.duration_ms / 1000).toFixed(1)} s`, String(c.turns), money(c.cost), c.end_reason])), 'No phone calls yet.');
+    fill(
+      'usage-records',
+      records.data.map((r) => row([r.created_at, r.model, `${r.quantity} ${r.unit}${r.quantity === 1 ? '' : 's'}`, money(r.cost), r.key_id])),
+      'No charges yet.',
+    );
+    fill(
+      'calls',
+      calls.data.map((c) =>
+        row([c.started_at, `${c.carrier} (${c.mode})`, `${(c.duration_ms / 1000).toFixed(1)} s`, String(c.turns), money(c.cost), c.end_reason]),
+      ),
+      'No phone calls yet.',
+    );
   }
 
   close(): void {
@@ -104,10 +114,12 @@ export class AccountDetail {
     const node = element<HTMLFormElement>(id);
     node.addEventListener('submit', (event) => {
       event.preventDefault();
-      void busy(node.querySelector('button')!, () => this.attempt(async () => {
-        await handler();
-        node.reset();
-      }));
+      void busy(node.querySelector('button')!, () =>
+        this.attempt(async () => {
+          await handler();
+          node.reset();
+        }),
+      );
     });
   }
 

@@ -85,7 +85,11 @@ export class AccountSettings {
 
   private async saveWebhook(): Promise<void> {
     const keep = element<HTMLInputElement>('webhook-keep-secret').checked;
-    const saved = await this.admin.send<Webhook>(`/accounts/${encodeURIComponent(this.accountId!)}/webhook`, { url: this.webhookUrl.value.trim(), keep_secret: keep }, 'PUT');
+    const saved = await this.admin.send<Webhook>(
+      `/accounts/${encodeURIComponent(this.accountId!)}/webhook`,
+      { url: this.webhookUrl.value.trim(), keep_secret: keep },
+      'PUT',
+    );
     if (saved.secret) {
       this.secretValue.textContent = saved.secret;
       this.secretBox.hidden = false;

@@ -91,9 +91,13 @@ function clearOldErrors(): void {
     }
   };
   document.addEventListener('submit', clear, true);
-  document.addEventListener('click', (event) => {
-    if ((event.target as Element | null)?.closest('button')) clear();
-  }, true);
+  document.addEventListener(
+    'click',
+    (event) => {
+      if ((event.target as Element | null)?.closest('button')) clear();
+    },
+    true,
+  );
 }
 
 clearOldErrors();

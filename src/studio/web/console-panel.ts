@@ -12,7 +12,11 @@ import { AccountDetail } from './account-detail.js';
 
 export function setUpConsole(): void {
   const credential = new CredentialStore('kuma.adminKey');
-  const admin = new Client('/admin/v1', () => credential.current, 'Enter an admin key first (npm start prints one on first start; npm run keys -- admin create makes more).');
+  const admin = new Client(
+    '/admin/v1',
+    () => credential.current,
+    'Enter an admin key first (npm start prints one on first start; npm run keys -- admin create makes more).',
+  );
   const status = new StatusLine(element('admin-status'));
   const consoleStatus = new StatusLine(element('console-status'));
   const body = element<HTMLDivElement>('console-body');
@@ -28,7 +32,12 @@ export function setUpConsole(): void {
       consoleStatus.error(error);
     }
   };
-  const detail = new AccountDetail(admin, attempt, (text) => consoleStatus.info(text), () => loadAccounts());
+  const detail = new AccountDetail(
+    admin,
+    attempt,
+    (text) => consoleStatus.info(text),
+    () => loadAccounts(),
+  );
 
   async function signIn(): Promise<void> {
     try {
@@ -57,7 +66,11 @@ export function setUpConsole(): void {
   async function loadReadiness(): Promise<void> {
     const { data } = await admin.json<{ data: Model[] }>('/models');
     element('readiness').replaceChildren(
-      ...data.map((model) => make('li', `${model.id}: ${model.ready ? 'ready' : `not ready${model.detail ? ` (${model.detail})` : ''}`}`, { class: model.ready ? 'ready' : 'not-ready' })),
+      ...data.map((model) =>
+        make('li', `${model.id}: ${model.ready ? 'ready' : `not ready${model.detail ? ` (${model.detail})` : ''}`}`, {
+          class: model.ready ? 'ready' : 'not-ready',
+        }),
+      ),
     );
   }
 
@@ -77,15 +90,17 @@ export function setUpConsole(): void {
   const newAccount = element<HTMLFormElement>('new-account-form');
   newAccount.addEventListener('submit', (event) => {
     event.preventDefault();
-    void busy(newAccount.querySelector('button')!, () => attempt(async () => {
-      const balance = element<HTMLInputElement>('new-account-balance').value.trim();
-      const name = element<HTMLInputElement>('new-account-name').value.trim();
-      const account = await admin.send<Account>('/accounts', { name, ...(balance ? { balance } : {}) });
-      consoleStatus.info(`Account ${account.id} created with ${money(account.balance)}.`);
-      newAccount.reset();
-      await loadAccounts();
-      await detail.open(account.id);
-    }));
+    void busy(newAccount.querySelector('button')!, () =>
+      attempt(async () => {
+        const balance = element<HTMLInputElement>('new-account-balance').value.trim();
+        const name = element<HTMLInputElement>('new-account-name').value.trim();
+        const account = await admin.send<Account>('/accounts', { name, ...(balance ? { balance } : {}) });
+        consoleStatus.info(`Account ${account.id} created with ${money(account.balance)}.`);
+        newAccount.reset();
+        await loadAccounts();
+        await detail.open(account.id);
+      }),
+    );
   });
 
   remember.checked = credential.remembered;

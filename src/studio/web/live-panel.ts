@@ -83,7 +83,8 @@ export function setUpLivePanel(api: Client): void {
           if (socket.readyState === WebSocket.OPEN) socket.send(append);
           else if (socket.readyState === WebSocket.CONNECTING && pending.length < 500) pending.push(append);
         });
-        if (session !== current) current.mic.stop(); // closed while the microphone was opening
+        if (session !== current)
+          current.mic.stop(); // closed while the microphone was opening
         else stopButton.disabled = false;
       } catch (error) {
         stop();

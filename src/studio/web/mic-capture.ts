@@ -23,7 +23,9 @@ export class MicCapture {
       });
     } catch (error) {
       const name = (error as DOMException).name;
-      throw new Error(name === 'NotAllowedError' ? 'Microphone access was refused: allow it in the browser, then start again.' : `No microphone could be opened (${name}).`);
+      throw new Error(
+        name === 'NotAllowedError' ? 'Microphone access was refused: allow it in the browser, then start again.' : `No microphone could be opened (${name}).`,
+      );
     }
     let context: AudioContext;
     try {

@@ -36,7 +36,13 @@ export function drawUsage(chart: SVGSVGElement, caption: HTMLElement, days: Usag
   const bars = days.map((day, index) => {
     // A day with any cost gets at least a sliver, so small usage is not invisible beside a large day.
     const height = day.cost_micros === 0 ? 0 : Math.max(1, (day.cost_micros / peak) * PLOT.height);
-    const bar = svg('rect', { x: (PLOT.left + index * slot + slot * 0.1).toFixed(2), width: (slot * 0.8).toFixed(2), y: (bottom - height).toFixed(2), height: height.toFixed(2), class: 'bar' });
+    const bar = svg('rect', {
+      x: (PLOT.left + index * slot + slot * 0.1).toFixed(2),
+      width: (slot * 0.8).toFixed(2),
+      y: (bottom - height).toFixed(2),
+      height: height.toFixed(2),
+      class: 'bar',
+    });
     bar.append(svg('title', {}, `${day.date}: ${money(day.cost)} (${day.requests} ${day.requests === 1 ? 'request' : 'requests'})`));
     return bar;
   });
@@ -54,7 +60,18 @@ export function drawUsage(chart: SVGSVGElement, caption: HTMLElement, days: Usag
   for (const [n, index] of [...new Set(dated)].entries()) {
     const x = PLOT.left + (index + 0.5) * slot;
     const anchor = n === 0 ? 'start' : index === days.length - 1 ? 'end' : 'middle';
-    axes.push(svg('text', { x: anchor === 'start' ? PLOT.left : anchor === 'end' ? PLOT.left + PLOT.width : x, y: bottom + 14, 'text-anchor': anchor, class: 'axis-label tick-date' }, days[index]!.date.slice(5)));
+    axes.push(
+      svg(
+        'text',
+        {
+          x: anchor === 'start' ? PLOT.left : anchor === 'end' ? PLOT.left + PLOT.width : x,
+          y: bottom + 14,
+          'text-anchor': anchor,
+          class: 'axis-label tick-date',
+        },
+        days[index]!.date.slice(5),
+      ),
+    );
   }
   chart.replaceChildren(...axes, ...bars);
   const active = days.filter((d) => d.requests > 0).length;

@@ -52,7 +52,13 @@ export interface CallOpener {
   /** Checks a token (and the start's parameters) → the grant; throws CallRefused. */
   authorize(token: string | null, start: CallStart): Promise<CallGrant>;
   /** Creates the call session (throws CallRefused for a cap or an empty balance). */
-  createCall(grant: CallGrant, identity: Omit<CallIdentity, 'accountId' | 'keyId'>, start: CallStart, carrier: CallCarrier, adapter: CarrierAdapter): Promise<CallSession>;
+  createCall(
+    grant: CallGrant,
+    identity: Omit<CallIdentity, 'accountId' | 'keyId'>,
+    start: CallStart,
+    carrier: CallCarrier,
+    adapter: CarrierAdapter,
+  ): Promise<CallSession>;
   /** Connects the app side (relay link, or the transcription sink); throws CallRefused when the app cannot be reached. */
   connectApp(call: CallSession, grant: CallGrant): Promise<CallApp>;
   /** The call's session place is given back (concurrent-call cap). */
@@ -68,7 +74,10 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   let starting = false;
   /** The stream is done (Kuma closed it, the carrier sent `stop`, or the socket is gone): frames are ignored, nothing is sent. */
   const stream = new SessionLifecycle<StreamCloseReason>();
-  const startTimer = setTimeout(() => close(CLOSE_CODES.policyViolation, CLOSE_REASONS.startTimeout, `No start message within ${opener.startTimeoutMs / 1000} s.`), opener.startTimeoutMs);
+  const startTimer = setTimeout(
+    () => close(CLOSE_CODES.policyViolation, CLOSE_REASONS.startTimeout, `No start message within ${opener.startTimeoutMs / 1000} s.`),
+    opener.startTimeoutMs,
+  );
   startTimer.unref();
 
   const send = (frame: CarrierFrame | null): boolean => {
@@ -82,7 +91,11 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
     hangup: (reason) => {
       for (const frame of adapter.hangup()) send(frame);
       // Ended by policy (the balance, the key's revocation): 1008; otherwise a normal end.
-      close(reason === CLOSE_REASONS.insufficientQuota || reason === CLOSE_REASONS.keyRevoked ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal, reason, `The call ended: ${reason}.`);
+      close(
+        reason === CLOSE_REASONS.insufficientQuota || reason === CLOSE_REASONS.keyRevoked ? CLOSE_CODES.policyViolation : CLOSE_CODES.normal,
+        reason,
+        `The call ended: ${reason}.`,
+      );
     },
   };
 
@@ -150,7 +163,8 @@ export function callConnection(opener: CallOpener, adapter: CarrierAdapter, call
   const onFrame = (size: number, parse: () => CarrierInbound[]): void => {
     if (stream.closed) return;
     // A carrier's frames are small (20–100 ms of audio, or a start message): a huge one is not a carrier.
-    if (size > CARRIER_MAX_FRAME_BYTES) return close(CLOSE_CODES.messageTooBig, CLOSE_REASONS.frameTooBig, `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
+    if (size > CARRIER_MAX_FRAME_BYTES)
+      return close(CLOSE_CODES.messageTooBig, CLOSE_REASONS.frameTooBig, `A ${size}-byte frame; carrier frames are at most ${CARRIER_MAX_FRAME_BYTES} bytes.`);
     let events: CarrierInbound[];
     try {
       events = parse();

@@ -62,7 +62,13 @@ export class CallSession implements Session<CallEndReason> {
   ) {
     // Nothing is charged to the call's key once it is revoked, whoever revoked it (the call then ends `key_revoked`).
     const charge = { requestId: identity.callId, accountId: identity.accountId, keyId: identity.keyId, requireActiveKey: true };
-    this.tally = new CallTally({ id: identity.callId, accountId: identity.accountId, keyId: identity.keyId, carrier: identity.carrier, carrierCallId: start.callId || null });
+    this.tally = new CallTally({
+      id: identity.callId,
+      accountId: identity.accountId,
+      keyId: identity.keyId,
+      carrier: identity.carrier,
+      carrierCallId: start.callId || null,
+    });
     const config: SessionConfig = {
       format: inputFormatOf(start.format),
       model: deps.asr,
@@ -71,11 +77,27 @@ export class CallSession implements Session<CallEndReason> {
       target: TARGET_OF[settings.transcriptionLanguage],
       turnDetection: deps.vad ? DEFAULT_SERVER_VAD : null,
     };
-    this.realtime = new RealtimeSession({ ledger: deps.ledger, charge, vad: deps.vad, translator: deps.mt, maxBufferSeconds: deps.maxBufferSeconds, logger: deps.logger }, config, (o) => this.onHeard(o));
+    this.realtime = new RealtimeSession(
+      { ledger: deps.ledger, charge, vad: deps.vad, translator: deps.mt, maxBufferSeconds: deps.maxBufferSeconds, logger: deps.logger },
+      config,
+      (o) => this.onHeard(o),
+    );
     const frameMs = (frameBytes / bytesPerSecond(outboundFormat)) * 1000;
     const paced = deps.pacer.stream((frame) => carrier.media(frame), frameMs);
     this.voice = new CallVoice(
-      { model: deps.tts.model, engine: deps.tts.engine, voice: {}, speakable: deps.tts.speakable, encoders: deps.tts.encoders, format: callSpeechFormat(outboundFormat), frameBytes, silenceByte: silenceByteOf(outboundFormat), ledger: deps.ledger, charge, logger: deps.logger },
+      {
+        model: deps.tts.model,
+        engine: deps.tts.engine,
+        voice: {},
+        speakable: deps.tts.speakable,
+        encoders: deps.tts.encoders,
+        format: callSpeechFormat(outboundFormat),
+        frameBytes,
+        silenceByte: silenceByteOf(outboundFormat),
+        ledger: deps.ledger,
+        charge,
+        logger: deps.logger,
+      },
       {
         paced,
         leadMs: deps.pacer.leadMs,
@@ -95,7 +117,8 @@ export class CallSession implements Session<CallEndReason> {
   open(app: CallApp): void {
     this.app = app;
     for (const event of this.waiting.splice(0)) event(app);
-    if (this.settings.welcomeGreeting) void this.say(this.settings.welcomeGreeting, true, { interruptible: this.settings.welcomeGreetingInterruptible }).catch(() => {});
+    if (this.settings.welcomeGreeting)
+      void this.say(this.settings.welcomeGreeting, true, { interruptible: this.settings.welcomeGreetingInterruptible }).catch(() => {});
   }
 
   /** Caller audio, in the phone leg's codec. */
@@ -162,7 +185,10 @@ export class CallSession implements Session<CallEndReason> {
     }
     this.app?.ended(reason);
     this.deps.observer?.ended(reason);
-    if (this.record) await this.deps.store.recordCall(this.record).catch((err: Error) => this.deps.logger.error({ requestId: this.identity.callId, err: err.message }, 'recording the call failed'));
+    if (this.record)
+      await this.deps.store
+        .recordCall(this.record)
+        .catch((err: Error) => this.deps.logger.error({ requestId: this.identity.callId, err: err.message }, 'recording the call failed'));
   }
 
   /** The call's figures so far (final once the call has ended). */
@@ -202,14 +228,18 @@ export class CallSession implements Session<CallEndReason> {
       async (piece) => {
         this.tally.charactersTranslated += piece.characters;
         // The bilingual bridge's record of each reply: what the app wrote and what the caller hears.
-        if (piece.original) this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
+        if (piece.original)
+          this.deps.logger.info({ requestId: this.identity.callId, app: piece.original, spoken: piece.text.trim(), language }, 'call reply translated');
         await this.voice.say(piece.text, piece.last, this.pendingOptions);
       },
       (err) => {
         // The key was revoked (by another process, not yet swept): the reply is not charged, and the call ends.
         if (err instanceof KeyRevokedError) return void this.close('key_revoked');
         // A translation model at capacity is load, not a fault: warn, never error.
-        this.deps.logger[isCapacityError(err) ? 'warn' : 'error']({ requestId: this.identity.callId, err: (err as Error).message }, 'translating the app reply failed');
+        this.deps.logger[isCapacityError(err) ? 'warn' : 'error'](
+          { requestId: this.identity.callId, err: (err as Error).message },
+          'translating the app reply failed',
+        );
       },
     );
   }
@@ -238,7 +268,8 @@ export class CallSession implements Session<CallEndReason> {
     switch (output.type) {
       case 'speech_started':
         this.turnsStarted.set(output.itemId, output.audioStartMs);
-        if (this.voice.speaking && (this.settings.interruptible === 'speech' || this.settings.interruptible === 'any') && this.voice.interruptible) this.interrupt();
+        if (this.voice.speaking && (this.settings.interruptible === 'speech' || this.settings.interruptible === 'any') && this.voice.interruptible)
+          this.interrupt();
         return;
       case 'speech_stopped':
         this.latency.speechStopped();
@@ -256,7 +287,11 @@ export class CallSession implements Session<CallEndReason> {
         const lang = this.settings.transcriptionLanguage;
         const text = output.translation ? output.translation.text : output.transcript;
         if (!output.transcript.trim()) return; // a noise with no words is not a turn for the app
-        if (output.translation) this.deps.logger.info({ requestId: this.identity.callId, item: output.itemId, heard: output.transcript, app: output.translation.text, language: lang }, 'call turn translated');
+        if (output.translation)
+          this.deps.logger.info(
+            { requestId: this.identity.callId, item: output.itemId, heard: output.transcript, app: output.translation.text, language: lang },
+            'call turn translated',
+          );
         this.latency.prompted();
         const turn = { itemId: output.itemId, text, lang, original: output.transcript, audioStartMs: start, audioEndMs: start + output.seconds * 1000 };
         this.toApp((app) => app.final(turn));

@@ -36,7 +36,11 @@ export class CallTally {
   /** The final record: the cost is what the ledger recorded under the call's id. */
   async finalRecord(store: Store, mode: string, reason: string): Promise<CallRecord> {
     const rows = await store.listUsage({ requestId: this.base.id });
-    return this.recordOf(mode, reason, rows.reduce((sum, r) => sum + r.costMicros, 0));
+    return this.recordOf(
+      mode,
+      reason,
+      rows.reduce((sum, r) => sum + r.costMicros, 0),
+    );
   }
 }
 

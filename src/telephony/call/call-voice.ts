@@ -117,7 +117,9 @@ export class CallVoice implements Session {
       this.voice.admit(text);
     } catch (err) {
       if (!(err instanceof SpeechLimitError)) throw err;
-      throw new VoiceBusyError(`${err.waiting} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait (${MAX_MESSAGE_CHARACTERS} per message); send this text again once more of the reply has been spoken.`);
+      throw new VoiceBusyError(
+        `${err.waiting} characters are waiting to be spoken and at most ${MAX_PENDING_CHARACTERS} may wait (${MAX_MESSAGE_CHARACTERS} per message); send this text again once more of the reply has been spoken.`,
+      );
     }
     let cycle = this.cycles.find((c) => !c.ended && !c.done);
     if (!cycle) {
@@ -228,7 +230,10 @@ export class CallVoice implements Session {
       failed(err) {
         // A voice model at capacity is load, not a fault: warn, never error.
         const level = isCapacityError(err) ? 'warn' : 'error';
-        logger[level]({ requestId: charge.requestId, err: (err as Error).message }, level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed');
+        logger[level](
+          { requestId: charge.requestId, err: (err as Error).message },
+          level === 'warn' ? 'call voice refused: model at capacity' : 'call voice failed',
+        );
       },
       finished(cycle) {
         voice.cycles = voice.cycles.filter((c) => c !== cycle);

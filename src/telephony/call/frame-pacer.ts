@@ -177,7 +177,8 @@ export class FramePacer {
     const now = performance.now();
     // On the timer's grid: the stream's frames fall due exactly when a tick runs.
     // A stream whose schedule fell behind by more than the lead has let the carrier's buffer run dry: it starts anew.
-    if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now) stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs, now);
+    if (Number.isNaN(stream.nextDue) || stream.nextDue + this.leadMs < now)
+      stream.startClock(this.origin + Math.floor((now - this.origin) / FRAME_MS) * FRAME_MS, this.leadMs, now);
     if (stream.service(now, this.observer)) this.active.add(stream);
     else this.active.delete(stream);
     if (!this.timer && this.active.size) this.schedule();

@@ -38,10 +38,12 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     signal,
     // One message after the other: a `text` after a `play` is spoken after the file (whose fetch takes time).
     onMessage: (message) => {
-      work = work.then(() => handle(message)).catch((err: Error) => {
-        options.logger.warn({ requestId, err: err.message, type: message.type }, 'relay message failed');
-        link.send(errorMessage(`The ${message.type} message could not be carried out: ${err.message}`));
-      });
+      work = work
+        .then(() => handle(message))
+        .catch((err: Error) => {
+          options.logger.warn({ requestId, err: err.message, type: message.type }, 'relay message failed');
+          link.send(errorMessage(`The ${message.type} message could not be carried out: ${err.message}`));
+        });
     },
     onInvalid: (error) => options.logger.info({ requestId, reason: error.message }, 'relay app sent an invalid message'),
     onClose: (code, reason) => {
@@ -54,10 +56,16 @@ export async function connectRelay(call: CallSession, url: string, options: Rela
     switch (message.type) {
       case 'text': {
         const interruptible = message.interruptible === undefined ? undefined : message.interruptible !== 'none';
-        return call.say(message.token, message.last, { ...(interruptible === undefined ? {} : { interruptible }), ...(message.preemptible ? { preemptible: true } : {}) });
+        return call.say(message.token, message.last, {
+          ...(interruptible === undefined ? {} : { interruptible }),
+          ...(message.preemptible ? { preemptible: true } : {}),
+        });
       }
       case 'language':
-        return call.setLanguages({ tts: message.ttsLanguage ? normaliseCallLanguage(message.ttsLanguage) : undefined, transcription: message.transcriptionLanguage ? normaliseCallLanguage(message.transcriptionLanguage) : undefined });
+        return call.setLanguages({
+          tts: message.ttsLanguage ? normaliseCallLanguage(message.ttsLanguage) : undefined,
+          transcription: message.transcriptionLanguage ? normaliseCallLanguage(message.transcriptionLanguage) : undefined,
+        });
       case 'end':
         options.logger.info({ requestId, handoffData: message.handoffData?.slice(0, 2000) }, 'relay app ended the call');
         return call.close('app_ended');

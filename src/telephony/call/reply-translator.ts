@@ -80,7 +80,12 @@ export class ReplyTranslator {
     );
     work.catch(() => {}); // handled when the chain reaches it; not an unhandled rejection before that
     this.chain = this.chain
-      .then(() => work.then((done) => this.handOn(done, text, last, generation), (err) => (this.stale(generation) ? undefined : Promise.reject(err))))
+      .then(() =>
+        work.then(
+          (done) => this.handOn(done, text, last, generation),
+          (err) => (this.stale(generation) ? undefined : Promise.reject(err)),
+        ),
+      )
       .catch((err) => this.onError(err));
   }
 
@@ -108,7 +113,12 @@ export class ReplyTranslator {
     const characters = billableCharacters(text);
     const reservation = await ledger.reserve(charge, ledger.costOf(characters, ledger.priceOf('character', 'translation')));
     try {
-      const result = await engine.run<{ translations: string[] }>('translate', { texts: [text], source, target: 'bam_Latn' }, AbortSignal.any([this.signal, cycle]), { account: charge.accountId, priority: 'opening' });
+      const result = await engine.run<{ translations: string[] }>(
+        'translate',
+        { texts: [text], source, target: 'bam_Latn' },
+        AbortSignal.any([this.signal, cycle]),
+        { account: charge.accountId, priority: 'opening' },
+      );
       return { translated: (result.translations[0] ?? '').trim(), characters, reservation };
     } catch (err) {
       await reservation.release();

@@ -75,7 +75,15 @@ export class TalkCycle {
   }
 
   /** A cycle that plays `samples` (at `sampleRate`, encoded to `format`) `loop` times (0: until stopped). */
-  static clip(id: number, encoders: EncoderSource, format: SpeechFormat, samples: Float32Array, sampleRate: number, loop: number, interruptible: boolean): TalkCycle {
+  static clip(
+    id: number,
+    encoders: EncoderSource,
+    format: SpeechFormat,
+    samples: Float32Array,
+    sampleRate: number,
+    loop: number,
+    interruptible: boolean,
+  ): TalkCycle {
     const source = async function* (signal: AbortSignal): AsyncGenerator<SpokenAudio> {
       for await (const bytes of encodeClip(encoders, format, samples, sampleRate, loop, signal)) yield { bytes, alignments: [], charactersComplete: 0 };
     };
@@ -135,7 +143,10 @@ export class TalkCycle {
 
   /** The text whose audio began before `ms`, cut back to the last whole word unless everything was heard. */
   heardText(ms: number): string {
-    const heard = this.chars.filter((c) => c.startMs < ms).map((c) => c.char).join('');
+    const heard = this.chars
+      .filter((c) => c.startMs < ms)
+      .map((c) => c.char)
+      .join('');
     const all = this.chars.map((c) => c.char).join('');
     if (heard.length === all.length) return all.trim();
     const cut = heard.search(/\s\S*$/);

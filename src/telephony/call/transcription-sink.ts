@@ -23,7 +23,10 @@ export function transcriptionSink(call: CallSession, webhooks: EventSink, hub: C
     hub.publish(callId, envelopeOf(callId, event) as WebhookEnvelope);
   };
   hub.register(callId, accountId, call.start.callId || null);
-  emit({ type: 'call.started', data: { carrier, mode: 'transcription', carrier_call_id: call.start.callId || null, from: call.start.from ?? '', to: call.start.to ?? '' } });
+  emit({
+    type: 'call.started',
+    data: { carrier, mode: 'transcription', carrier_call_id: call.start.callId || null, from: call.start.from ?? '', to: call.start.to ?? '' },
+  });
   return {
     interim(itemId, delta) {
       const text = (interims.get(itemId) ?? '') + delta;
@@ -53,7 +56,20 @@ export function transcriptionSink(call: CallSession, webhooks: EventSink, hub: C
     },
     ended(reason) {
       const summary = call.summary();
-      emit({ type: 'call.ended', data: { reason, duration_ms: summary.durationMs, turns: summary.turns, usage: { caller_seconds: summary.callerSeconds, characters_synthesized: summary.charactersSynthesized, characters_translated: summary.charactersTranslated, cost_micros: summary.costMicros } } });
+      emit({
+        type: 'call.ended',
+        data: {
+          reason,
+          duration_ms: summary.durationMs,
+          turns: summary.turns,
+          usage: {
+            caller_seconds: summary.callerSeconds,
+            characters_synthesized: summary.charactersSynthesized,
+            characters_translated: summary.charactersTranslated,
+            cost_micros: summary.costMicros,
+          },
+        },
+      });
       hub.unregister(callId);
     },
   };

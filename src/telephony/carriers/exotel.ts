@@ -60,7 +60,8 @@ export class ExotelAdapter implements CarrierAdapter {
       case 'media': {
         const { media } = validate(CARRIER, name, Media, frame);
         const audio = decodeBase64(CARRIER, 'media.payload', media.payload);
-        if (this.format.codec === 'l16' && audio.length % 2 !== 0) throw new CarrierFrameError(`${CARRIER}: PCM media payload of ${audio.length} bytes is not whole 16-bit samples`);
+        if (this.format.codec === 'l16' && audio.length % 2 !== 0)
+          throw new CarrierFrameError(`${CARRIER}: PCM media payload of ${audio.length} bytes is not whole 16-bit samples`);
         return [{ type: 'media', audio }];
       }
       case 'dtmf':

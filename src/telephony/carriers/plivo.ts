@@ -81,7 +81,8 @@ export class PlivoAdapter implements CarrierAdapter {
         const { media } = validate(CARRIER, name, Media, frame);
         const audio = decodeBase64(CARRIER, 'media.payload', media.payload);
         if (media.track === 'outbound') return [{ type: 'ignored', detail: 'outbound track' }];
-        if (this.format.codec === 'l16' && audio.length % 2 !== 0) throw new CarrierFrameError(`${CARRIER}: L16 media payload of ${audio.length} bytes is not whole 16-bit samples`);
+        if (this.format.codec === 'l16' && audio.length % 2 !== 0)
+          throw new CarrierFrameError(`${CARRIER}: L16 media payload of ${audio.length} bytes is not whole 16-bit samples`);
         return [{ type: 'media', audio }];
       }
       case 'dtmf':

@@ -33,7 +33,9 @@ export class VonageAdapter implements CarrierAdapter {
       case 'websocket:notify': {
         const { payload } = validate(CARRIER, name, Notify, frame);
         // Only notifications Kuma asked for carry a string `name`; any other payload is not a mark of ours.
-        return typeof payload.name === 'string' ? [{ type: 'mark', name: payload.name }] : [{ type: 'ignored', detail: 'websocket:notify without a mark name' }];
+        return typeof payload.name === 'string'
+          ? [{ type: 'mark', name: payload.name }]
+          : [{ type: 'ignored', detail: 'websocket:notify without a mark name' }];
       }
       case 'websocket:cleared':
         return [{ type: 'ignored', detail: 'websocket:cleared' }];

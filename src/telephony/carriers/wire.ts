@@ -17,7 +17,8 @@ export function parseEnvelope(carrier: string, text: string, key = 'event'): { n
   } catch {
     throw new CarrierFrameError(`${carrier}: frame is not JSON: ${quote(text)}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CarrierFrameError(`${carrier}: frame is not a JSON object: ${quote(text)}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new CarrierFrameError(`${carrier}: frame is not a JSON object: ${quote(text)}`);
   const frame = value as Record<string, unknown>;
   const name = frame[key];
   if (typeof name !== 'string') throw new CarrierFrameError(`${carrier}: frame has no string "${key}": ${quote(text)}`);

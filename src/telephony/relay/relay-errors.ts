@@ -52,15 +52,7 @@ export class RelayLinkError extends Error {
   }
 }
 
-export type PlaySourceErrorCode =
-  | 'invalid_url'
-  | 'not_allowed'
-  | 'timeout'
-  | 'too_large'
-  | 'http_status'
-  | 'too_many_redirects'
-  | 'fetch_failed'
-  | 'aborted';
+export type PlaySourceErrorCode = 'invalid_url' | 'not_allowed' | 'timeout' | 'too_large' | 'http_status' | 'too_many_redirects' | 'fetch_failed' | 'aborted';
 
 /** A `play` source that could not be fetched; `message` is safe to send to the application. */
 export class PlaySourceError extends Error {

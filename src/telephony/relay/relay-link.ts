@@ -112,7 +112,10 @@ export class RelayLink {
   private describeClose(code: number, reason: string): [number, string] {
     if (code !== ABNORMAL_CLOSURE || this.socketError === undefined) return [code, reason];
     if ((this.socketError as { code?: string }).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-      return [CLOSE_CODES.messageTooBig, `the relay application sent a message over ${this.options.maxMessageBytes ?? RELAY_LINK_DEFAULTS.maxMessageBytes} bytes`];
+      return [
+        CLOSE_CODES.messageTooBig,
+        `the relay application sent a message over ${this.options.maxMessageBytes ?? RELAY_LINK_DEFAULTS.maxMessageBytes} bytes`,
+      ];
     }
     return [code, `the relay connection failed: ${this.socketError.message}`];
   }

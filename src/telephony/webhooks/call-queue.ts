@@ -32,7 +32,11 @@ export class CallQueue {
   retryTimer: NodeJS.Timeout | undefined;
   private readonly events: QueuedEvent[] = [];
 
-  constructor(readonly accountId: string, readonly callId: string, private readonly limit: number) {}
+  constructor(
+    readonly accountId: string,
+    readonly callId: string,
+    private readonly limit: number,
+  ) {}
 
   get length(): number {
     return this.events.length;

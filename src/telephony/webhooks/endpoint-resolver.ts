@@ -9,10 +9,7 @@ import type { AccountWebhook, Store } from '../../store/store.js';
 /** The operator's outbound policy: resolves when Kuma may connect to the URL, rejects (with the reason) when not. */
 export type CheckUrl = (url: URL) => Promise<void>;
 
-export type Endpoint =
-  | { kind: 'none' }
-  | { kind: 'ok'; url: URL; secret: string }
-  | { kind: 'refused'; host: string; reason: string };
+export type Endpoint = { kind: 'none' } | { kind: 'ok'; url: URL; secret: string } | { kind: 'refused'; host: string; reason: string };
 
 interface Cached<T> {
   expiresAt: number;

@@ -21,9 +21,7 @@ export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 6, baseDelayMs: 500, m
 
 /** The outcome of one attempt, reduced to what the sender acts on. */
 export type AttemptOutcome =
-  | { kind: 'delivered'; status: number }
-  | { kind: 'retry'; reason: string; retryAfterMs?: number }
-  | { kind: 'reject'; reason: string };
+  { kind: 'delivered'; status: number } | { kind: 'retry'; reason: string; retryAfterMs?: number } | { kind: 'reject'; reason: string };
 
 export function outcomeOfStatus(status: number, retryAfter: string | null, nowMs: number = Date.now()): AttemptOutcome {
   if (status >= 200 && status < 300) return { kind: 'delivered', status };

@@ -27,9 +27,7 @@ export function signWebhook(secret: string, body: string | Uint8Array, nowSecond
   return `t=${t},v1=${hmacHex(secret, t, body)}`;
 }
 
-export type SignatureCheck =
-  | { valid: true; timestamp: number }
-  | { valid: false; reason: 'malformed' | 'mismatch' | 'expired' };
+export type SignatureCheck = { valid: true; timestamp: number } | { valid: false; reason: 'malformed' | 'mismatch' | 'expired' };
 
 /**
  * Checks a `Kuma-Signature` header against the raw body. Several `v1=` entries are accepted (any one

@@ -97,7 +97,10 @@ export class WebhookSender {
         // A superseded interim is the policy working; anything else lost to a full queue is worth a line.
         if (reason === 'queue_full') {
           const level = lost.envelope.type === 'transcript.interim' ? 'debug' : 'warn';
-          this.logger[level]({ account_id: accountId, call_id: callId, event_id: lost.envelope.id, type: lost.envelope.type }, 'webhook queue full: event dropped');
+          this.logger[level](
+            { account_id: accountId, call_id: callId, event_id: lost.envelope.id, type: lost.envelope.type },
+            'webhook queue full: event dropped',
+          );
         }
       }
       if (call.state === 'idle' && call.length > 0) this.markReady(call);
@@ -185,7 +188,14 @@ export class WebhookSender {
       else if (endpoint.kind === 'refused') outcome = { kind: 'refused', reason: `${endpoint.host}: ${endpoint.reason}` };
       else {
         event.attempts++;
-        outcome = await postEvent({ url: endpoint.url, secret: endpoint.secret, eventId: event.envelope.id, body: event.body, timeoutMs: this.attemptTimeoutMs, stop: this.stop.signal });
+        outcome = await postEvent({
+          url: endpoint.url,
+          secret: endpoint.secret,
+          eventId: event.envelope.id,
+          body: event.body,
+          timeoutMs: this.attemptTimeoutMs,
+          stop: this.stop.signal,
+        });
       }
     } catch (error) {
       event.attempts++;

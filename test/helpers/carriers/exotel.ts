@@ -56,7 +56,9 @@ export function exotelDialect(options: ExotelCallOptions = {}): CarrierDialect {
         media: { chunk: String(++chunk), timestamp: String(Math.round(streamMs)), payload: Buffer.from(bytes).toString('base64') },
       }),
     dtmf: (digit) => json({ event: 'dtmf', sequence_number: seq(), stream_sid: streamSid, dtmf: { digit, duration: '100' } }),
-    closing: () => [json({ event: 'stop', sequence_number: seq(), stream_sid: streamSid, stop: { call_sid: callSid, account_sid: accountSid, reason: 'callended' } })],
+    closing: () => [
+      json({ event: 'stop', sequence_number: seq(), stream_sid: streamSid, stop: { call_sid: callSid, account_sid: accountSid, reason: 'callended' } }),
+    ],
     read(frame): ServerFrame[] {
       const msg = readJson(frame, 'exotel');
       expectEqual(msg.stream_sid, streamSid, 'exotel: stream_sid');

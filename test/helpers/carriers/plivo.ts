@@ -27,7 +27,9 @@ export function plivoDialect(options: PlivoCallOptions = {}): CarrierDialect {
   let sequence = 0;
   let chunk = 0;
   const json = (value: unknown): WireFrame => ({ text: JSON.stringify(value) });
-  const headers = Object.entries(options.extraHeaders ?? {}).map(([k, v]) => `${k}=${v}`).join(';');
+  const headers = Object.entries(options.extraHeaders ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(';');
   return {
     carrier: 'plivo',
     format,
@@ -37,7 +39,13 @@ export function plivoDialect(options: PlivoCallOptions = {}): CarrierDialect {
       json({
         event: 'start',
         sequenceNumber: ++sequence,
-        start: { callId, streamId, accountId: 'MAXXXXXXXXXXXXXXXXXX', tracks: ['inbound'], mediaFormat: { encoding: contentType, sampleRate: format.sampleRate } },
+        start: {
+          callId,
+          streamId,
+          accountId: 'MAXXXXXXXXXXXXXXXXXX',
+          tracks: ['inbound'],
+          mediaFormat: { encoding: contentType, sampleRate: format.sampleRate },
+        },
         extra_headers: headers,
       }),
     ],

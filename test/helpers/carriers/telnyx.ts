@@ -32,7 +32,11 @@ export function telnyxDialect(options: TelnyxCallOptions = {}): CarrierDialect {
     mediaFrameBytes: 160,
     echoMarksOnClear: true,
     opening: () => [
-      json({ event: 'connected', version: '1.0.0', ...(options.streamAuthToken !== undefined && { 'x-telnyx-streaming-auth-token': options.streamAuthToken }) }),
+      json({
+        event: 'connected',
+        version: '1.0.0',
+        ...(options.streamAuthToken !== undefined && { 'x-telnyx-streaming-auth-token': options.streamAuthToken }),
+      }),
       json({
         event: 'start',
         sequence_number: seq(),

@@ -31,7 +31,8 @@ export function vonageDialect(options: VonageCallOptions = {}): CarrierDialect {
     closing: () => [],
     read(frame): ServerFrame[] {
       if ('binary' in frame) {
-        if (frame.binary.length !== frameBytes) throw new Error(`vonage: audio frame of ${frame.binary.length} bytes; Vonage takes 20 ms frames of ${frameBytes}`);
+        if (frame.binary.length !== frameBytes)
+          throw new Error(`vonage: audio frame of ${frame.binary.length} bytes; Vonage takes 20 ms frames of ${frameBytes}`);
         return [{ kind: 'audio', bytes: frame.binary }];
       }
       const msg = readJson(frame, 'vonage');

@@ -62,18 +62,34 @@ describe('the native surface and the legacy ids across the retirement date', () 
     expect(legacy.headers.get('link')).toBe('</compat/v1/models/jifili-1>; rel="successor-version"');
     // Every primary-surface answer for a legacy id carries them (this server loads no models: 503s, still marked).
     const bearerJson = { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' };
-    const speech = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, { method: 'POST', headers: bearerJson, body: JSON.stringify({ model: 'djelia-tts-v2', input: 'i ni ce', voice: 'seydou' }) });
+    const speech = await fetch(`${t.baseUrl}/openai/v1/audio/speech`, {
+      method: 'POST',
+      headers: bearerJson,
+      body: JSON.stringify({ model: 'djelia-tts-v2', input: 'i ni ce', voice: 'seydou' }),
+    });
     const chat = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
       method: 'POST',
       headers: bearerJson,
-      body: JSON.stringify({ model: 'djelia-translate-v2', messages: [{ role: 'user', content: 'i ni ce' }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+      body: JSON.stringify({
+        model: 'djelia-translate-v2',
+        messages: [{ role: 'user', content: 'i ni ce' }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      }),
     });
     const form = new FormData();
     form.append('model', 'djelia-asr-v1');
     form.append('file', new Blob([new Uint8Array(44)]), 'a.wav');
-    const transcription = await fetch(`${t.baseUrl}/compat/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${t.apiKey}` }, body: form });
+    const transcription = await fetch(`${t.baseUrl}/compat/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.apiKey}` },
+      body: form,
+    });
     // The successor is under the prefix the client uses: an SDK's base URL keeps working for it.
-    for (const [res, successor] of [[speech, '/openai/v1/models/jifili-1'], [chat, '/compat/v1/models/banjugu-1'], [transcription, '/compat/v1/models/sunjata-1']] as const) {
+    for (const [res, successor] of [
+      [speech, '/openai/v1/models/jifili-1'],
+      [chat, '/compat/v1/models/banjugu-1'],
+      [transcription, '/compat/v1/models/sunjata-1'],
+    ] as const) {
       await res.arrayBuffer();
       expect(res.headers.get('deprecation')).toMatch(/^@\d+$/);
       expect(res.headers.get('sunset')).toBe(SUNSET);

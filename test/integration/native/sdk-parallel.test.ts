@@ -25,7 +25,11 @@ function calls(apiKey: string) {
   return [
     client.post(`${t.baseUrl}/api/v1/models/translate`, { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' }),
     jsSdkTranscribe({ baseUrl: t.baseUrl, apiKey, version: 2 }, wav),
-    client.post(`${t.baseUrl}/api/v2/models/tts`, { text: 'i ni ce', description: 'Moussa speaks with a clear tone', chunk_size: 1.0 }, { responseType: 'arraybuffer' }),
+    client.post(
+      `${t.baseUrl}/api/v2/models/tts`,
+      { text: 'i ni ce', description: 'Moussa speaks with a clear tone', chunk_size: 1.0 },
+      { responseType: 'arraybuffer' },
+    ),
   ];
 }
 
@@ -46,7 +50,8 @@ it('a key the server does not know: every call a 401 with a detail message (the 
     expect(result.status).toBe('rejected');
     const response = ((result as PromiseRejectedResult).reason as AxiosError).response!;
     expect(response.status).toBe(401);
-    const body = response.data instanceof ArrayBuffer || Buffer.isBuffer(response.data) ? JSON.parse(Buffer.from(response.data as ArrayBuffer).toString()) : response.data;
+    const body =
+      response.data instanceof ArrayBuffer || Buffer.isBuffer(response.data) ? JSON.parse(Buffer.from(response.data as ArrayBuffer).toString()) : response.data;
     expect(typeof body.detail).toBe('string');
   }
 });

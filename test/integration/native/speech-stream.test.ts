@@ -34,7 +34,7 @@ function streamChunks(path: string, body: unknown, apiKey = t.apiKey): Promise<{
       const end = raw.indexOf('\r\n\r\n');
       const head = raw.subarray(0, end).toString('latin1');
       const chunks: Buffer[] = [];
-      for (let at = end + 4; at < raw.length; ) {
+      for (let at = end + 4; at < raw.length;) {
         const lineEnd = raw.indexOf('\r\n', at);
         const size = parseInt(raw.subarray(at, lineEnd).toString('latin1'), 16);
         if (!size) break;
@@ -43,7 +43,9 @@ function streamChunks(path: string, body: unknown, apiKey = t.apiKey): Promise<{
       }
       resolve({ status: Number(head.split(' ')[1]), contentType: /content-type: *([^\r]*)/i.exec(head)?.[1] ?? '', chunks });
     });
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n`);
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n`,
+    );
     socket.write(payload);
   });
 }
@@ -57,18 +59,21 @@ describe('chunk_size', () => {
     ['wav_8k', 0.25, 44, 2 * 2000],
     ['ulaw_8k', 0.2, 0, 1600],
     ['ulaw_8k', 2.0, 0, 16000],
-  ])('%s with chunk_size %f: every chunk holds chunk_size seconds of audio (the first also the header), the last no more', async (format, chunk_size, header, bytes) => {
-    const { status, chunks } = await streamChunks('/api/v2/models/tts/stream', { text: LONG, description: 'Moussa', format, chunk_size });
-    expect(status).toBe(200);
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(chunks[0]!.length).toBe(header + bytes);
-    for (const chunk of chunks.slice(1, -1)) expect(chunk.length).toBe(bytes);
-    expect(chunks.at(-1)!.length).toBeGreaterThan(0);
-    expect(chunks.at(-1)!.length).toBeLessThanOrEqual(chunks.length === 1 ? header + bytes : bytes);
-    if (header) expect(chunks[0]!.subarray(0, 4).toString()).toBe('RIFF');
-    const { samples, rate } = await decodeSpeech(format === 'ulaw_8k' ? 'ulaw' : 'wav', Buffer.concat(chunks));
-    expect(samples.length / rate).toBeGreaterThan(2 * chunk_size * 0.99);
-  });
+  ])(
+    '%s with chunk_size %f: every chunk holds chunk_size seconds of audio (the first also the header), the last no more',
+    async (format, chunk_size, header, bytes) => {
+      const { status, chunks } = await streamChunks('/api/v2/models/tts/stream', { text: LONG, description: 'Moussa', format, chunk_size });
+      expect(status).toBe(200);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(chunks[0]!.length).toBe(header + bytes);
+      for (const chunk of chunks.slice(1, -1)) expect(chunk.length).toBe(bytes);
+      expect(chunks.at(-1)!.length).toBeGreaterThan(0);
+      expect(chunks.at(-1)!.length).toBeLessThanOrEqual(chunks.length === 1 ? header + bytes : bytes);
+      if (header) expect(chunks[0]!.subarray(0, 4).toString()).toBe('RIFF');
+      const { samples, rate } = await decodeSpeech(format === 'ulaw_8k' ? 'ulaw' : 'wav', Buffer.concat(chunks));
+      expect(samples.length / rate).toBeGreaterThan(2 * chunk_size * 0.99);
+    },
+  );
 
   it.each([0.1, 1.0, 2.0])('mp3 with chunk_size %f: whole frames, the nearest count to chunk_size, each chunk starting on a frame', async (chunk_size) => {
     const { status, contentType, chunks } = await streamChunks('/v2/models/tts/stream', { text: LONG, description: 'Seydou', chunk_size });

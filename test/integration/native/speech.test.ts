@@ -24,20 +24,41 @@ afterAll(() => t.close());
 /** The JS SDK's axios instance: created with its headers, every request sending them again. */
 const sdk = () => jsSdkAxios(t.apiKey);
 
-const PYTHON_HEADERS = { 'user-agent': 'python-requests/2.32.3', 'accept-encoding': 'gzip, deflate', accept: '*/*', connection: 'keep-alive', 'content-type': 'application/json' };
-const python = (path: string, body: unknown) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...PYTHON_HEADERS, 'x-api-key': t.apiKey }, body: pythonJson(body, ['chunk_size']) });
+const PYTHON_HEADERS = {
+  'user-agent': 'python-requests/2.32.3',
+  'accept-encoding': 'gzip, deflate',
+  accept: '*/*',
+  connection: 'keep-alive',
+  'content-type': 'application/json',
+};
+const python = (path: string, body: unknown) =>
+  fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...PYTHON_HEADERS, 'x-api-key': t.apiKey }, body: pythonJson(body, ['chunk_size']) });
 
 const native = (path: string, body: unknown, headers: Record<string, string> = { 'x-api-key': t.apiKey }) =>
-  fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(`${t.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 const primary = (body: Record<string, unknown>, apiKey = t.apiKey) =>
-  fetch(`${t.baseUrl}/compat/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${t.baseUrl}/compat/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 const transcribe = (samples: Float32Array, rate: number) => transcribeWith(t.server.engines!, samples, rate);
 
 describe('the Djelia JS SDK', () => {
   it('tts.textToSpeech v1 (TTSRequest, default speaker 1): WAV that says the text', async () => {
     const { client, headers } = sdk();
-    const response = await client.request({ method: 'POST', url: `${t.baseUrl}/api/v1/models/tts`, headers, data: { text: TEXT, speaker: 1 }, responseType: 'arraybuffer' });
+    const response = await client.request({
+      method: 'POST',
+      url: `${t.baseUrl}/api/v1/models/tts`,
+      headers,
+      data: { text: TEXT, speaker: 1 },
+      responseType: 'arraybuffer',
+    });
     expect(response.headers['content-type']).toBe('audio/wav');
     const audio = Buffer.from(response.data);
     expect(audio.subarray(0, 4).toString()).toBe('RIFF');
@@ -67,7 +88,9 @@ describe('the Djelia JS SDK', () => {
 
   it('an error reaches it as the status it classes (422 ValidationError) with a detail body', async () => {
     const { client, headers } = sdk();
-    const failed = await client.request({ method: 'POST', url: `${t.baseUrl}/api/v1/models/tts`, headers, data: { text: TEXT, speaker: 7 }, responseType: 'arraybuffer' }).catch((e) => e);
+    const failed = await client
+      .request({ method: 'POST', url: `${t.baseUrl}/api/v1/models/tts`, headers, data: { text: TEXT, speaker: 7 }, responseType: 'arraybuffer' })
+      .catch((e) => e);
     expect(failed.response.status).toBe(422);
     expect(JSON.parse(Buffer.from(failed.response.data).toString()).detail[0].loc).toEqual(['body', 'speaker']);
   });
@@ -75,7 +98,9 @@ describe('the Djelia JS SDK', () => {
 
 describe('the Python SDK request shapes', () => {
   it('are json.dumps bytes', () => {
-    expect(pythonJson({ text: 'kɛ', description: 'Seydou', chunk_size: 1 }, ['chunk_size'])).toBe('{"text": "k\\u025b", "description": "Seydou", "chunk_size": 1.0}');
+    expect(pythonJson({ text: 'kɛ', description: 'Seydou', chunk_size: 1 }, ['chunk_size'])).toBe(
+      '{"text": "k\\u025b", "description": "Seydou", "chunk_size": 1.0}',
+    );
   });
 
   it('v1 {"text": ..., "speaker": 1} with escaped non-ASCII: WAV', async () => {
@@ -86,7 +111,11 @@ describe('the Python SDK request shapes', () => {
   });
 
   it('v2 and v2 stream {"text", "description", "chunk_size": 1.0}, and chunk_size null (its field is optional)', async () => {
-    for (const [path, chunk_size] of [['/api/v2/models/tts', 1.0], ['/api/v2/models/tts/stream', 1.0], ['/api/v2/models/tts/stream', null]] as const) {
+    for (const [path, chunk_size] of [
+      ['/api/v2/models/tts', 1.0],
+      ['/api/v2/models/tts/stream', 1.0],
+      ['/api/v2/models/tts/stream', null],
+    ] as const) {
       const res = await python(path, { text: TEXT, description: 'Seydou', chunk_size });
       expect([res.status, res.headers.get('content-type')], path).toEqual([200, 'audio/mpeg']);
       const { samples, rate } = await decodeSpeech('mp3', new Uint8Array(await res.arrayBuffer()));
@@ -135,7 +164,8 @@ describe('formats, voices and the primary surface', () => {
   // that a description is read as the primary surface reads a voice, not that the voices differ.
   it('a v2 description naming Sekou or Seydou speaks as that voice of djelia-tts-v2; any other description as Moussa', async () => {
     const v2 = async (description: string) => Buffer.from(await (await native('/v2/models/tts', { text: TEXT, description, format: 'wav' })).arrayBuffer());
-    const voice = async (v: string) => Buffer.from(await (await primary({ model: 'djelia-tts-v2', input: TEXT, voice: v, response_format: 'wav' })).arrayBuffer());
+    const voice = async (v: string) =>
+      Buffer.from(await (await primary({ model: 'djelia-tts-v2', input: TEXT, voice: v, response_format: 'wav' })).arrayBuffer());
     expect(await v2('Seydou speaks slowly')).toEqual(await voice('seydou'));
     expect(await v2('a warm voice, SEKOU')).toEqual(await voice('sekou'));
     expect(await v2('a calm narrator')).toEqual(await voice('moussa'));
@@ -159,12 +189,17 @@ describe('formats, voices and the primary surface', () => {
 
 describe('billing', () => {
   // A response is charged once it was delivered: a moment after the client has it.
-  const rowsOf = async (accountId: string) => (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
+  const rowsOf = async (accountId: string) =>
+    (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
 
   it.each([
     ['/v1/models/tts', { text: TEXT, speaker: 2 }, { model: 'djelia-tts-v1', input: TEXT, response_format: 'wav', djelia: { speaker: 2 } }],
     ['/v2/models/tts', { text: TEXT, description: 'Sekou', format: 'mp3' }, { model: 'djelia-tts-v2', input: TEXT, voice: 'sekou', response_format: 'mp3' }],
-    ['/v2/models/tts/stream', { text: TEXT, description: 'Sekou', format: 'ulaw_8k', chunk_size: 0.1 }, { model: 'djelia-tts-v2', input: TEXT, voice: 'sekou', response_format: 'ulaw_8k' }],
+    [
+      '/v2/models/tts/stream',
+      { text: TEXT, description: 'Sekou', format: 'ulaw_8k', chunk_size: 0.1 },
+      { model: 'djelia-tts-v2', input: TEXT, voice: 'sekou', response_format: 'ulaw_8k' },
+    ],
   ])('%s records the same ledger rows as POST /audio/speech for the same text', async (path, nativeBody, primaryBody) => {
     const a = await t.newAccount(1_000_000);
     const b = await t.newAccount(1_000_000);
@@ -177,7 +212,8 @@ describe('billing', () => {
 
   it('a refused request charges nothing', async () => {
     const a = await t.newAccount(1_000_000);
-    for (const body of [{ text: '🙂🙂' }, { text: '' }, { text: TEXT, speaker: 9 }]) await (await native('/v1/models/tts', body, { 'x-api-key': a.apiKey })).arrayBuffer();
+    for (const body of [{ text: '🙂🙂' }, { text: '' }, { text: TEXT, speaker: 9 }])
+      await (await native('/v1/models/tts', body, { 'x-api-key': a.apiKey })).arrayBuffer();
     expect(await rowsOf(a.accountId)).toEqual([]);
   });
 });

@@ -35,7 +35,12 @@ class DjeliaSdkClient extends APIClient {
   }
 
   /** The generated SDK's errors keep the whole JSON body as `error` (OpenAI's keep only its `error` key). */
-  protected override makeStatusError(status: number | undefined, body: object | undefined, message: string | undefined, headers: Headers | undefined): APIError {
+  protected override makeStatusError(
+    status: number | undefined,
+    body: object | undefined,
+    message: string | undefined,
+    headers: Headers | undefined,
+  ): APIError {
     return new APIError(status, body, message, headers);
   }
 }
@@ -68,19 +73,26 @@ it('createTranscription with translate_to_french=true: one {text}', async () => 
 it('streamTranscription: the SDK gets the NDJSON body as text (not JSON-labelled), one segment per line', async () => {
   const body = (await transcribe('/api/v1/models/transcribe/stream', undefined)) as string;
   expect(typeof body).toBe('string');
-  const lines = body.trimEnd().split('\n').map((line) => JSON.parse(line) as { text: string });
+  const lines = body
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { text: string });
   expect(lines.map((l) => l.text)).toEqual(PHRASES);
 });
 
 it('translate and the supported languages', async () => {
-  const translated = (await client.post<unknown, { text: string }>('/api/v1/models/translate', { body: { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' } })) as { text: string };
+  const translated = (await client.post<unknown, { text: string }>('/api/v1/models/translate', {
+    body: { text: 'i ni ce', source: 'bam_Latn', target: 'fra_Latn' },
+  })) as { text: string };
   expect(Object.keys(translated)).toEqual(['text']);
   const languages = (await client.get<unknown, Array<{ code: string }>>('/api/v1/models/translate/supported-languages')) as Array<{ code: string }>;
   expect(languages.map((l) => l.code)).toEqual(['bam_Latn', 'fra_Latn', 'eng_Latn']);
 });
 
 it('a validation failure reaches it as its UnprocessableEntityError (status 422) with the detail body', async () => {
-  const error = await client.post('/api/v1/models/translate', { body: { text: 'i ni ce', source: 'bam_Latn', target: 'bam_Latn' } }).catch((err: unknown) => err);
+  const error = await client
+    .post('/api/v1/models/translate', { body: { text: 'i ni ce', source: 'bam_Latn', target: 'bam_Latn' } })
+    .catch((err: unknown) => err);
   expect((error as { status: number }).status).toBe(422);
   expect((error as { error: { detail: Array<{ loc: unknown[] }> } }).error.detail[0]!.loc).toEqual(['body', 'target']);
 });

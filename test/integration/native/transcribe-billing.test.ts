@@ -31,7 +31,13 @@ const FUNDS = 10_000_000;
 // A response is charged once it was delivered: a moment after the client has it.
 const balance = async (accountId: string) => (await chargesSettled(t), await t.server.store.getAccount(accountId))!.balanceMicros;
 const rows = async (accountId: string) =>
-  (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map(({ model, unit, quantity, unitPriceMicros, costMicros }) => ({ model, unit, quantity, unitPriceMicros, costMicros }));
+  (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map(({ model, unit, quantity, unitPriceMicros, costMicros }) => ({
+    model,
+    unit,
+    quantity,
+    unitPriceMicros,
+    costMicros,
+  }));
 
 async function primary(apiKey: string, path: string, fields: Record<string, string>): Promise<void> {
   const form = new FormData();
@@ -46,8 +52,22 @@ describe('the ledger of a native call equals that of the same work on the primar
   const cases = [
     { name: 'v1', version: 1, french: false, stream: false, path: '/audio/transcriptions', fields: { model: 'djelia-asr-v1' } },
     { name: 'v2 stream', version: 2, french: false, stream: true, path: '/audio/transcriptions', fields: { model: 'djelia-asr-v2', stream: 'true' } },
-    { name: 'v2 translate_to_french', version: 2, french: true, stream: false, path: '/audio/translations', fields: { model: 'djelia-asr-v2', language: 'fra_Latn' } },
-    { name: 'v1 stream translate_to_french', version: 1, french: true, stream: true, path: '/audio/translations', fields: { model: 'djelia-asr-v1', language: 'fra_Latn' } },
+    {
+      name: 'v2 translate_to_french',
+      version: 2,
+      french: true,
+      stream: false,
+      path: '/audio/translations',
+      fields: { model: 'djelia-asr-v2', language: 'fra_Latn' },
+    },
+    {
+      name: 'v1 stream translate_to_french',
+      version: 1,
+      french: true,
+      stream: true,
+      path: '/audio/translations',
+      fields: { model: 'djelia-asr-v1', language: 'fra_Latn' },
+    },
   ] as const;
   for (const c of cases) {
     it(c.name, async () => {
@@ -77,7 +97,10 @@ describe('NDJSON leaves as segments are decided', () => {
     const res = await fetch(`${t.baseUrl}/api/v2/models/transcribe/stream`, { method: 'POST', headers: { 'x-api-key': account.apiKey }, body: form });
     // Had the server waited for the whole transcript, the balance would have run out first: a 402, no body.
     expect(res.status).toBe(200);
-    const lines = (await res.text()).split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    const lines = (await res.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.length).toBeLessThan(LONG_PHRASES.length);
     // (AAC at 64 kbit/s blurs a few letters for the legacy model: the words are checked on WAV elsewhere.)
@@ -94,7 +117,12 @@ describe('NDJSON leaves as segments are decided', () => {
     const controller = new AbortController();
     const form = new FormData();
     form.append('file', new Blob([wavBytes(longSpeech.samples, 16000)]), 'long.wav');
-    const res = await fetch(`${t.baseUrl}/v1/models/transcribe/stream`, { method: 'POST', headers: { 'x-api-key': account.apiKey }, body: form, signal: controller.signal });
+    const res = await fetch(`${t.baseUrl}/v1/models/transcribe/stream`, {
+      method: 'POST',
+      headers: { 'x-api-key': account.apiKey },
+      body: form,
+      signal: controller.signal,
+    });
     const reader = res.body!.getReader();
     let received = '';
     while (!received.includes('\n')) received += new TextDecoder().decode((await reader.read()).value);
@@ -110,7 +138,8 @@ describe('a translated stream re-translates within its budget', () => {
   it('objects are the French of the transcript up to the segments the rule picks, the last the whole; only the final transcript is charged', async () => {
     const account = await t.newAccount(FUNDS);
     const objects: { text: string }[] = [];
-    for await (const o of jsSdkTranscribeStream({ baseUrl: t.baseUrl, apiKey: account.apiKey, translateToFrench: true }, wavBytes(longSpeech.samples, 16000))) objects.push(o as { text: string });
+    for await (const o of jsSdkTranscribeStream({ baseUrl: t.baseUrl, apiKey: account.apiKey, translateToFrench: true }, wavBytes(longSpeech.samples, 16000)))
+      objects.push(o as { text: string });
     // The rule, from its statement: re-translate at a segment while the characters re-translated so far,
     // counting this transcript, stay within RETRANSLATION_FACTOR × this transcript; always end with the whole.
     const prefixes: string[] = [];
@@ -138,7 +167,11 @@ async function frenchOf(bambara: string): Promise<string> {
   const res = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'banjugu-1', messages: [{ role: 'user', content: bambara }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+    body: JSON.stringify({
+      model: 'banjugu-1',
+      messages: [{ role: 'user', content: bambara }],
+      djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+    }),
   });
   return ((await res.json()) as any).choices[0].message.content;
 }

@@ -73,7 +73,10 @@ export function pythonMultipart(audio: Buffer, shape: 'requests' | 'aiohttp', fi
 }
 
 /** The Python SDK's call: requests.request(method, url, headers={'x-api-key'}, files=..., params=...) or aiohttp's. */
-export function pythonSdkTranscribe(options: ClientOptions & { stream?: boolean; shape: 'requests' | 'aiohttp'; filename: string }, audio: Buffer): Promise<Response> {
+export function pythonSdkTranscribe(
+  options: ClientOptions & { stream?: boolean; shape: 'requests' | 'aiohttp'; filename: string },
+  audio: Buffer,
+): Promise<Response> {
   const { body, contentType } = pythonMultipart(audio, options.shape, options.filename);
   const path = `/api/v${options.version ?? 2}/models/transcribe${options.stream ? '/stream' : ''}`;
   const headers: Record<string, string> = { 'x-api-key': options.apiKey, 'content-type': contentType };

@@ -15,7 +15,10 @@ const MAX_UPLOAD_BYTES = 256 * 1024;
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ clock: () => new Date('2026-09-01T00:00:00Z'), config: { modelsManifest: 'models/kuma-models.json', demoPack: false, maxUploadBytes: MAX_UPLOAD_BYTES } });
+  t = await startTestServer({
+    clock: () => new Date('2026-09-01T00:00:00Z'),
+    config: { modelsManifest: 'models/kuma-models.json', demoPack: false, maxUploadBytes: MAX_UPLOAD_BYTES },
+  });
   await t.server.enginesReady;
 }, 120_000);
 afterAll(() => t.close());
@@ -33,7 +36,12 @@ function withFile(file: Blob | string | null = new Blob([wav]), fields: Record<s
 }
 
 const MISSING_FILE = { loc: ['body', 'file'], msg: 'Field required', type: 'missing', input: null };
-const badFlag = (input: string) => ({ loc: ['query', 'translate_to_french'], msg: 'Input should be a valid boolean, unable to interpret input', type: 'bool_parsing', input });
+const badFlag = (input: string) => ({
+  loc: ['query', 'translate_to_french'],
+  msg: 'Input should be a valid boolean, unable to interpret input',
+  type: 'bool_parsing',
+  input,
+});
 
 describe('422 detail entries', () => {
   it('no file: Field required', async () => {
@@ -50,7 +58,9 @@ describe('422 detail entries', () => {
 
   it('file sent as a text field: Expected UploadFile', async () => {
     const res = await post('', withFile('not a file'));
-    expect(await res.json()).toEqual({ detail: [{ loc: ['body', 'file'], msg: "Value error, Expected UploadFile, received: <class 'str'>", type: 'value_error', input: 'not a file' }] });
+    expect(await res.json()).toEqual({
+      detail: [{ loc: ['body', 'file'], msg: "Value error, Expected UploadFile, received: <class 'str'>", type: 'value_error', input: 'not a file' }],
+    });
   });
 
   it('translate_to_french that is no boolean: bool_parsing, and with no file both problems, query first', async () => {

@@ -28,7 +28,11 @@ beforeAll(async () => {
     const res = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'banjugu-1', messages: [{ role: 'user', content: bambara }], djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' } }),
+      body: JSON.stringify({
+        model: 'banjugu-1',
+        messages: [{ role: 'user', content: bambara }],
+        djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+      }),
     });
     return ((await res.json()) as any).choices[0].message.content;
   };
@@ -105,7 +109,11 @@ describe('the wire', () => {
     form.append('model', 'gpt-9');
     form.append('chunk_size', '1.0');
     form.append('file', new Blob([wav]), 'speech.wav');
-    const res = await fetch(`${t.baseUrl}/api/v1/models/transcribe?translate_to_french=FALSE`, { method: 'POST', headers: { 'x-api-key': t.apiKey }, body: form });
+    const res = await fetch(`${t.baseUrl}/api/v1/models/transcribe?translate_to_french=FALSE`, {
+      method: 'POST',
+      headers: { 'x-api-key': t.apiKey },
+      body: form,
+    });
     expectSegmentsOfSpeech((await res.json()) as any[]);
   });
 });

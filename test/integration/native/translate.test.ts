@@ -22,7 +22,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const sdk = () => jsSdkAxios(t.apiKey);
-const post = (path: string, body: string, apiKey = t.apiKey) => fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body });
+const post = (path: string, body: string, apiKey = t.apiKey) =>
+  fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body });
 const chat = async (text: string, source: string, target: string, apiKey = t.apiKey) => {
   const res = await fetch(`${t.baseUrl}/compat/v1/chat/completions`, {
     method: 'POST',
@@ -45,9 +46,14 @@ describe('the Djelia JS SDK', () => {
     expect(response.headers['link']).toBe('</compat/v1/models/banjugu-1>; rel="successor-version"');
   });
 
-  it('translation.translate: {text} equal to the primary surface\'s translation of the same text', async () => {
+  it("translation.translate: {text} equal to the primary surface's translation of the same text", async () => {
     const { client, headers } = sdk();
-    const response = await client.request({ method: 'POST', url: `${t.baseUrl}/api/v1/models/translate`, headers, data: { text: TEXT, source: 'bam_Latn', target: 'fra_Latn' } });
+    const response = await client.request({
+      method: 'POST',
+      url: `${t.baseUrl}/api/v1/models/translate`,
+      headers,
+      data: { text: TEXT, source: 'bam_Latn', target: 'fra_Latn' },
+    });
     expect(Object.keys(response.data)).toEqual(['text']);
     expect(response.data.text).toBe(await chat(TEXT, 'bam_Latn', 'fra_Latn'));
     expect(response.data.text.length).toBeGreaterThan(0);
@@ -56,7 +62,11 @@ describe('the Djelia JS SDK', () => {
 
   it('lib/client.js (axiosInstance.post with its own Content-Type) gets the same answer', async () => {
     const instance = axios.create({ baseURL: t.baseUrl, headers: { 'x-api-key': t.apiKey } });
-    const response = await instance.post('/api/v1/models/translate', { text: TEXT, source: 'bam_Latn', target: 'eng_Latn' }, { headers: { 'Content-Type': 'application/json' } });
+    const response = await instance.post(
+      '/api/v1/models/translate',
+      { text: TEXT, source: 'bam_Latn', target: 'eng_Latn' },
+      { headers: { 'Content-Type': 'application/json' } },
+    );
     expect(response.data).toEqual({ text: await chat(TEXT, 'bam_Latn', 'eng_Latn') });
   });
 });
@@ -66,7 +76,14 @@ describe('the Python SDK request shapes', () => {
     for (const path of ['/api/v1/models/translate', '/v1/models/translate']) {
       const res = await fetch(`${t.baseUrl}${path}`, {
         method: 'POST',
-        headers: { 'user-agent': 'python-requests/2.32.3', 'accept-encoding': 'gzip, deflate', accept: '*/*', connection: 'keep-alive', 'content-type': 'application/json', 'x-api-key': t.apiKey },
+        headers: {
+          'user-agent': 'python-requests/2.32.3',
+          'accept-encoding': 'gzip, deflate',
+          accept: '*/*',
+          connection: 'keep-alive',
+          'content-type': 'application/json',
+          'x-api-key': t.apiKey,
+        },
         body: pythonJson({ text: 'a ka kɛnɛ', source: 'bam_Latn', target: 'fra_Latn' }),
       });
       expect([res.status, res.headers.get('content-type')?.split(';')[0]]).toEqual([200, 'application/json']);
@@ -106,8 +123,15 @@ describe('rules', () => {
   });
 
   it('x-api-key only: a Bearer header alone is 401 {detail}, on both routes', async () => {
-    for (const [method, path] of [['GET', '/api/v1/models/translate/supported-languages'], ['POST', '/v1/models/translate']]) {
-      const res = await fetch(`${t.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) });
+    for (const [method, path] of [
+      ['GET', '/api/v1/models/translate/supported-languages'],
+      ['POST', '/v1/models/translate'],
+    ]) {
+      const res = await fetch(`${t.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: '{}' } : {}),
+      });
       expect(res.status).toBe(401);
       expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe('string');
     }
@@ -116,7 +140,8 @@ describe('rules', () => {
 
 describe('billing', () => {
   // A response is charged once it was delivered: a moment after the client has it.
-  const rowsOf = async (accountId: string) => (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
+  const rowsOf = async (accountId: string) =>
+    (await chargesSettled(t), await t.server.store.listUsage({ accountId })).map((r) => [r.model, r.unit, r.quantity, r.costMicros]);
 
   it('records the same ledger rows as POST /chat/completions translating the same text', async () => {
     const a = await t.newAccount(1_000_000);
@@ -146,7 +171,9 @@ describe('billing', () => {
           served++;
           expect(typeof parsed.text).toBe('string');
         } else if (res.status === 400) expect(typeof parsed.detail).toBe('string');
-        else for (const entry of parsed.detail as Array<Record<string, unknown>>) expect([(entry.loc as unknown[])[0], typeof entry.msg, typeof entry.type]).toEqual(['body', 'string', 'string']);
+        else
+          for (const entry of parsed.detail as Array<Record<string, unknown>>)
+            expect([(entry.loc as unknown[])[0], typeof entry.msg, typeof entry.type]).toEqual(['body', 'string', 'string']);
       }),
       { numRuns: 80 },
     );

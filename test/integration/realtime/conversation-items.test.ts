@@ -48,7 +48,14 @@ describe('conversation items', () => {
     }
     const first = await c.next('input_audio_buffer.committed');
     const second = await c.next('input_audio_buffer.committed', 2);
-    const item = (id: string, transcript: string | null) => ({ id, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript }] });
+    const item = (id: string, transcript: string | null) => ({
+      id,
+      object: 'realtime.item',
+      type: 'message',
+      status: 'completed',
+      role: 'user',
+      content: [{ type: 'input_audio', transcript }],
+    });
     expect(await c.next('conversation.item.added')).toMatchObject({ previous_item_id: null, item: item(first.item_id, null) });
     expect(await c.next('conversation.item.done')).toMatchObject({ previous_item_id: null, item: item(first.item_id, null) });
     expect(await c.next('conversation.item.added', 2)).toMatchObject({ previous_item_id: first.item_id, item: item(second.item_id, null) });
@@ -62,7 +69,9 @@ describe('conversation items', () => {
     c.send({ type: 'conversation.item.retrieve', item_id: second.item_id, event_id: 'r1' });
     expect(await c.next('conversation.item.retrieved')).toMatchObject({ item: item(second.item_id, 'an bɛ sini') });
     c.send({ type: 'conversation.item.retrieve', item_id: 'item_nope', event_id: 'r2' });
-    expect(await c.next('error')).toMatchObject({ error: { type: 'invalid_request_error', code: 'item_retrieve_invalid_item_id', param: 'item_id', event_id: 'r2' } });
+    expect(await c.next('error')).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'item_retrieve_invalid_item_id', param: 'item_id', event_id: 'r2' },
+    });
     c.send({ type: 'conversation.item.retrieve', item_id: first.item_id });
     expect(await c.next('conversation.item.retrieved', 2)).toMatchObject({ item: item(first.item_id, 'i ni ce') });
     c.send({ type: 'conversation.item.retrieve', event_id: 'r3' });
@@ -91,9 +100,31 @@ describe('conversation items', () => {
 describe('a type "realtime" session.update on a transcription session', () => {
   it('applies format, model, language and server_vad; semantic_vad is server_vad at its defaults; conversation settings are ignored, without an error', async () => {
     const c = await RealtimeClient.connect(t);
-    c.send(realtimeUpdate({ format: { type: 'audio/pcmu' }, transcription: { model: 'gpt-4o-mini-transcribe', language: 'bm' }, turn_detection: { type: 'server_vad', threshold: 0.6, prefix_padding_ms: 200, silence_duration_ms: 400, create_response: true, interrupt_response: true } }));
+    c.send(
+      realtimeUpdate({
+        format: { type: 'audio/pcmu' },
+        transcription: { model: 'gpt-4o-mini-transcribe', language: 'bm' },
+        turn_detection: {
+          type: 'server_vad',
+          threshold: 0.6,
+          prefix_padding_ms: 200,
+          silence_duration_ms: 400,
+          create_response: true,
+          interrupt_response: true,
+        },
+      }),
+    );
     const first = await c.next('session.updated');
-    expect(first.session).toMatchObject({ type: 'transcription', audio: { input: { format: { type: 'audio/pcmu' }, transcription: { model: 'sunjata-1', language: 'bm' }, turn_detection: { type: 'server_vad', threshold: 0.6, prefix_padding_ms: 200, silence_duration_ms: 400 } } } });
+    expect(first.session).toMatchObject({
+      type: 'transcription',
+      audio: {
+        input: {
+          format: { type: 'audio/pcmu' },
+          transcription: { model: 'sunjata-1', language: 'bm' },
+          turn_detection: { type: 'server_vad', threshold: 0.6, prefix_padding_ms: 200, silence_duration_ms: 400 },
+        },
+      },
+    });
     c.send(realtimeUpdate({ turn_detection: { type: 'semantic_vad', eagerness: 'high' } }));
     const second = await c.next('session.updated', 2);
     expect(second.session.audio.input.turn_detection).toMatchObject({ type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 });

@@ -43,34 +43,38 @@ async function stream(c: RealtimeClient, audio: Buffer, frameMs: number, speedup
 }
 
 describe('input faster than real time', () => {
-  it(`${SILENCE_SECONDS} s of silence at ${SPEEDUP}× real time: nothing committed, nothing charged; the appends over the bound get an error each`, async () => {
-    const account = await t.newAccount(100_000_000);
-    const c = await RealtimeClient.connect(t, 'intent=transcription', { apiKey: account.apiKey });
-    c.send(gaUpdate({ turn_detection: { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 } }));
-    await c.next('session.updated');
-    const sent = await stream(c, silence(SILENCE_SECONDS), 100, SPEEDUP, 'silence_');
+  it(
+    `${SILENCE_SECONDS} s of silence at ${SPEEDUP}× real time: nothing committed, nothing charged; the appends over the bound get an error each`,
+    async () => {
+      const account = await t.newAccount(100_000_000);
+      const c = await RealtimeClient.connect(t, 'intent=transcription', { apiKey: account.apiKey });
+      c.send(gaUpdate({ turn_detection: { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 } }));
+      await c.next('session.updated');
+      const sent = await stream(c, silence(SILENCE_SECONDS), 100, SPEEDUP, 'silence_');
 
-    // Then speech at real-time pace. Items are committed and completed in order, and the VAD scores audio
-    // in order: once this turn's transcript is out, every earlier piece of audio has been scored.
-    const speech = Buffer.concat([await speak(t, 'i ni ce'), silence(1.2)]);
-    await c.pace(appends(speech));
-    const done = await c.next(COMPLETED, 1, (e) => e.transcript !== '', 60_000);
-    expect(done.transcript).toBe('i ni ce');
+      // Then speech at real-time pace. Items are committed and completed in order, and the VAD scores audio
+      // in order: once this turn's transcript is out, every earlier piece of audio has been scored.
+      const speech = Buffer.concat([await speak(t, 'i ni ce'), silence(1.2)]);
+      await c.pace(appends(speech));
+      const done = await c.next(COMPLETED, 1, (e) => e.transcript !== '', 60_000);
+      expect(done.transcript).toBe('i ni ce');
 
-    // The only item is the speech: no silence was committed, whatever the rate it came at.
-    expect(c.of('input_audio_buffer.committed').map((e) => e.item_id)).toEqual([done.item_id]);
-    const refused = c.of('error');
-    expect(refused.length).toBeGreaterThan(0);
-    for (const e of refused) expect(e.error).toMatchObject({ type: 'invalid_request_error', code: 'input_audio_rate_exceeded' });
-    // Each refusal names an append of the flood (so a client knows exactly what to send again).
-    expect(refused.every((e) => sent.includes(e.error.event_id))).toBe(true);
+      // The only item is the speech: no silence was committed, whatever the rate it came at.
+      expect(c.of('input_audio_buffer.committed').map((e) => e.item_id)).toEqual([done.item_id]);
+      const refused = c.of('error');
+      expect(refused.length).toBeGreaterThan(0);
+      for (const e of refused) expect(e.error).toMatchObject({ type: 'invalid_request_error', code: 'input_audio_rate_exceeded' });
+      // Each refusal names an append of the flood (so a client knows exactly what to send again).
+      expect(refused.every((e) => sent.includes(e.error.event_id))).toBe(true);
 
-    c.close();
-    await c.closed;
-    for (let i = 0; i < 100 && t.server.ledger.openReservations > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    const rows = await t.server.store.listUsage({ accountId: account.accountId });
-    // One row: the speech turn's seconds. None for the silence.
-    expect(rows.map((r) => r.quantity)).toEqual([done.usage.seconds]);
-    expect(done.usage.seconds).toBeLessThan(speech.length / 48_000 + 1);
-  }, 120_000 + SILENCE_SECONDS * 40);
+      c.close();
+      await c.closed;
+      for (let i = 0; i < 100 && t.server.ledger.openReservations > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      const rows = await t.server.store.listUsage({ accountId: account.accountId });
+      // One row: the speech turn's seconds. None for the silence.
+      expect(rows.map((r) => r.quantity)).toEqual([done.usage.seconds]);
+      expect(done.usage.seconds).toBeLessThan(speech.length / 48_000 + 1);
+    },
+    120_000 + SILENCE_SECONDS * 40,
+  );
 });

@@ -65,5 +65,7 @@ it('a bad key offered alone is still refused before the upgrade (401), and an un
   const bad = await connect(wsUrl(t.baseUrl, ROUTES[0][1]), { protocols: ['openai-insecure-api-key.00000000-0000-4000-8000-000000000000'] });
   expect(bad).toMatchObject({ kind: 'refused', status: 401 });
   // `ws` offers `foo`, the server answers none, and `ws` aborts as RFC 6455 says: the server speaks no `foo`.
-  await expect(connect(wsUrl(t.baseUrl, ROUTES[0][1]), { protocols: ['foo'], headers: { authorization: `Bearer ${t.apiKey}` } })).rejects.toThrow(/no subprotocol/);
+  await expect(connect(wsUrl(t.baseUrl, ROUTES[0][1]), { protocols: ['foo'], headers: { authorization: `Bearer ${t.apiKey}` } })).rejects.toThrow(
+    /no subprotocol/,
+  );
 });

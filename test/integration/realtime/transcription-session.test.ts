@@ -20,7 +20,8 @@ afterAll(async () => {
 
 /** The deltas of one item joined: what a client that only reads deltas would show. */
 const deltasOf = (c: RealtimeClient, itemId: string) =>
-  c.of(DELTA)
+  c
+    .of(DELTA)
     .filter((e) => e.item_id === itemId)
     .map((e) => e.delta)
     .join('');

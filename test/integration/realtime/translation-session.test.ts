@@ -47,8 +47,18 @@ describe('translation sessions', () => {
     const expected = await Promise.all(turns.map((text) => restTranslation(text, target)));
     expect(c.of('session.turn.completed').map((e) => [e.transcript, e.translation])).toEqual(turns.map((text, i) => [text, expected[i]]));
     // Append-only across the session: the deltas concatenate to the turns, space-separated.
-    expect(c.of('session.input_transcript.delta').map((e) => e.delta).join('')).toBe(turns.join(' '));
-    expect(c.of('session.output_transcript.delta').map((e) => e.delta).join('')).toBe(expected.join(' '));
+    expect(
+      c
+        .of('session.input_transcript.delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe(turns.join(' '));
+    expect(
+      c
+        .of('session.output_transcript.delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe(expected.join(' '));
     expect(c.of('error')).toEqual([]);
 
     const rows = await t.server.store.listUsage({ accountId: account.accountId });
@@ -69,8 +79,18 @@ it('a GA transcription session with language fra_Latn: completed carries the tra
   c.send({ type: 'input_audio_buffer.commit' });
   const done = await c.next('conversation.item.input_audio_transcription.completed');
   const french = await restTranslation('i ni ce', 'fra_Latn');
-  expect(done).toMatchObject({ transcript: french, source_transcript: 'i ni ce', language: 'fra_Latn', usage: { type: 'duration', translation_characters: 7 } });
-  expect(c.of('conversation.item.input_audio_transcription.delta').map((e) => e.delta).join('')).toBe(french);
+  expect(done).toMatchObject({
+    transcript: french,
+    source_transcript: 'i ni ce',
+    language: 'fra_Latn',
+    usage: { type: 'duration', translation_characters: 7 },
+  });
+  expect(
+    c
+      .of('conversation.item.input_audio_transcription.delta')
+      .map((e) => e.delta)
+      .join(''),
+  ).toBe(french);
   c.close();
 });
 
@@ -86,7 +106,11 @@ it('the translation model named as the transcription model (LiveKit): ?intent=tr
   c.sendAll(appends(speech));
   c.send({ type: 'input_audio_buffer.commit' });
   const french = await restTranslation('i ni ce', 'fra_Latn');
-  expect(await c.next('conversation.item.input_audio_transcription.completed')).toMatchObject({ transcript: french, source_transcript: 'i ni ce', language: 'fra_Latn' });
+  expect(await c.next('conversation.item.input_audio_transcription.completed')).toMatchObject({
+    transcript: french,
+    source_transcript: 'i ni ce',
+    language: 'fra_Latn',
+  });
   // Naming a speech model again: Bambara transcripts (ISO `fr` is a source hint again).
   c.send(gaUpdate({ transcription: { model: 'sunjata-1', language: 'fr' }, turn_detection: null }));
   await c.next('session.updated', 2);

@@ -48,7 +48,11 @@ describe('bilingual bridge (French app, Bambara caller)', () => {
     expect(logs.find((l) => l.msg === 'call reply translated')).toMatchObject({ app: REPLY_FRA, spoken: REPLY_BAM, language: 'fra' });
     await expect.poll(async () => (await t.server.store.listCalls({ accountId: t.accountId })).length, { timeout: 10_000 }).toBe(1);
     const [record] = await t.server.store.listCalls({ accountId: t.accountId });
-    expect(record).toMatchObject({ turns: 1, charactersTranslated: [...CALLER_BAM].length + [...REPLY_FRA].length, charactersSynthesized: [...REPLY_BAM].length });
+    expect(record).toMatchObject({
+      turns: 1,
+      charactersTranslated: [...CALLER_BAM].length + [...REPLY_FRA].length,
+      charactersSynthesized: [...REPLY_BAM].length,
+    });
     const rows = await t.server.store.listUsage({ requestId: record!.id });
     const byModel = (model: string) => rows.filter((r) => r.model === model).reduce((n, r) => n + r.quantity, 0);
     expect(byModel('banjugu-1')).toBe([...CALLER_BAM].length + [...REPLY_FRA].length);

@@ -40,7 +40,9 @@ describe('call endings and Twilio signatures', () => {
     const token = await mintToken(t, { relay_url: ending.url }, account.apiKey);
     const { closed } = await signedDial(`?token=${token}`);
     expect(await closed).toMatchObject({ code: 1000, reason: 'app_ended' });
-    await expect.poll(async () => (await t.server.store.listCalls({ accountId: account.accountId })).map((c) => c.endReason), { timeout: 5000 }).toEqual(['app_ended']);
+    await expect
+      .poll(async () => (await t.server.store.listCalls({ accountId: account.accountId })).map((c) => c.endReason), { timeout: 5000 })
+      .toEqual(['app_ended']);
     expect(t.logs.some((line) => line.includes('"handoffData":"{\\"to\\":\\"agent\\"}"'))).toBe(true);
   });
 

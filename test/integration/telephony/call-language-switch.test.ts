@@ -38,7 +38,13 @@ describe('the app switches the transcription language mid-call', () => {
     await call.silence(300);
     await call.speak(speech);
     await call.silence(1200);
-    expect((await relay.next('prompt')).json).toEqual({ type: 'prompt', voicePrompt: CALLER_FRA, lang: 'fr-FR', last: true, original: { lang: 'bm-ML', voicePrompt: CALLER_BAM } });
+    expect((await relay.next('prompt')).json).toEqual({
+      type: 'prompt',
+      voicePrompt: CALLER_FRA,
+      lang: 'fr-FR',
+      last: true,
+      original: { lang: 'bm-ML', voicePrompt: CALLER_BAM },
+    });
 
     await call.speak(speech);
     await call.silence(1200);

@@ -46,7 +46,20 @@ describe('refused and failed calls', () => {
     expect(await (await dialCarrier(t, 'twilio', { token: tampered })).closed).toMatchObject({ code: 1008, reason: 'invalid_call_token' });
     const secret = await t.server.store.serverSecret(TOKEN_SECRET_NAME, () => 'unused');
     const key = (await t.server.store.listKeys(t.accountId))[0]!;
-    const expired = mintCallToken(secret, { accountId: t.accountId, keyId: key.id, mode: 'transcription', transcriptionLanguage: 'bam', ttsLanguage: 'bam', interruptible: 'any', allowRelayOverride: false, ttlSeconds: 60 }, Date.now() - 3_600_000).token;
+    const expired = mintCallToken(
+      secret,
+      {
+        accountId: t.accountId,
+        keyId: key.id,
+        mode: 'transcription',
+        transcriptionLanguage: 'bam',
+        ttsLanguage: 'bam',
+        interruptible: 'any',
+        allowRelayOverride: false,
+        ttlSeconds: 60,
+      },
+      Date.now() - 3_600_000,
+    ).token;
     expect(await (await dialCarrier(t, 'twilio', { token: expired })).closed).toMatchObject({ code: 1008, reason: 'invalid_call_token' });
   });
 
@@ -76,7 +89,11 @@ describe('refused and failed calls', () => {
 
   it('frames that are not the carrier protocol are closed 1008 malformed_frame; a second call is then served', async () => {
     const token = await mintToken(t, { mode: 'transcription' });
-    for (const garbage of ['not json', JSON.stringify({ event: 'media', media: { payload: '***' } }), JSON.stringify({ event: 'start', start: { streamSid: 5 } })]) {
+    for (const garbage of [
+      'not json',
+      JSON.stringify({ event: 'media', media: { payload: '***' } }),
+      JSON.stringify({ event: 'start', start: { streamSid: 5 } }),
+    ]) {
       const { call, closed } = await dialCarrier(t, 'twilio', { token });
       call.sendRaw({ text: garbage });
       expect(await closed).toMatchObject({ code: 1008, reason: 'malformed_frame' });

@@ -25,14 +25,28 @@ afterAll(async () => {
   await t.close();
 });
 
-const value = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.base64String(), fc.array(fc.string(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 8 }), fc.string(), { maxKeys: 3 }));
+const value = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.base64String(),
+  fc.array(fc.string(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.string(), { maxKeys: 3 }),
+);
 const carrierish = fc.record(
   {
     event: fc.constantFrom('connected', 'start', 'media', 'mark', 'dtmf', 'stop', 'clear', 'websocket:connected', 'playedStream', 'error', 'x'),
     streamSid: value,
     stream_id: value,
     sequenceNumber: value,
-    start: fc.oneof(value, fc.record({ streamSid: value, callSid: value, customParameters: fc.oneof(value, fc.constant({ token: 'kct1.x.y' })), mediaFormat: value }, { requiredKeys: [] })),
+    start: fc.oneof(
+      value,
+      fc.record(
+        { streamSid: value, callSid: value, customParameters: fc.oneof(value, fc.constant({ token: 'kct1.x.y' })), mediaFormat: value },
+        { requiredKeys: [] },
+      ),
+    ),
     media: fc.oneof(value, fc.record({ track: value, chunk: value, timestamp: value, payload: fc.oneof(value, fc.base64String()) }, { requiredKeys: [] })),
     mark: value,
     dtmf: value,

@@ -40,7 +40,7 @@ async function converse(call: SimulatedCall): Promise<{ prompt: any; heard: stri
   // The reply arrives paced, in real time: wait until it has begun and then stopped coming.
   await call.waitFor((log) => log.audio.length > 0, 20_000);
   const received = () => call.log.audio.reduce((n, a) => n + a.bytes.length, 0);
-  for (let before = -1; before !== received(); ) {
+  for (let before = -1; before !== received();) {
     before = received();
     await new Promise((resolve) => setTimeout(resolve, 600));
   }

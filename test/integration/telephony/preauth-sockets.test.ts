@@ -27,7 +27,8 @@ const preAuthOpen = () => metric(/^kuma_websocket_preauth_sockets (\d+)/m);
 const refusals = (reason: string) => metric(new RegExp(`^kuma_websocket_refusals_total\\{route="/telephony/v1/twilio",reason="${reason}"\\} (\\d+)`, 'm'));
 
 /** Opens `n` twilio streams without a token from `address`; returns the answers (101 or the refusal). */
-const openFrom = (address: string, n: number) => Promise.all(Array.from({ length: n }, () => rawUpgrade(t.server.port, '/telephony/v1/twilio', { localAddress: address })));
+const openFrom = (address: string, n: number) =>
+  Promise.all(Array.from({ length: n }, () => rawUpgrade(t.server.port, '/telephony/v1/twilio', { localAddress: address })));
 const closeAll = async (sockets: { socket: net.Socket }[]) => {
   for (const s of sockets) s.socket.destroy();
   await expect.poll(preAuthOpen).toBe(0);

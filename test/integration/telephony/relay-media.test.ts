@@ -76,7 +76,13 @@ describe('relay media', () => {
   }, 60_000);
 
   it('sendDigits plays the keypad tones; play plays the file, which says its words; a bad source gets an error', async () => {
-    app = await startRelayApp(scriptedApp([{ type: 'sendDigits', digits: '1' }, { type: 'play', source: `${files.baseUrl}/missing.wav` }, { type: 'play', source: `${files.baseUrl}/prompt.wav` }]));
+    app = await startRelayApp(
+      scriptedApp([
+        { type: 'sendDigits', digits: '1' },
+        { type: 'play', source: `${files.baseUrl}/missing.wav` },
+        { type: 'play', source: `${files.baseUrl}/prompt.wav` },
+      ]),
+    );
     const token = await mintToken(t, { relay_url: app.url });
     const connection = app.nextConnection();
     const { call, closed } = await dialCarrier(t, 'twilio', { token });
@@ -88,7 +94,7 @@ describe('relay media', () => {
     const fileMs = wavDurationMs(wav);
     await call.waitFor((log) => log.audio.reduce((n, a) => n + a.bytes.length, 0) >= 1600 + fileMs * 8 * 0.95, 30_000);
     const received = () => call.log.audio.length;
-    for (let before = -1; before !== received(); ) {
+    for (let before = -1; before !== received();) {
       before = received();
       await new Promise((resolve) => setTimeout(resolve, 600));
     }

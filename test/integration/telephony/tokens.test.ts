@@ -29,18 +29,40 @@ async function mint(body: unknown, apiKey: string | null = t.apiKey, raw?: strin
 
 describe('POST /telephony/v1/tokens', () => {
   it('mints a relay token bound to the caller and its settings, which verifies with the stored secret', async () => {
-    const res = await mint({ relay_url: 'wss://93.184.215.14/agent', language: 'fr-FR', tts_language: 'en-US', welcome_greeting: 'I ni ce!', interruptible: 'speech', ttl_seconds: 600 });
+    const res = await mint({
+      relay_url: 'wss://93.184.215.14/agent',
+      language: 'fr-FR',
+      tts_language: 'en-US',
+      welcome_greeting: 'I ni ce!',
+      interruptible: 'speech',
+      ttl_seconds: 600,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      object: 'telephony.call_token', token: expect.stringMatching(/^kct1\./), expires_at: expect.any(Number), mode: 'relay',
-      relay_url: 'wss://93.184.215.14/agent', transcription_language: 'fra', tts_language: 'eng', welcome_greeting: 'I ni ce!',
-      interruptible: 'speech', allow_relay_override: false,
+      object: 'telephony.call_token',
+      token: expect.stringMatching(/^kct1\./),
+      expires_at: expect.any(Number),
+      mode: 'relay',
+      relay_url: 'wss://93.184.215.14/agent',
+      transcription_language: 'fra',
+      tts_language: 'eng',
+      welcome_greeting: 'I ni ce!',
+      interruptible: 'speech',
+      allow_relay_override: false,
     });
     const claims = verifyCallToken(secret, res.body.token);
     expect(claims.expiresAt - claims.issuedAt).toBe(600);
     expect(claims).toMatchObject({
-      accountId: t.accountId, keyId: t.keyId, mode: 'relay', relayUrl: 'wss://93.184.215.14/agent', transcriptionLanguage: 'fra', ttsLanguage: 'eng',
-      welcomeGreeting: 'I ni ce!', interruptible: 'speech', allowRelayOverride: false, expiresAt: res.body.expires_at,
+      accountId: t.accountId,
+      keyId: t.keyId,
+      mode: 'relay',
+      relayUrl: 'wss://93.184.215.14/agent',
+      transcriptionLanguage: 'fra',
+      ttsLanguage: 'eng',
+      welcomeGreeting: 'I ni ce!',
+      interruptible: 'speech',
+      allowRelayOverride: false,
+      expiresAt: res.body.expires_at,
     });
     await expect(checkCallTokenKey(t.server.store, claims)).resolves.toBeUndefined();
   });
@@ -48,7 +70,14 @@ describe('POST /telephony/v1/tokens', () => {
   it('defaults to a one-hour Bambara transcription token, interruptible by anything', async () => {
     const res = await mint({});
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ mode: 'transcription', relay_url: null, transcription_language: 'bam', tts_language: 'bam', interruptible: 'any', welcome_greeting: null });
+    expect(res.body).toMatchObject({
+      mode: 'transcription',
+      relay_url: null,
+      transcription_language: 'bam',
+      tts_language: 'bam',
+      interruptible: 'any',
+      welcome_greeting: null,
+    });
     const claims = verifyCallToken(secret, res.body.token);
     expect(claims.expiresAt - claims.issuedAt).toBe(3600);
   });
@@ -61,7 +90,11 @@ describe('POST /telephony/v1/tokens', () => {
   });
 
   it('accepts the key as x-api-key too, and refuses a request without a valid key (401, nothing minted)', async () => {
-    const viaHeader = await fetch(`${t.baseUrl}/telephony/v1/tokens`, { method: 'POST', headers: { 'x-api-key': t.apiKey, 'content-type': 'application/json' }, body: '{}' });
+    const viaHeader = await fetch(`${t.baseUrl}/telephony/v1/tokens`, {
+      method: 'POST',
+      headers: { 'x-api-key': t.apiKey, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(viaHeader.status).toBe(200);
     for (const key of [null, 'not-a-key', '00000000-0000-4000-8000-000000000000']) {
       const res = await mint({}, key);
@@ -101,7 +134,14 @@ describe('POST /telephony/v1/tokens', () => {
   });
 
   it('refuses a relay URL inside the operator network unless the allow-list names it', async () => {
-    for (const url of ['wss://127.0.0.1:9000/ws', 'ws://169.254.169.254/latest', 'wss://10.0.0.8/ws', 'wss://[::1]:9000/ws', 'wss://[::ffff:192.168.0.1]/ws', 'wss://2130706433/ws']) {
+    for (const url of [
+      'wss://127.0.0.1:9000/ws',
+      'ws://169.254.169.254/latest',
+      'wss://10.0.0.8/ws',
+      'wss://[::1]:9000/ws',
+      'wss://[::ffff:192.168.0.1]/ws',
+      'wss://2130706433/ws',
+    ]) {
       const res = await mint({ relay_url: url });
       expect(res.status, url).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_value', param: 'relay_url' });
@@ -118,7 +158,9 @@ describe('POST /telephony/v1/tokens', () => {
     const strict = await startTestServer({ config: { outboundAllow: 'relay.example.com' } });
     try {
       const res = await fetch(`${strict.baseUrl}/telephony/v1/tokens`, {
-        method: 'POST', headers: { authorization: `Bearer ${strict.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ relay_url: 'wss://93.184.215.14/ws' }),
+        method: 'POST',
+        headers: { authorization: `Bearer ${strict.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ relay_url: 'wss://93.184.215.14/ws' }),
       });
       expect(res.status).toBe(400);
       expect(((await res.json()) as any).error.message).toMatch(/relay_url: the address 93\.184\.215\.14 is not on the outbound allow-list/);

@@ -65,7 +65,9 @@ describe('transcription mode', () => {
     call.dtmf('5');
     await call.speak(two);
     await call.silence(1000);
-    await receiver.until((r) => r.filter((x) => x.event.type === 'transcript.final' && x.answer !== undefined && x.answer !== 'drop' && x.answer.status === 200).length === 2);
+    await receiver.until(
+      (r) => r.filter((x) => x.event.type === 'transcript.final' && x.answer !== undefined && x.answer !== 'drop' && x.answer.status === 200).length === 2,
+    );
     call.hangup();
     await closed;
     await receiver.until((r) => r.some((x) => x.event.type === 'call.ended'));

@@ -47,7 +47,8 @@ function deferredAuth() {
   const session: DuplexResult = { kind: 'duplex', open: () => handler };
   const authorize = (credential: string) =>
     new Promise<{ session: DuplexResult; abandon: () => Promise<void> }>((resolve, reject) => {
-      settle = (ok) => (ok && credential === 'good' ? resolve({ session, abandon: async () => void abandoned++ }) : reject(new ApiError('invalid_api_key', 'no')));
+      settle = (ok) =>
+        ok && credential === 'good' ? resolve({ session, abandon: async () => void abandoned++ }) : reject(new ApiError('invalid_api_key', 'no'));
     });
   return { authorize, received, settle: (ok: boolean) => settle(ok), abandoned: () => abandoned };
 }

@@ -7,7 +7,11 @@ describe('ModelCatalog', () => {
   it('serves legacy ids through 19 September and retires them on the 20th (UTC)', () => {
     expect(at('2026-09-19T23:59:59.999Z').resolve('djelia-tts-v2')).toMatchObject({ id: 'djelia-tts-v2', legacy: true });
     expect(at('2026-09-20T00:00:00.000Z').resolve('djelia-tts-v2')).toBeUndefined();
-    expect(at('2026-09-20T00:00:00.000Z').list().map((m) => m.id)).toEqual(['sunjata-1', 'jifili-1', 'banjugu-1']);
+    expect(
+      at('2026-09-20T00:00:00.000Z')
+        .list()
+        .map((m) => m.id),
+    ).toEqual(['sunjata-1', 'jifili-1', 'banjugu-1']);
   });
 
   it('aliases keep resolving after the retirement date and report the canonical id', () => {

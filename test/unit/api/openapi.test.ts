@@ -30,10 +30,11 @@ ajvFormats.default(ajv);
 ajv.addFormat('binary', true);
 ajv.addVocabulary(['openapi', 'info', 'servers', 'paths', 'components']);
 ajv.addSchema({ ...doc, $id: 'doc' });
-const requestSchema = (path: string, type: string) => ajv.compile({ $ref: `doc#/paths/${path.replace(/\//g, '~1')}/post/requestBody/content/${encodeURIComponent(type.replace('/', '~1'))}/schema` });
+const requestSchema = (path: string, type: string) =>
+  ajv.compile({ $ref: `doc#/paths/${path.replace(/\//g, '~1')}/post/requestBody/content/${encodeURIComponent(type.replace('/', '~1'))}/schema` });
 
 /** A value that is sometimes right for a field and sometimes wrong in a plausible way. */
-const anyOf = <T,>(...arbs: fc.Arbitrary<T>[]) => fc.oneof(...arbs);
+const anyOf = <T>(...arbs: fc.Arbitrary<T>[]) => fc.oneof(...arbs);
 const number = (min: number, max: number) => anyOf(fc.double({ min, max, noNaN: true }), fc.integer({ min: Math.floor(min), max: Math.ceil(max) }));
 const text = anyOf(fc.constantFrom('', 'i ni ce', 'jifili-1', 'mp3', 'sse', 'x'), fc.string({ maxLength: 8 }));
 const junk = anyOf<unknown>(fc.constant(null), fc.boolean(), fc.integer({ min: -3, max: 3 }), fc.constant([]), fc.constant({}));
@@ -68,7 +69,16 @@ const chatBody = fc.record(
   {
     model: anyOf<unknown>(text, junk),
     messages: anyOf<unknown>(
-      fc.array(fc.record({ role: anyOf<unknown>(fc.constantFrom('user', 'system'), junk), content: anyOf<unknown>(text, fc.constant(null), fc.constant([{ type: 'text', text: 'i ni ce' }])) }, { requiredKeys: [] }), { maxLength: 3 }),
+      fc.array(
+        fc.record(
+          {
+            role: anyOf<unknown>(fc.constantFrom('user', 'system'), junk),
+            content: anyOf<unknown>(text, fc.constant(null), fc.constant([{ type: 'text', text: 'i ni ce' }])),
+          },
+          { requiredKeys: [] },
+        ),
+        { maxLength: 3 },
+      ),
       junk,
     ),
     stream: anyOf<unknown>(fc.boolean(), fc.constant(null), fc.constant('yes')),
@@ -147,6 +157,8 @@ describe('building the document', () => {
     const a = route('/a', z.object({ a: z.string() }).meta({ id: 'Same' }));
     const b = route('/b', z.object({ b: z.number() }).meta({ id: 'Same' }));
     expect(() => buildOpenApiDocument([a, b], { title: 't', version: 'v', vendor: 'djelia' })).toThrow(/Same has two different definitions/);
-    expect(() => buildOpenApiDocument([a, route('/c', z.object({ a: z.string() }).meta({ id: 'Same' }))], { title: 't', version: 'v', vendor: 'djelia' })).not.toThrow();
+    expect(() =>
+      buildOpenApiDocument([a, route('/c', z.object({ a: z.string() }).meta({ id: 'Same' }))], { title: 't', version: 'v', vendor: 'djelia' }),
+    ).not.toThrow();
   });
 });

@@ -35,7 +35,9 @@ describe('closeWhenDone', () => {
 
   it('a stream that fails closes once and the error goes on', async () => {
     const { log, source, onEnd } = tracked([1, 2, 3], { failAfter: 1 });
-    const run = async () => { for await (const _ of closeWhenDone(source, onEnd, new AbortController().signal)); };
+    const run = async () => {
+      for await (const _ of closeWhenDone(source, onEnd, new AbortController().signal));
+    };
     await expect(run()).rejects.toThrow('source failed');
     expect(log.filter((l) => l === 'closed')).toHaveLength(1);
   });

@@ -4,7 +4,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { authenticateAdminKey, createAdminKey, DEV_ADMIN_KEY_LABEL, ensureDevAdminKey, generateAdminKey, hashAdminKey, isWellFormedAdminKey } from '../../../src/auth/admin-keys.js';
+import {
+  authenticateAdminKey,
+  createAdminKey,
+  DEV_ADMIN_KEY_LABEL,
+  ensureDevAdminKey,
+  generateAdminKey,
+  hashAdminKey,
+  isWellFormedAdminKey,
+} from '../../../src/auth/admin-keys.js';
 import { AdminAuthError, type AdminAuthFailure } from '../../../src/auth/errors.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import type { Store } from '../../../src/store/store.js';
@@ -16,7 +24,10 @@ beforeEach(async () => {
 afterEach(() => store.close());
 
 async function refusal(authorization: string | undefined): Promise<AdminAuthFailure> {
-  const err = await authenticateAdminKey(store, authorization).then(() => undefined, (e: unknown) => e);
+  const err = await authenticateAdminKey(store, authorization).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(AdminAuthError);
   return (err as AdminAuthError).reason;
 }

@@ -8,7 +8,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, toApiError } from '../../../src/api/errors.js';
 import {
-  authenticateApiKey, extractApiKey, generateApiKey, hashApiKey, INCORRECT_KEY_MESSAGE, isWellFormedApiKey, MISSING_KEY_MESSAGE,
+  authenticateApiKey,
+  extractApiKey,
+  generateApiKey,
+  hashApiKey,
+  INCORRECT_KEY_MESSAGE,
+  isWellFormedApiKey,
+  MISSING_KEY_MESSAGE,
 } from '../../../src/auth/api-keys.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import type { Store } from '../../../src/store/store.js';
@@ -129,7 +135,10 @@ describe('authenticateApiKey', () => {
 
   it('rejects a store match whose hash differs (constant-time re-check)', async () => {
     const { account, key, apiKey } = await issueKey();
-    const looseStore: Store = { ...store, findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account, limits: { account: NO_OVERRIDES, key: NO_OVERRIDES } }) };
+    const looseStore: Store = {
+      ...store,
+      findKeyByHash: async () => ({ key, keyHash: 'f'.repeat(64), account, limits: { account: NO_OVERRIDES, key: NO_OVERRIDES } }),
+    };
     await expect(authenticateApiKey(looseStore, apiKey)).rejects.toMatchObject({ code: 'invalid_api_key' });
   });
 });
@@ -142,7 +151,10 @@ describe('storage', () => {
     expect((await store.findKeyByHash(hashApiKey(apiKey)))?.keyHash).toBe(hashApiKey(apiKey));
 
     // Read the database file and its WAL while the store is still open, then again after the checkpoint on close.
-    const rawBytes = () => readdirSync(dir).map((f) => readFileSync(path.join(dir, f)).toString('latin1')).join('');
+    const rawBytes = () =>
+      readdirSync(dir)
+        .map((f) => readFileSync(path.join(dir, f)).toString('latin1'))
+        .join('');
     for (const phase of ['open', 'closed']) {
       if (phase === 'closed') await store.close();
       const bytes = rawBytes();

@@ -31,7 +31,7 @@ afterEach(async () => {
 });
 
 describe('KeySessions', () => {
-  it('this process\'s revocation ends every session of the key at once, and only those', async () => {
+  it("this process's revocation ends every session of the key at once, and only those", async () => {
     const sessions = new KeySessions(store, { periodMs: 60_000 });
     const ended: string[] = [];
     sessions.register(keys[0]!, () => ended.push('a1'));
@@ -46,7 +46,7 @@ describe('KeySessions', () => {
     sessions.close();
   });
 
-  it('the sweep asks once for every key with sessions, ends the revoked ones\' sessions, and asks nothing when none is open', async () => {
+  it("the sweep asks once for every key with sessions, ends the revoked ones' sessions, and asks nothing when none is open", async () => {
     const ask = vi.spyOn(store, 'inactiveKeyIds');
     const sessions = new KeySessions(store, { periodMs: 60_000 });
     await sessions.sweep();

@@ -126,7 +126,12 @@ describe('assertCanStart (the early refusal)', () => {
   });
 
   it('is a billing error that only the API maps to 402 insufficient_quota', () => {
-    expect(toApiError(new InsufficientQuotaError('acct_x', 10, 0))).toMatchObject({ status: 402, code: 'insufficient_quota', type: 'insufficient_quota', message: INSUFFICIENT_QUOTA_MESSAGE });
+    expect(toApiError(new InsufficientQuotaError('acct_x', 10, 0))).toMatchObject({
+      status: 402,
+      code: 'insufficient_quota',
+      type: 'insufficient_quota',
+      message: INSUFFICIENT_QUOTA_MESSAGE,
+    });
   });
 });
 
@@ -138,7 +143,10 @@ describe('reserve, settle and release', () => {
     const result = await reservation.settle([seconds(12.345), { model: 'djelia-translate-v2', kind: 'translation', unit: 'token', quantity: 10 }, seconds(0)]);
     expect(recordUsage).toHaveBeenCalledTimes(1);
     expect(recordUsage.mock.calls[0]![1]).toEqual({ releaseHoldId: reservation.id });
-    expect(result.records.map((r) => [r.unit, r.costMicros])).toEqual([['second', 1235], ['token', 600]]);
+    expect(result.records.map((r) => [r.unit, r.costMicros])).toEqual([
+      ['second', 1235],
+      ['token', 600],
+    ]);
     expect(result.balanceMicros).toBe(1_000_000 - 1835);
     expect(await balance()).toBe(1_000_000 - 1835);
     expect(await available()).toBe(1_000_000 - 1835); // the hold is gone with the debit
@@ -212,7 +220,11 @@ describe('reserve, settle and release', () => {
   it('is atomic: when the second row violates the unit CHECK, neither row nor the debit lands, and the hold is freed', async () => {
     const corrupting: Store = {
       ...store,
-      recordUsage: (records, options) => store.recordUsage(records.map((r, i) => (i === 1 ? { ...r, unit: 'minute' as UsageUnit } : r)), options),
+      recordUsage: (records, options) =>
+        store.recordUsage(
+          records.map((r, i) => (i === 1 ? { ...r, unit: 'minute' as UsageUnit } : r)),
+          options,
+        ),
     };
     const failing = new Ledger(corrupting, prices);
     const reservation = await failing.reserve(ctx(), 1000);
@@ -280,7 +292,10 @@ describe('concurrency', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 0, max: 5000 }),
-        fc.array(fc.record({ hold: fc.integer({ min: 0, max: 1500 }), share: fc.double({ min: 0, max: 1, noNaN: true }), fail: fc.boolean() }), { minLength: 1, maxLength: 60 }),
+        fc.array(fc.record({ hold: fc.integer({ min: 0, max: 1500 }), share: fc.double({ min: 0, max: 1, noNaN: true }), fail: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 60,
+        }),
         async (start, requests) => {
           const acct = await store.createAccount('prop', start);
           await Promise.all(

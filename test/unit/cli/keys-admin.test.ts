@@ -29,7 +29,12 @@ afterEach(() => store.close());
 async function run(...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runKeysCommand(argv, store, (l) => out.push(l), (l) => err.push(l));
+  const code = await runKeysCommand(
+    argv,
+    store,
+    (l) => out.push(l),
+    (l) => err.push(l),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -93,7 +98,11 @@ describe('admin', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'kuma-cli-admin-'));
     try {
       const dbPath = path.join(dir, 'cli.sqlite');
-      const exec = (...args: string[]) => promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', ...args], { cwd: repoRoot, env: { ...process.env, KUMA_DB_PATH: dbPath } });
+      const exec = (...args: string[]) =>
+        promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', ...args], {
+          cwd: repoRoot,
+          env: { ...process.env, KUMA_DB_PATH: dbPath },
+        });
       const key = (await exec('admin', 'create', '--label', 'spawned')).stdout.match(ADMIN_KEY)![0];
       expect((await exec('admin', 'list')).stdout).toContain('label "spawned"');
       const fileStore = await openSqliteStore(dbPath);

@@ -30,14 +30,31 @@ afterEach(async () => {
 async function run(...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runKeysCommand(argv, store, (l) => out.push(l), (l) => err.push(l));
+  const code = await runKeysCommand(
+    argv,
+    store,
+    (l) => out.push(l),
+    (l) => err.push(l),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
 const call = (id: string, accountId: string, extra: Partial<CallRecord> = {}): CallRecord => ({
-  id, accountId, keyId: 'key_000000000001', carrier: 'twilio', mode: 'transcription', carrierCallId: 'CA123',
-  startedAt: '2026-03-01T10:00:00.000Z', endedAt: '2026-03-01T10:01:05.000Z', durationMs: 65_000, turns: 4,
-  callerSeconds: 21.25, charactersSynthesized: 180, charactersTranslated: 40, costMicros: 12_345, endReason: 'caller_hangup',
+  id,
+  accountId,
+  keyId: 'key_000000000001',
+  carrier: 'twilio',
+  mode: 'transcription',
+  carrierCallId: 'CA123',
+  startedAt: '2026-03-01T10:00:00.000Z',
+  endedAt: '2026-03-01T10:01:05.000Z',
+  durationMs: 65_000,
+  turns: 4,
+  callerSeconds: 21.25,
+  charactersSynthesized: 180,
+  charactersTranslated: 40,
+  costMicros: 12_345,
+  endReason: 'caller_hangup',
   ...extra,
 });
 

@@ -30,7 +30,12 @@ afterEach(async () => {
 async function run(...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runKeysCommand(argv, store, (l) => out.push(l), (l) => err.push(l));
+  const code = await runKeysCommand(
+    argv,
+    store,
+    (l) => out.push(l),
+    (l) => err.push(l),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -118,8 +123,14 @@ describe('usage', () => {
     const { accountId, keyId } = await create('--balance', '10');
     const other = await create('--balance', '10');
     const record = (i: number, acct = accountId) => ({
-      requestId: `req_${i}`, accountId: acct, keyId, model: 'djelia-transcribe', unit: 'second' as const,
-      quantity: 1, unitPriceMicros: 100, costMicros: 100,
+      requestId: `req_${i}`,
+      accountId: acct,
+      keyId,
+      model: 'djelia-transcribe',
+      unit: 'second' as const,
+      quantity: 1,
+      unitPriceMicros: 100,
+      costMicros: 100,
     });
     await store.recordUsage(Array.from({ length: 60 }, (_, i) => record(i)));
     await store.recordUsage([record(99, other.accountId)]);
@@ -160,7 +171,7 @@ describe('commands', () => {
 });
 
 describe('limits', () => {
-  it('set, show and clear an account\'s and a key\'s overrides', async () => {
+  it("set, show and clear an account's and a key's overrides", async () => {
     const { accountId, keyId } = await create('--name', 'lim');
     let r = await run('limits', 'set', accountId, '--requests-per-minute', '5', '--concurrent', '0');
     expect(r.code).toBe(0);
@@ -170,9 +181,20 @@ describe('limits', () => {
     expect(r.out).toContain(`Limits of key ${keyId}`);
     expect(await store.getRateLimits(keyId)).toEqual({ requestsPerMinute: null, tokensPerMinute: 100, concurrent: null });
 
-    const defaults = { account: { requestsPerMinute: 600, tokensPerMinute: 60000, concurrent: 16 }, key: { requestsPerMinute: 0, tokensPerMinute: 0, concurrent: 0 } };
+    const defaults = {
+      account: { requestsPerMinute: 600, tokensPerMinute: 60000, concurrent: 16 },
+      key: { requestsPerMinute: 0, tokensPerMinute: 0, concurrent: 0 },
+    };
     const out: string[] = [];
-    expect(await runKeysCommand(['limits', 'show', accountId], store, (l) => out.push(l), (l) => out.push(l), { limitDefaults: defaults })).toBe(0);
+    expect(
+      await runKeysCommand(
+        ['limits', 'show', accountId],
+        store,
+        (l) => out.push(l),
+        (l) => out.push(l),
+        { limitDefaults: defaults },
+      ),
+    ).toBe(0);
     expect(out[0]).toContain('requests 5 /min (set), tokens 60000 /min (default), concurrent unlimited (set)');
     expect(out[1]).toContain(`${keyId}  requests unlimited (default), tokens 100 /min (set)`);
 

@@ -26,25 +26,28 @@ const cases = MATRIX_FORMATS.flatMap((format) =>
 
 // Concurrent: ffmpeg encodes in child processes while the previous case decodes on this thread.
 describe.concurrent('decodeAudio: decoder matrix (formats × rates × channels)', () => {
-  it.each(cases.map((c) => [c.format.name, c.rate, c.channels, c] as const))('%s at %i Hz, %i channel(s), decodes to the source', async (_n, _r, _c, { format, rate, channels }) => {
-    const input = source(rate, channels);
-    const decoded = await decodeAudio(await format.encode(input, rate), { targetRate: rate });
-    expect(decoded).toMatchObject({ container: format.container, sampleRate: rate });
-    expect(decoded.sourceChannels).toBeLessThanOrEqual(channels); // dual-mono lossy streams may report 1
-    const expected = mixdown(input);
-    if (format.fidelity.kind === 'exact') {
-      expect(decoded.samples.length).toBe(expected.length);
-      expect(decoded.sourceSampleRate).toBe(rate);
-      expect(decoded.sourceChannels).toBe(channels);
-      expect(maxAbsDiff(expected, decoded.samples)).toBeLessThanOrEqual(format.fidelity.maxError);
-    } else {
-      expect(Math.abs(decoded.samples.length - expected.length)).toBeLessThanOrEqual(0.05 * rate);
-      const maxLag = Math.round((format.fidelity.maxLagSeconds ?? 0.02) * rate);
-      const c = compareAligned(expected, decoded.samples, maxLag, Math.round(0.05 * rate));
-      expect(c.snrDb).toBeGreaterThanOrEqual(format.fidelity.minSnrDb);
-      expect(c.correlation).toBeGreaterThanOrEqual(format.fidelity.minCorrelation);
-    }
-  });
+  it.each(cases.map((c) => [c.format.name, c.rate, c.channels, c] as const))(
+    '%s at %i Hz, %i channel(s), decodes to the source',
+    async (_n, _r, _c, { format, rate, channels }) => {
+      const input = source(rate, channels);
+      const decoded = await decodeAudio(await format.encode(input, rate), { targetRate: rate });
+      expect(decoded).toMatchObject({ container: format.container, sampleRate: rate });
+      expect(decoded.sourceChannels).toBeLessThanOrEqual(channels); // dual-mono lossy streams may report 1
+      const expected = mixdown(input);
+      if (format.fidelity.kind === 'exact') {
+        expect(decoded.samples.length).toBe(expected.length);
+        expect(decoded.sourceSampleRate).toBe(rate);
+        expect(decoded.sourceChannels).toBe(channels);
+        expect(maxAbsDiff(expected, decoded.samples)).toBeLessThanOrEqual(format.fidelity.maxError);
+      } else {
+        expect(Math.abs(decoded.samples.length - expected.length)).toBeLessThanOrEqual(0.05 * rate);
+        const maxLag = Math.round((format.fidelity.maxLagSeconds ?? 0.02) * rate);
+        const c = compareAligned(expected, decoded.samples, maxLag, Math.round(0.05 * rate));
+        expect(c.snrDb).toBeGreaterThanOrEqual(format.fidelity.minSnrDb);
+        expect(c.correlation).toBeGreaterThanOrEqual(format.fidelity.minCorrelation);
+      }
+    },
+  );
 });
 
 describe('decodeAudio: resampling to the model rate', () => {
@@ -72,7 +75,16 @@ describe('decodeAudio: resampling to the model rate', () => {
 });
 
 /** A WAV file from parts, for the variants ffmpeg does not write. */
-function wavFile(o: { tag: number; bits: number; channels: number; rate: number; data: Uint8Array; dataSize?: number; extensible?: boolean; before?: Uint8Array }): Uint8Array {
+function wavFile(o: {
+  tag: number;
+  bits: number;
+  channels: number;
+  rate: number;
+  data: Uint8Array;
+  dataSize?: number;
+  extensible?: boolean;
+  before?: Uint8Array;
+}): Uint8Array {
   const fmtSize = o.extensible ? 40 : 16;
   const before = o.before ?? new Uint8Array(0);
   const out = new Uint8Array(12 + 8 + fmtSize + before.length + 8 + o.data.length);
@@ -118,9 +130,16 @@ describe('decodeAudio: WAV variants', () => {
     const channels = 6;
     const pcm = new Int16Array(tone.length * channels);
     for (let i = 0; i < tone.length; i++) for (let c = 0; c < channels; c++) pcm[i * channels + c] = Math.round(tone[i]! * 32767 * (c % 2 ? 1 : 0.5));
-    const d = await decodeAudio(wavFile({ tag: 1, bits: 16, channels, rate: 16000, data: new Uint8Array(pcm.buffer), extensible: true }), { targetRate: 16000 });
+    const d = await decodeAudio(wavFile({ tag: 1, bits: 16, channels, rate: 16000, data: new Uint8Array(pcm.buffer), extensible: true }), {
+      targetRate: 16000,
+    });
     expect(d.sourceChannels).toBe(6);
-    expect(maxAbsDiff(tone.map((s) => s * 0.75), d.samples)).toBeLessThan(2 / 32768);
+    expect(
+      maxAbsDiff(
+        tone.map((s) => s * 0.75),
+        d.samples,
+      ),
+    ).toBeLessThan(2 / 32768);
   });
 
   it('skips unknown chunks, including odd-sized ones with their pad byte', async () => {
@@ -135,7 +154,9 @@ describe('decodeAudio: WAV variants', () => {
   });
 
   it('refuses WAV codecs it cannot decode (MS ADPCM) as unsupported, naming the format', async () => {
-    const error = await decodeAudio(wavFile({ tag: 2, bits: 4, channels: 1, rate: 16000, data: new Uint8Array(256) }), { targetRate: 16000 }).catch((e: unknown) => e);
+    const error = await decodeAudio(wavFile({ tag: 2, bits: 4, channels: 1, rate: 16000, data: new Uint8Array(256) }), { targetRate: 16000 }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AudioDecodeError);
     expect(error).toMatchObject({ kind: 'unsupported', message: expect.stringMatching(/looks like WAV.*0x2/) });
   });
@@ -152,7 +173,11 @@ describe('decodeAudio: duration limit', () => {
 
   it('refuses FLAC, Ogg and MP4 on the duration their headers declare, before decoding', async () => {
     const input = [speechLike(16000, 2)];
-    for (const [args, ext] of [[['-c:a', 'flac'], 'flac'], [['-c:a', 'libopus'], 'ogg'], [['-c:a', 'aac'], 'm4a']] as const) {
+    for (const [args, ext] of [
+      [['-c:a', 'flac'], 'flac'],
+      [['-c:a', 'libopus'], 'ogg'],
+      [['-c:a', 'aac'], 'm4a'],
+    ] as const) {
       const bytes = await encodeWithFfmpeg(input, 16000, [...args], ext);
       await tooLong(decodeAudio(bytes, { targetRate: 16000, maxDurationSeconds: 1 }));
     }
@@ -174,7 +199,12 @@ describe('decodeAudio: duration limit', () => {
 
   it('accepts audio exactly at the limit despite codec padding, and refuses it 0.3 s over', async () => {
     const input = [speechLike(16000, 1)];
-    for (const [args, ext] of [[['-c:a', 'pcm_s16le'], 'wav'], [['-c:a', 'libopus'], 'webm'], [['-c:a', 'aac'], 'm4a'], [['-c:a', 'libmp3lame'], 'mp3']] as const) {
+    for (const [args, ext] of [
+      [['-c:a', 'pcm_s16le'], 'wav'],
+      [['-c:a', 'libopus'], 'webm'],
+      [['-c:a', 'aac'], 'm4a'],
+      [['-c:a', 'libmp3lame'], 'mp3'],
+    ] as const) {
       const bytes = await encodeWithFfmpeg(input, 16000, [...args], ext);
       await expect(decodeAudio(bytes, { targetRate: 16000, maxDurationSeconds: 1 })).resolves.toBeDefined();
       await tooLong(decodeAudio(bytes, { targetRate: 16000, maxDurationSeconds: 0.7 }));

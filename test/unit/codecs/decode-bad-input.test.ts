@@ -25,7 +25,11 @@ beforeAll(async () => {
 });
 
 type Outcome = { ok: DecodedAudio } | { error: unknown };
-const attempt = (p: Promise<DecodedAudio>): Promise<Outcome> => p.then((ok) => ({ ok }), (error: unknown) => ({ error }));
+const attempt = (p: Promise<DecodedAudio>): Promise<Outcome> =>
+  p.then(
+    (ok) => ({ ok }),
+    (error: unknown) => ({ error }),
+  );
 
 /** The invariant: a clean result (finite samples at the asked rate) or a typed error, nothing else. */
 function expectCleanOutcome(outcome: Outcome, context: string): void {
@@ -144,14 +148,34 @@ describe('bad input: MP4 boxes that would make the demuxer allocate or loop with
   };
 
   it.each([
-    ['stsz with one size for 4 billion samples', 'm4a aac faststart', 'stsz', [[4, 1024], [8, 0xf000_0000]]],
-    ['stsz with a 2^30-entry table', 'm4a aac faststart', 'stsz', [[4, 0], [8, 0x4000_0000]]],
+    [
+      'stsz with one size for 4 billion samples',
+      'm4a aac faststart',
+      'stsz',
+      [
+        [4, 1024],
+        [8, 0xf000_0000],
+      ],
+    ],
+    [
+      'stsz with a 2^30-entry table',
+      'm4a aac faststart',
+      'stsz',
+      [
+        [4, 0],
+        [8, 0x4000_0000],
+      ],
+    ],
     ['stco', 'm4a aac faststart', 'stco', [[4, 0xffff_fff0]]],
     ['stsc', 'm4a aac index at end', 'stsc', [[4, 0x8000_0000]]],
     ['elst', 'm4a aac faststart', 'elst', [[4, 0xf200_0001]]],
     ['trun', 'm4a aac fragmented', 'trun', [[4, 0xffff_ffff]]],
   ] as const)('refuses a lying %s count as corrupt, fast', async (_label, name, type, fields) => {
-    const bytes = patched(name, type, fields.map(([o, v]) => [o, v]));
+    const bytes = patched(
+      name,
+      type,
+      fields.map(([o, v]) => [o, v]),
+    );
     await expect(pool.decode(bytes, { targetRate: 16000 })).rejects.toMatchObject({ kind: 'corrupt', message: expect.stringContaining(type) });
   });
 
@@ -191,22 +215,26 @@ describe('bad input: mutation fuzz through the DecoderPool', () => {
   const pool = new DecoderPool({ size: 2, timeoutMs: FUZZ_TIMEOUT_MS });
   afterAll(() => pool.close());
 
-  it.each(FUZZED.map((f) => [f.name, f] as const))(`%s survives ${MUTATIONS_PER_FORMAT} seeded mutations: audio or a typed error, never a crash`, async (name, format) => {
-    const random = prng(1234 + name.length * 7919 + name.charCodeAt(0));
-    const base = sampleOf(format);
-    const names = Object.keys(MUTATIONS);
-    const jobs = Array.from({ length: MUTATIONS_PER_FORMAT }, (_, i) => {
-      const kind = names[i % names.length]!;
-      return { kind, bytes: MUTATIONS[kind]!(base, random) };
-    });
-    const outcomes = await Promise.all(jobs.map((j) => attempt(pool.decode(j.bytes, { targetRate: 16000, maxDurationSeconds: 30 }))));
-    const tally: Record<string, number> = {};
-    outcomes.forEach((outcome, i) => {
-      expectCleanOutcome(outcome, `${name} mutation #${i} (${jobs[i]!.kind})`);
-      const key = 'ok' in outcome ? 'ok' : (outcome.error as AudioDecodeError).kind;
-      tally[key] = (tally[key] ?? 0) + 1;
-    });
-    // The tally is the report: how each decoder fails. A 'timeout' here means a decoder hung on some input.
-    console.log(`fuzz ${name}: ${JSON.stringify(tally)}`);
-  }, 120_000);
+  it.each(FUZZED.map((f) => [f.name, f] as const))(
+    `%s survives ${MUTATIONS_PER_FORMAT} seeded mutations: audio or a typed error, never a crash`,
+    async (name, format) => {
+      const random = prng(1234 + name.length * 7919 + name.charCodeAt(0));
+      const base = sampleOf(format);
+      const names = Object.keys(MUTATIONS);
+      const jobs = Array.from({ length: MUTATIONS_PER_FORMAT }, (_, i) => {
+        const kind = names[i % names.length]!;
+        return { kind, bytes: MUTATIONS[kind]!(base, random) };
+      });
+      const outcomes = await Promise.all(jobs.map((j) => attempt(pool.decode(j.bytes, { targetRate: 16000, maxDurationSeconds: 30 }))));
+      const tally: Record<string, number> = {};
+      outcomes.forEach((outcome, i) => {
+        expectCleanOutcome(outcome, `${name} mutation #${i} (${jobs[i]!.kind})`);
+        const key = 'ok' in outcome ? 'ok' : (outcome.error as AudioDecodeError).kind;
+        tally[key] = (tally[key] ?? 0) + 1;
+      });
+      // The tally is the report: how each decoder fails. A 'timeout' here means a decoder hung on some input.
+      console.log(`fuzz ${name}: ${JSON.stringify(tally)}`);
+    },
+    120_000,
+  );
 });

@@ -39,13 +39,16 @@ describe('DecoderPool: a child that dies fails only its own jobs', () => {
     const neighbour = await pool.open(longAdts.slice(), second);
     await expect.poll(() => neighbour.buffered).toBe(2); // paused on the same child, waiting for its reader
     const ownBefore = residentBytes(process.pid)!;
-    const culprit = await pool.open(bomb.slice(), second).then(
-      async (stream) => {
-        for await (const _window of stream) void _window;
-        return null;
-      },
-      (error: unknown) => error,
-    ).catch((error: unknown) => error);
+    const culprit = await pool
+      .open(bomb.slice(), second)
+      .then(
+        async (stream) => {
+          for await (const _window of stream) void _window;
+          return null;
+        },
+        (error: unknown) => error,
+      )
+      .catch((error: unknown) => error);
     expect(culprit).toBeInstanceOf(AudioDecodeError);
     expect(culprit).toMatchObject({ kind: 'corrupt', message: expect.stringMatching(/memory/) });
     expect(toApiError(culprit)).toMatchObject({ status: 400, code: 'invalid_value', param: 'file' });
@@ -77,7 +80,7 @@ describe('DecoderPool: a child that dies fails only its own jobs', () => {
 });
 
 describe('DecoderPool: the wait queue is served in turn across accounts', () => {
-  it('account B\'s one upload starts right after the first of account A\'s eight queued ones, not after all of them', async () => {
+  it("account B's one upload starts right after the first of account A's eight queued ones, not after all of them", async () => {
     const pool = new DecoderPool({ size: 1, streamsPerWorker: 1 });
     try {
       const holding = await pool.open(longAdts.slice(), second, undefined, 'A'); // takes the only place

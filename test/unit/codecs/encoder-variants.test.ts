@@ -74,7 +74,12 @@ describe('mp3 at another rate and bitrate', () => {
   });
 
   it('a variant stream leaves the next plain mp3 stream at 24 kHz, 48 kbit/s (the reused encoders are reset)', async () => {
-    for (let i = 0; i < 2; i++) await encodeWhole(await createInThreadEncoder('mp3', { inputRate: 24000, variant: { sampleRate: 44100, bitrateKbps: 128 } }), speechLikeSignal(0.3), 2400);
+    for (let i = 0; i < 2; i++)
+      await encodeWhole(
+        await createInThreadEncoder('mp3', { inputRate: 24000, variant: { sampleRate: 44100, bitrateKbps: 128 } }),
+        speechLikeSignal(0.3),
+        2400,
+      );
     const plain = await encodeWhole(await createInThreadEncoder('mp3', { inputRate: 24000 }), speechLikeSignal(0.5), 2400);
     expect((await decodeAudio(plain, { targetRate: 16000 })).sourceSampleRate).toBe(24000);
     expect(new Set(mp3FrameBitrates(plain))).toEqual(new Set([48]));

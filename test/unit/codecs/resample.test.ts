@@ -15,11 +15,19 @@ const PAIRS = RATES.flatMap((a) => RATES.filter((b) => b !== a).map((b) => [a, b
 
 /** Amplitude and residual of a least-squares fit of a sine of known frequency, over x[skip..len-skip). */
 function fitSine(x: Float32Array, hz: number, rate: number, skip: number): { amplitude: number; phase: number; sinadDb: number } {
-  let ss = 0, cc = 0, sc = 0, xs = 0, xc = 0;
+  let ss = 0,
+    cc = 0,
+    sc = 0,
+    xs = 0,
+    xc = 0;
   for (let i = skip; i < x.length - skip; i++) {
     const s = Math.sin((2 * Math.PI * hz * i) / rate);
     const c = Math.cos((2 * Math.PI * hz * i) / rate);
-    ss += s * s; cc += c * c; sc += s * c; xs += x[i]! * s; xc += x[i]! * c;
+    ss += s * s;
+    cc += c * c;
+    sc += s * c;
+    xs += x[i]! * s;
+    xc += x[i]! * c;
   }
   const det = ss * cc - sc * sc;
   const a = (xs * cc - xc * sc) / det;
@@ -158,7 +166,11 @@ describe('resample: quality', () => {
 describe('resample: processTransient', () => {
   it('gives the same samples as process() for any chunking, each view copied before the next call', async () => {
     const input = speechLike(24000, 0.7);
-    for (const [from, to] of [[24000, 16000], [8000, 16000], [16000, 16000]] as const) {
+    for (const [from, to] of [
+      [24000, 16000],
+      [8000, 16000],
+      [16000, 16000],
+    ] as const) {
       const signal = from === 24000 ? input : input.subarray(0, Math.floor((input.length * from) / 24000));
       for (const chunk of [1, 159, 480, 4097, 20000]) {
         const whole = await createResampler(from, to, 3);

@@ -27,7 +27,7 @@ interface Item {
 }
 
 describe('RoundRobinQueue', () => {
-  it('serves accounts in turn: FIFO per account, nothing lost, and no account waits behind another\'s backlog', () => {
+  it("serves accounts in turn: FIFO per account, nothing lost, and no account waits behind another's backlog", () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
         const queue = new RoundRobinQueue<Item>();
@@ -71,7 +71,7 @@ describe('RoundRobinQueue', () => {
     );
   });
 
-  it('one account\'s 48 queued items make another account\'s one item wait for just one of them', () => {
+  it("one account's 48 queued items make another account's one item wait for just one of them", () => {
     const queue = new RoundRobinQueue<string>();
     for (let i = 0; i < 48; i++) queue.push('A', `A${i}`);
     queue.push('B', 'B0');

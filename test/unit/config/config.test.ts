@@ -28,7 +28,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}).databaseUrl).toBe('');
     expect(loadConfig({ KUMA_DATABASE_URL: 'postgres://kuma:pw@db:5432/kuma' }).databaseUrl).toBe('postgres://kuma:pw@db:5432/kuma');
     expect(loadConfig({ KUMA_DATABASE_URL: 'postgresql://kuma@/kuma?host=/run/postgresql' }).databaseUrl).toMatch(/^postgresql:/);
-    expect(() => loadConfig({ KUMA_DATABASE_URL: 'mysql://kuma@db/kuma' })).toThrow(/databaseUrl \(KUMA_DATABASE_URL\): must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    expect(() => loadConfig({ KUMA_DATABASE_URL: 'mysql://kuma@db/kuma' })).toThrow(
+      /databaseUrl \(KUMA_DATABASE_URL\): must be a postgres:\/\/ or postgresql:\/\/ URL/,
+    );
     expect(() => loadConfig({ KUMA_DATABASE_URL: 'db.internal:5432' })).toThrow(/KUMA_DATABASE_URL/);
   });
 

@@ -12,7 +12,12 @@ describe('encoder settings', () => {
   });
 
   it('are read from KUMA_FFMPEG_PATH, KUMA_AAC_POOL_SIZE, KUMA_AAC_POOL_MAX_IDLE and KUMA_AAC_CONTINUATION_NICENESS', () => {
-    const config = loadConfig({ KUMA_FFMPEG_PATH: '/usr/bin/ffmpeg', KUMA_AAC_POOL_SIZE: '0', KUMA_AAC_POOL_MAX_IDLE: '8', KUMA_AAC_CONTINUATION_NICENESS: '19' });
+    const config = loadConfig({
+      KUMA_FFMPEG_PATH: '/usr/bin/ffmpeg',
+      KUMA_AAC_POOL_SIZE: '0',
+      KUMA_AAC_POOL_MAX_IDLE: '8',
+      KUMA_AAC_CONTINUATION_NICENESS: '19',
+    });
     expect(config).toMatchObject({ ffmpegPath: '/usr/bin/ffmpeg', aacPoolSize: 0, aacPoolMaxIdle: 8, aacContinuationNiceness: 19 });
   });
 

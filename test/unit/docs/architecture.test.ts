@@ -18,8 +18,16 @@ function tableAfter(markdown: string, heading: string): string[][] {
   const section = markdown.slice(markdown.indexOf(heading));
   const rows = section.split('\n').filter((line) => line.startsWith('|'));
   const first = section.split('\n').findIndex((line) => line.startsWith('|'));
-  const contiguous = section.split('\n').slice(first).findIndex((line) => !line.startsWith('|'));
-  return rows.slice(2, contiguous === -1 ? undefined : contiguous).map((row) => row.split('|').slice(1, -1).map((cell) => cell.trim()));
+  const contiguous = section
+    .split('\n')
+    .slice(first)
+    .findIndex((line) => !line.startsWith('|'));
+  return rows.slice(2, contiguous === -1 ? undefined : contiguous).map((row) =>
+    row
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim()),
+  );
 }
 
 const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
@@ -42,7 +50,9 @@ describe('docs/ARCHITECTURE.md', () => {
 describe('WebSocket closes in src/', () => {
   /** Every .ts file under `dir`. */
   const sources = (dir: string): string[] =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? sources(`${dir}/${entry.name}`) : entry.name.endsWith('.ts') ? [`${dir}/${entry.name}`] : []));
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((entry) => (entry.isDirectory() ? sources(`${dir}/${entry.name}`) : entry.name.endsWith('.ts') ? [`${dir}/${entry.name}`] : []));
 
   it('name their code from the registry: no literal close code is passed to a close', () => {
     // A close, a refusal or an error message given a four-digit literal where a CLOSE_CODES name belongs.

@@ -18,7 +18,11 @@ interface Job {
 type Op = { kind: 'push'; account: string; priority: JobPriority } | { kind: 'shift' } | { kind: 'remove'; pick: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ kind: fc.constant('push' as const), account: fc.constantFrom('a', 'b', 'c', 'd'), priority: fc.constantFrom<JobPriority>('opening', 'continuation') }),
+  fc.record({
+    kind: fc.constant('push' as const),
+    account: fc.constantFrom('a', 'b', 'c', 'd'),
+    priority: fc.constantFrom<JobPriority>('opening', 'continuation'),
+  }),
   fc.constant({ kind: 'shift' as const }),
   fc.record({ kind: fc.constant('remove' as const), pick: fc.nat() }),
 );
@@ -60,7 +64,7 @@ function simulate(ops: Op[]) {
 }
 
 describe('FairQueue', () => {
-  it('serves openings before continuations — but after an opening passed another account\'s continuation, a continuation — and each account in arrival order within a class', () => {
+  it("serves openings before continuations — but after an opening passed another account's continuation, a continuation — and each account in arrival order within a class", () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 200 }), (ops) => {
         const { served } = simulate(ops);

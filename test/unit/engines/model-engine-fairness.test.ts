@@ -13,7 +13,16 @@ const engines = new Map<number, ModelEngine>();
 
 async function busyEngine(replicas: number, maxQueue: number): Promise<ModelEngine> {
   const engine = new ModelEngine(
-    { id: `busy-${replicas}-${maxQueue}`, aliases: [], engine: 'custom', dir: fixtures, absoluteDir: fixtures, replicas, maxQueue, options: { module: 'busy-runner.ts' } },
+    {
+      id: `busy-${replicas}-${maxQueue}`,
+      aliases: [],
+      engine: 'custom',
+      dir: fixtures,
+      absoluteDir: fixtures,
+      replicas,
+      maxQueue,
+      options: { module: 'busy-runner.ts' },
+    },
     { intraOpThreads: 1, interOpThreads: 1 },
   );
   await engine.start();
@@ -63,7 +72,10 @@ describe('fair scheduling across accounts', () => {
     const b = Array.from({ length: 5 }, () => spin(engine, order, { account: 'alt-B' }));
     await blocker;
     const ranks = [...(await Promise.all(a)), ...(await Promise.all(b))].map((r, i) => ({ who: i < 5 ? 'A' : 'B', rank: r.started }));
-    const sequence = ranks.sort((x, y) => x.rank - y.rank).map((r) => r.who).join('');
+    const sequence = ranks
+      .sort((x, y) => x.rank - y.rank)
+      .map((r) => r.who)
+      .join('');
     expect(sequence).toBe('ABABABABAB');
   });
 

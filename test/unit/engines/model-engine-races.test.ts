@@ -16,7 +16,13 @@ const engines: ModelEngine[] = [];
 async function busyEngine(opts: { replicas?: number; maxQueue?: number; cancelGraceMs?: number; failLoadIfExists?: string } = {}): Promise<ModelEngine> {
   const engine = new ModelEngine(
     {
-      id: 'busy', aliases: [], engine: 'custom', dir: fixtures, absoluteDir: fixtures, replicas: opts.replicas ?? 1, maxQueue: opts.maxQueue ?? 8,
+      id: 'busy',
+      aliases: [],
+      engine: 'custom',
+      dir: fixtures,
+      absoluteDir: fixtures,
+      replicas: opts.replicas ?? 1,
+      maxQueue: opts.maxQueue ?? 8,
       options: { module: 'busy-runner.ts', ...(opts.failLoadIfExists ? { failLoadIfExists: opts.failLoadIfExists } : {}) },
     },
     { intraOpThreads: 1, interOpThreads: 1 },
@@ -92,7 +98,14 @@ describe('ModelEngine settles on every interleaving', () => {
       const controller = new AbortController();
       const job = engine.run('spin', { steps: 3, stepMs: 2 }, controller.signal);
       setTimeout(() => controller.abort(), delay);
-      const outcome = await within(job.then(() => 'done', (e: Error) => e), 5_000, `abort after ${delay} ms`);
+      const outcome = await within(
+        job.then(
+          () => 'done',
+          (e: Error) => e,
+        ),
+        5_000,
+        `abort after ${delay} ms`,
+      );
       if (outcome !== 'done') expect(outcome).toBeInstanceOf(EngineCancelledError);
     }
     expect(engine.stats()).toMatchObject({ busy: 0, queued: 0 });
@@ -124,7 +137,12 @@ describe('ModelEngine settles on every interleaving', () => {
     const engine = await busyEngine({ replicas: 1, maxQueue: 4, failLoadIfExists: flag });
     fs.writeFileSync(flag, '');
     const crashing = engine.run('exit', {}).catch((e: Error) => e);
-    const queued = [1, 2].map((i) => engine.run('spin', { steps: i, stepMs: 1 }).then(() => 'served', (e: Error) => e));
+    const queued = [1, 2].map((i) =>
+      engine.run('spin', { steps: i, stepMs: 1 }).then(
+        () => 'served',
+        (e: Error) => e,
+      ),
+    );
     expect(await crashing).toBeInstanceOf(EngineFailedError);
     for (const outcome of await within(Promise.all(queued), 10_000, 'queued jobs with no replacement')) {
       expect(outcome).toBeInstanceOf(EngineFailedError);

@@ -17,8 +17,15 @@ const engines: ModelEngine[] = [];
 async function sumEngine(opts: { maxQueue?: number; jobsPerReplica?: number } = {}): Promise<ModelEngine> {
   const engine = new ModelEngine(
     {
-      id: 'busy', aliases: [], engine: 'custom', dir: fixtures, absoluteDir: fixtures, replicas: 1, maxQueue: opts.maxQueue ?? 4,
-      ...(opts.jobsPerReplica ? { jobsPerReplica: opts.jobsPerReplica } : {}), options: { module: 'busy-runner.ts' },
+      id: 'busy',
+      aliases: [],
+      engine: 'custom',
+      dir: fixtures,
+      absoluteDir: fixtures,
+      replicas: 1,
+      maxQueue: opts.maxQueue ?? 4,
+      ...(opts.jobsPerReplica ? { jobsPerReplica: opts.jobsPerReplica } : {}),
+      options: { module: 'busy-runner.ts' },
     },
     { intraOpThreads: 1, interOpThreads: 1 },
   );
@@ -102,7 +109,8 @@ describe('ModelEngine: streamed input', () => {
     const controller = new AbortController();
     const aborted = source(1000);
     const error = await (async () => {
-      for await (const chunk of engine.stream<Out>('sum', { stepMs: 2 }, controller.signal, aborted.iterable)) if ('index' in chunk && chunk.index === 2) controller.abort();
+      for await (const chunk of engine.stream<Out>('sum', { stepMs: 2 }, controller.signal, aborted.iterable))
+        if ('index' in chunk && chunk.index === 2) controller.abort();
     })().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EngineCancelledError);
     await expect.poll(() => aborted.state.closed).toBe(true);

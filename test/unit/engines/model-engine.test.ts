@@ -82,5 +82,4 @@ describe('ModelEngine', () => {
     await expect.poll(() => engine.stats().replicas, { timeout: 10_000 }).toBe(1);
     expect(await engine.run('spin', { steps: 1, stepMs: 1 })).toMatchObject({ steps: 1 });
   });
-
 });

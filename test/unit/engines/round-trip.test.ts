@@ -116,32 +116,36 @@ describe('ASR(TTS(text)) through the engines', () => {
     for (const text of sentences(20)) await expectRoundTrip(text);
   });
 
-  it('random texts with repeats, punctuation, digits and long inputs', async () => {
-    const letter = fc.constantFrom(...LETTERS, ...LETTERS.map((c) => c.toUpperCase()));
-    const word = fc.oneof(
-      { weight: 6, arbitrary: fc.array(letter, { minLength: 1, maxLength: 8 }).map((a) => a.join('')) },
-      { weight: 1, arbitrary: fc.tuple(letter, fc.integer({ min: 2, max: 4 })).map(([c, n]) => c.repeat(n)) }, // "kk", "aaaa"
-      { weight: 1, arbitrary: fc.stringMatching(/^[1-9][0-9]{0,5}$/) },
-    );
-    const separator = fc.constantFrom(' ', ' ', ' ', ' ', ', ', '. ', '? ', '! ', ' - ', '; ', ': ', '\n', '  ', '… ', ' « ', ' » ');
-    const phrase = (min: number, max: number) =>
-      fc.array(fc.tuple(word, separator), { minLength: min, maxLength: max, size: 'max' }).map((pairs) => pairs.map(([w, s]) => w + s).join(''));
-    // Phrases said again and again, as prompts repeat.
-    const texts = (phrases: number, words: number) =>
-      fc
-        .array(fc.tuple(phrase(1, words), fc.integer({ min: 1, max: 4 })), { minLength: 1, maxLength: phrases, size: 'max' })
-        .map((parts) => parts.map(([p, times]) => Array(times).fill(p).join(' ')).join(' '));
-    // Up to 1200 spoken characters (3 minutes of demo speech) in npm test; up to 3900 (10 minutes) in the long run.
-    const limit = LONG_RUN ? 3900 : 1200;
-    const text = fc
-      .oneof(texts(3, 12), texts(8, 30), ...(LONG_RUN ? [texts(30, 40)] : []))
-      .map((t) => keepWithin(t, limit))
-      .filter((t) => spokenForm(t) !== '');
-    await fc.assert(
-      fc.asyncProperty(text, fc.constantFrom(...PAIRS), async (input, [tts, asr]) => {
-        expect(await transcribe(asr, await speak(tts, input))).toBe(spokenForm(input));
-      }),
-      { numRuns: RUNS, seed: 20260909, endOnFailure: true },
-    );
-  }, LONG_RUN ? 4 * 3600_000 : 120_000);
+  it(
+    'random texts with repeats, punctuation, digits and long inputs',
+    async () => {
+      const letter = fc.constantFrom(...LETTERS, ...LETTERS.map((c) => c.toUpperCase()));
+      const word = fc.oneof(
+        { weight: 6, arbitrary: fc.array(letter, { minLength: 1, maxLength: 8 }).map((a) => a.join('')) },
+        { weight: 1, arbitrary: fc.tuple(letter, fc.integer({ min: 2, max: 4 })).map(([c, n]) => c.repeat(n)) }, // "kk", "aaaa"
+        { weight: 1, arbitrary: fc.stringMatching(/^[1-9][0-9]{0,5}$/) },
+      );
+      const separator = fc.constantFrom(' ', ' ', ' ', ' ', ', ', '. ', '? ', '! ', ' - ', '; ', ': ', '\n', '  ', '… ', ' « ', ' » ');
+      const phrase = (min: number, max: number) =>
+        fc.array(fc.tuple(word, separator), { minLength: min, maxLength: max, size: 'max' }).map((pairs) => pairs.map(([w, s]) => w + s).join(''));
+      // Phrases said again and again, as prompts repeat.
+      const texts = (phrases: number, words: number) =>
+        fc
+          .array(fc.tuple(phrase(1, words), fc.integer({ min: 1, max: 4 })), { minLength: 1, maxLength: phrases, size: 'max' })
+          .map((parts) => parts.map(([p, times]) => Array(times).fill(p).join(' ')).join(' '));
+      // Up to 1200 spoken characters (3 minutes of demo speech) in npm test; up to 3900 (10 minutes) in the long run.
+      const limit = LONG_RUN ? 3900 : 1200;
+      const text = fc
+        .oneof(texts(3, 12), texts(8, 30), ...(LONG_RUN ? [texts(30, 40)] : []))
+        .map((t) => keepWithin(t, limit))
+        .filter((t) => spokenForm(t) !== '');
+      await fc.assert(
+        fc.asyncProperty(text, fc.constantFrom(...PAIRS), async (input, [tts, asr]) => {
+          expect(await transcribe(asr, await speak(tts, input))).toBe(spokenForm(input));
+        }),
+        { numRuns: RUNS, seed: 20260909, endOnFailure: true },
+      );
+    },
+    LONG_RUN ? 4 * 3600_000 : 120_000,
+  );
 });

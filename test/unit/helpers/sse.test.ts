@@ -13,10 +13,15 @@ describe('sseEvents / sseData / sseJson', () => {
   it('give back every payload in order, with \\n or \\r\\n line ends, comments and named events', () => {
     fc.assert(
       fc.property(payloads, fc.constantFrom('\n', '\r\n'), (values, eol) => {
-        const stream = `: comment${eol}${eol}` + values.map((v, i) => `event: e${i}${eol}data: ${JSON.stringify(v)}${eol}${eol}`).join('') + `data: [DONE]${eol}${eol}`;
+        const stream =
+          `: comment${eol}${eol}` + values.map((v, i) => `event: e${i}${eol}data: ${JSON.stringify(v)}${eol}${eol}`).join('') + `data: [DONE]${eol}${eol}`;
         expect(sseJson(stream)).toEqual(values.map((v) => JSON.parse(JSON.stringify(v))));
         expect(sseData(stream).at(-1)).toBe('[DONE]');
-        expect(sseEvents(stream).slice(0, -1).map((e) => e.event)).toEqual(values.map((_, i) => `e${i}`));
+        expect(
+          sseEvents(stream)
+            .slice(0, -1)
+            .map((e) => e.event),
+        ).toEqual(values.map((_, i) => `e${i}`));
       }),
     );
   });

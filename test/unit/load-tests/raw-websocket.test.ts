@@ -30,12 +30,16 @@ class Recorder {
     let onClose!: (value: { code: number; reason: string }) => void;
     this.closed = new Promise((resolve) => (onClose = resolve));
     const wake = () => this.waiters.splice(0).forEach((w) => w());
-    this.socket = new RawWebSocket(url, { headers: { authorization: `Bearer ${apiKey}` }, mask: MASK }, {
-      onText: (text) => (this.texts.push(text), wake()),
-      onError: (err) => (this.errors.push(err.message), wake()),
-      onClose: (code, reason) => (onClose({ code, reason }), wake()),
-      onData: (chunk) => (this.bytes.push(Buffer.from(chunk)), wake()),
-    });
+    this.socket = new RawWebSocket(
+      url,
+      { headers: { authorization: `Bearer ${apiKey}` }, mask: MASK },
+      {
+        onText: (text) => (this.texts.push(text), wake()),
+        onError: (err) => (this.errors.push(err.message), wake()),
+        onClose: (code, reason) => (onClose({ code, reason }), wake()),
+        onData: (chunk) => (this.bytes.push(Buffer.from(chunk)), wake()),
+      },
+    );
   }
 
   events(): Array<Record<string, any>> {
@@ -46,7 +50,8 @@ class Recorder {
   async until(done: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!done()) {
-      if (Date.now() > deadline) throw new Error(`no ${what}; texts: ${this.texts.map((t) => JSON.parse(t).type).join(', ')}; errors: ${this.errors.join('; ')}`);
+      if (Date.now() > deadline)
+        throw new Error(`no ${what}; texts: ${this.texts.map((t) => JSON.parse(t).type).join(', ')}; errors: ${this.errors.join('; ')}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 200);
         this.waiters.push(() => (clearTimeout(timer), resolve()));
@@ -76,7 +81,8 @@ function reread(stream: Buffer, cuts: number[]) {
 }
 
 const everyByte = (stream: Buffer) => Array.from({ length: stream.length - 1 }, (_, i) => i + 1);
-const randomCuts = (stream: Buffer) => fc.uniqueArray(fc.integer({ min: 1, max: stream.length - 1 }), { maxLength: 200 }).map((cuts) => cuts.sort((a, b) => a - b));
+const randomCuts = (stream: Buffer) =>
+  fc.uniqueArray(fc.integer({ min: 1, max: stream.length - 1 }), { maxLength: 200 }).map((cuts) => cuts.sort((a, b) => a - b));
 
 describe('against Kuma (/openai/v1/realtime)', () => {
   let t: TestServer;
@@ -196,7 +202,10 @@ describe('against a ws server (frames Kuma never sends)', () => {
     const whole = reread(stream, []);
     expect(whole).toEqual({ texts: c.texts, binaries: 1, pings: [ping.toString('hex')], closes: [[4000, 'bye']] });
     expect(reread(stream, everyByte(stream))).toEqual(whole);
-    fc.assert(fc.property(randomCuts(stream), (cuts) => void expect(reread(stream, cuts)).toEqual(whole)), { numRuns: 50 });
+    fc.assert(
+      fc.property(randomCuts(stream), (cuts) => void expect(reread(stream, cuts)).toEqual(whole)),
+      { numRuns: 50 },
+    );
   });
 
   it('a masked server frame fails the connection (protocol error, close)', async () => {

@@ -46,7 +46,14 @@ describe('guessing the engine', () => {
   });
 
   it('a Whisper export with only quantised files gets that variant, and the other variants are noted', () => {
-    const guess = guessEngine(folder({ 'config.json': { model_type: 'whisper' }, 'onnx/encoder_model_quantized.onnx': '', 'onnx/encoder_model_fp16.onnx': '', 'onnx/decoder_model_merged_quantized.onnx': '' }));
+    const guess = guessEngine(
+      folder({
+        'config.json': { model_type: 'whisper' },
+        'onnx/encoder_model_quantized.onnx': '',
+        'onnx/encoder_model_fp16.onnx': '',
+        'onnx/decoder_model_merged_quantized.onnx': '',
+      }),
+    );
     expect(guess).toMatchObject({ engine: 'whisper', options: { variant: '_fp16' } });
     expect(guess.notes.join()).toContain('"_quantized"');
   });
@@ -58,7 +65,9 @@ describe('guessing the engine', () => {
   });
 
   it('an MMS folder with one vocabulary per language picks bam', () => {
-    const guess = guessEngine(folder({ 'config.json': { model_type: 'wav2vec2' }, 'model.onnx': '', 'vocab.json': { bam: { a: 0 }, fra: { a: 0 } }, 'tokenizer_config.json': {} }));
+    const guess = guessEngine(
+      folder({ 'config.json': { model_type: 'wav2vec2' }, 'model.onnx': '', 'vocab.json': { bam: { a: 0 }, fra: { a: 0 } }, 'tokenizer_config.json': {} }),
+    );
     expect(guess).toMatchObject({ engine: 'ctc-wav2vec2', options: { language: 'bam' } });
   });
 
@@ -85,17 +94,31 @@ describe('writing the manifest', () => {
     const file = path.join(tmp, 'models', 'manifest.json');
     fs.mkdirSync(path.join(tmp, 'models', 'a'), { recursive: true });
     fs.mkdirSync(path.join(tmp, 'models', 'b'), { recursive: true });
-    expect(upsertManifestEntry(file, { id: 'sunjata-1', engine: 'ctc-wav2vec2', absoluteDir: path.join(tmp, 'models', 'a'), options: {} }).replaced).toBe(false);
+    expect(upsertManifestEntry(file, { id: 'sunjata-1', engine: 'ctc-wav2vec2', absoluteDir: path.join(tmp, 'models', 'a'), options: {} }).replaced).toBe(
+      false,
+    );
     const edited = JSON.parse(fs.readFileSync(file, 'utf8'));
     edited.models[0] = { ...edited.models[0], aliases: ['{vendor}-asr-v3'], maxQueue: 32, options: { old: true } };
     fs.writeFileSync(file, formatManifest(edited.models));
-    const { replaced, text } = upsertManifestEntry(file, { id: 'sunjata-1', engine: 'whisper', absoluteDir: path.join(tmp, 'models', 'b'), options: { variant: '_fp16' } });
+    const { replaced, text } = upsertManifestEntry(file, {
+      id: 'sunjata-1',
+      engine: 'whisper',
+      absoluteDir: path.join(tmp, 'models', 'b'),
+      options: { variant: '_fp16' },
+    });
     expect(replaced).toBe(true);
-    expect(text).toBe('{\n  "models": [\n    { "id": "sunjata-1", "aliases": ["{vendor}-asr-v3"], "maxQueue": 32, "engine": "whisper", "dir": "b", "options": { "variant": "_fp16" } }\n  ]\n}\n');
-    expect(loadManifest(file).entries[0]).toMatchObject({ id: 'sunjata-1', aliases: ['djelia-asr-v3'], engine: 'whisper', absoluteDir: path.join(tmp, 'models', 'b') });
+    expect(text).toBe(
+      '{\n  "models": [\n    { "id": "sunjata-1", "aliases": ["{vendor}-asr-v3"], "maxQueue": 32, "engine": "whisper", "dir": "b", "options": { "variant": "_fp16" } }\n  ]\n}\n',
+    );
+    expect(loadManifest(file).entries[0]).toMatchObject({
+      id: 'sunjata-1',
+      aliases: ['djelia-asr-v3'],
+      engine: 'whisper',
+      absoluteDir: path.join(tmp, 'models', 'b'),
+    });
   });
 
-  it('refuses an id that is another entry\'s alias, leaving the file as it was', () => {
+  it("refuses an id that is another entry's alias, leaving the file as it was", () => {
     const file = path.join(tmp, 'manifest.json');
     const before = formatManifest([{ id: 'banjugu-1', aliases: ['{vendor}-translate-v2'], engine: 'nllb', dir: '.' }]);
     fs.writeFileSync(file, before);
@@ -107,19 +130,24 @@ describe('writing the manifest', () => {
 describe('the example manifests', () => {
   const examples = path.resolve(DEFAULT_DEMO_DIR, '..', 'examples');
   it('one valid manifest per engine family, each written in the one-entry-per-line layout', () => {
-    const engines = fs.readdirSync(examples).filter((f) => f.endsWith('.json')).map((f) => {
-      const text = fs.readFileSync(path.join(examples, f), 'utf8');
-      const parsed = ManifestSchema.parse(JSON.parse(text));
-      expect(formatManifest(JSON.parse(text).models, { comment: JSON.parse(text).comment }), f).toBe(text);
-      expect(parsed.models.map((m) => m.engine)).toEqual([f.replace('.json', '')]);
-      return f.replace('.json', '');
-    });
+    const engines = fs
+      .readdirSync(examples)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => {
+        const text = fs.readFileSync(path.join(examples, f), 'utf8');
+        const parsed = ManifestSchema.parse(JSON.parse(text));
+        expect(formatManifest(JSON.parse(text).models, { comment: JSON.parse(text).comment }), f).toBe(text);
+        expect(parsed.models.map((m) => m.engine)).toEqual([f.replace('.json', '')]);
+        return f.replace('.json', '');
+      });
     expect(engines.sort()).toEqual(['ctc-nemo', 'ctc-wav2vec2', 'nllb', 'vits-hf', 'vits-piper', 'vits-sherpa', 'whisper']);
   });
 });
 
 describe('file patterns', () => {
-  const files = ['config.json', 'onnx/encoder_model.onnx', 'onnx/encoder_model_fp16.onnx', 'onnx/decoder_model_merged.onnx', 'README.md', '.gitattributes'].map((p) => ({ path: p, size: 1 }));
+  const files = ['config.json', 'onnx/encoder_model.onnx', 'onnx/encoder_model_fp16.onnx', 'onnx/decoder_model_merged.onnx', 'README.md', '.gitattributes'].map(
+    (p) => ({ path: p, size: 1 }),
+  );
   it('* crosses folders, a trailing / means the whole folder, [] classes work, .gitattributes is never fetched', () => {
     expect(selectFiles(files).map((f) => f.path)).not.toContain('.gitattributes');
     expect(selectFiles(files, ['*.onnx'], ['*_fp16*']).map((f) => f.path)).toEqual(['onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']);

@@ -32,7 +32,8 @@ describe('the bambara pack', () => {
       ['banjugu-1', 'nllb', 'Xenova/nllb-200-distilled-600M', 'bfaad393bfa9f83f73fb0ddaeb21f42d3323e821'],
       ['jifili-1', 'vits-sherpa', 'willwade/mms-tts-multilingual-models-onnx', '13274c6f88bdb6c2d5dacfed08d607d4161dde71'],
     ]);
-    for (const model of pack.models) expect(model.license).toMatchObject({ id: 'cc-by-nc-4.0', commercialUse: false, notice: expect.stringMatching(/^NON-COMMERCIAL USE ONLY\./) });
+    for (const model of pack.models)
+      expect(model.license).toMatchObject({ id: 'cc-by-nc-4.0', commercialUse: false, notice: expect.stringMatching(/^NON-COMMERCIAL USE ONLY\./) });
   });
 
   it('says which checksums it leaves to the hub listing of the pinned commit (no hub page gave them)', () => {
@@ -51,9 +52,17 @@ describe('the bambara pack', () => {
     const nllb = (variant?: string) => resolvePack(pack, variant)[0]!;
     expect(DEFAULT_NLLB_VARIANT).toBe('fp32');
     expect(nllb()).toMatchObject({ variant: 'fp32', options: {} });
-    expect(nllb().files.map((f) => f.path).slice(-2)).toEqual(['onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']);
+    expect(
+      nllb()
+        .files.map((f) => f.path)
+        .slice(-2),
+    ).toEqual(['onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']);
     expect(nllb('quantized')).toMatchObject({ variant: 'quantized', options: { variant: '_quantized' } });
-    expect(nllb('quantized').files.map((f) => f.path).slice(-2)).toEqual(['onnx/encoder_model_quantized.onnx', 'onnx/decoder_model_merged_quantized.onnx']);
+    expect(
+      nllb('quantized')
+        .files.map((f) => f.path)
+        .slice(-2),
+    ).toEqual(['onnx/encoder_model_quantized.onnx', 'onnx/decoder_model_merged_quantized.onnx']);
     expect(nllb('fp16').options).toEqual({ variant: '_fp16' });
     expect(resolvePack(pack, 'quantized')[1]).toMatchObject({ variant: null, files: [{ path: 'bam/model.onnx' }, { path: 'bam/tokens.txt' }] });
     expect(() => resolvePack(pack, 'int4')).toThrow(new PackError('Unknown --variant int4 for banjugu-1; one of fp32, quantized, fp16'));
@@ -71,7 +80,9 @@ describe('the bambara pack', () => {
   it('shows each licence with its source, in plain words', () => {
     const lines = licenceLines(resolvePack(pack)[1]!);
     expect(lines[0]).toBe('jifili-1 ← willwade/mms-tts-multilingual-models-onnx@13274c6f88bd (folder bam) (114 MB)');
-    expect(lines[1]).toBe('  Licence: Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0) [cc-by-nc-4.0] https://creativecommons.org/licenses/by-nc/4.0/');
+    expect(lines[1]).toBe(
+      '  Licence: Creative Commons Attribution-NonCommercial 4.0 International (CC BY-NC 4.0) [cc-by-nc-4.0] https://creativecommons.org/licenses/by-nc/4.0/',
+    );
     expect(lines[2]).toMatch(/^ {2}NOT FOR COMMERCIAL USE\. NON-COMMERCIAL USE ONLY\. MMS-TTS is licensed CC BY-NC 4\.0 by Meta AI/);
   });
 });
@@ -89,16 +100,26 @@ describe('pins against the hub listing', () => {
   };
 
   it('carries the pinned sha256 (what the download is checked against) and keeps the listing where nothing is pinned', () => {
-    expect(pinFiles(listing, [{ path: 'model.onnx', sha256: sha('a'), size: 1000 }, { path: 'tokens.txt', sha256: null, size: 12 }])).toEqual([
+    expect(
+      pinFiles(listing, [
+        { path: 'model.onnx', sha256: sha('a'), size: 1000 },
+        { path: 'tokens.txt', sha256: null, size: 12 },
+      ]),
+    ).toEqual([
       { path: 'model.onnx', size: 1000, sha256: sha('a') },
       { path: 'tokens.txt', size: 12, gitOid: 'b'.repeat(40) },
     ]);
     // A small (git) file has no listed sha256: the pinned one is added, and both are checked.
-    expect(pinFiles(listing, [{ path: 'tokens.txt', sha256: sha('e'), size: null }])).toEqual([{ path: 'tokens.txt', size: 12, gitOid: 'b'.repeat(40), sha256: sha('e') }]);
+    expect(pinFiles(listing, [{ path: 'tokens.txt', sha256: sha('e'), size: null }])).toEqual([
+      { path: 'tokens.txt', size: 12, gitOid: 'b'.repeat(40), sha256: sha('e') },
+    ]);
   });
 
   it.each([
-    [{ path: 'model.onnx', sha256: sha('f'), size: null }, `The hub lists model.onnx of o/r@${'c'.repeat(40)} with sha256 ${sha('a')}, the pack pins ${sha('f')}`],
+    [
+      { path: 'model.onnx', sha256: sha('f'), size: null },
+      `The hub lists model.onnx of o/r@${'c'.repeat(40)} with sha256 ${sha('a')}, the pack pins ${sha('f')}`,
+    ],
     [{ path: 'model.onnx', sha256: null, size: 999 }, `The hub lists model.onnx of o/r@${'c'.repeat(40)} with 1000 bytes, the pack pins 999`],
     [{ path: 'onnx/model.onnx', sha256: null, size: null }, `o/r@${'c'.repeat(40)} has no onnx/model.onnx, which the pack pins; nothing was downloaded`],
   ])('refuses %o', (pin, message) => {
@@ -118,13 +139,26 @@ describe("a pack's manifest", () => {
   it('starts as a copy of the base with relative folders rebased and absolute ones kept, and loads', () => {
     fs.mkdirSync(path.join(tmp, 'models', 'demo', 'asr'), { recursive: true });
     const base = path.join(tmp, 'models', 'kuma-models.json');
-    fs.writeFileSync(base, JSON.stringify({ models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: 'demo/asr', maxQueue: 8 }, { id: 'vad', engine: 'silero-vad', dir: '.' }, { id: 'x', engine: 'nllb', dir: tmp }] }));
+    fs.writeFileSync(
+      base,
+      JSON.stringify({
+        models: [
+          { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: 'demo/asr', maxQueue: 8 },
+          { id: 'vad', engine: 'silero-vad', dir: '.' },
+          { id: 'x', engine: 'nllb', dir: tmp },
+        ],
+      }),
+    );
     const target = path.join(tmp, 'models', 'bambara', 'kuma-models.json');
     copyManifest(base, target, 'from the base');
     const written = JSON.parse(fs.readFileSync(target, 'utf8'));
     expect(written).toEqual({
       comment: 'from the base',
-      models: [{ id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: '../demo/asr', maxQueue: 8 }, { id: 'vad', engine: 'silero-vad', dir: '..' }, { id: 'x', engine: 'nllb', dir: tmp }],
+      models: [
+        { id: 'sunjata-1', engine: 'ctc-wav2vec2', dir: '../demo/asr', maxQueue: 8 },
+        { id: 'vad', engine: 'silero-vad', dir: '..' },
+        { id: 'x', engine: 'nllb', dir: tmp },
+      ],
     });
     expect(loadManifest(target).entries.map((e) => e.absoluteDir)).toEqual([path.join(tmp, 'models', 'demo', 'asr'), path.join(tmp, 'models'), tmp]);
   });

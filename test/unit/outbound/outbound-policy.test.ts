@@ -10,9 +10,24 @@ import { checkOutbound, parseOutboundPolicy, type LookupAll } from '../../../src
 
 /** IANA IPv4 special-purpose blocks (plus multicast and 240/4): none of them is "public" for Kuma. */
 const V4_SPECIAL: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.31.196.0', 24], ['192.52.193.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
-  ['192.175.48.0', 24], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.31.196.0', 24],
+  ['192.52.193.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['192.175.48.0', 24],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ];
 const v4Int = (ip: string) => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
 const inV4Block = (ip: number, [base, bits]: [string, number]) => Math.floor(ip / 2 ** (32 - bits)) === Math.floor(v4Int(base) / 2 ** (32 - bits));
@@ -20,9 +35,15 @@ const v4Text = (n: number) => [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) %
 const v4Public = (n: number) => !V4_SPECIAL.some((block) => inV4Block(n, block));
 
 /** Global unicast is 2000::/3; inside it, these special-purpose blocks (Teredo/ORCHID/benchmarking…, documentation, 6to4, AS112, 3fff::/20). */
-const V6_GLOBAL_SPECIAL: [number[], number][] = [[[0x2001, 0x0000], 23], [[0x2001, 0x0db8], 32], [[0x2002], 16], [[0x2620, 0x004f, 0x8000], 48], [[0x3fff], 20]];
+const V6_GLOBAL_SPECIAL: [number[], number][] = [
+  [[0x2001, 0x0000], 23],
+  [[0x2001, 0x0db8], 32],
+  [[0x2002], 16],
+  [[0x2620, 0x004f, 0x8000], 48],
+  [[0x3fff], 20],
+];
 function v6Public(h: number[]): boolean {
-  if ((h[0]! >> 13) !== 1) return false;
+  if (h[0]! >> 13 !== 1) return false;
   return !V6_GLOBAL_SPECIAL.some(([prefix, bits]) => {
     for (let i = 0; i * 16 < bits; i++) {
       const take = Math.min(16, bits - i * 16);
@@ -37,7 +58,10 @@ const ANY = parseOutboundPolicy('*');
 const noLookup: LookupAll = async () => {
   throw new Error('no DNS in this test');
 };
-const resolvesTo = (...addresses: string[]): LookupAll => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolvesTo =
+  (...addresses: string[]): LookupAll =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 async function refusal(url: string, policy = ANY, lookup: LookupAll = noLookup): Promise<string | null> {
   try {
@@ -56,7 +80,10 @@ const v4Arb = fc.oneof(
 );
 const hextet = fc.integer({ min: 0, max: 0xffff });
 const v6Arb = fc
-  .tuple(fc.oneof(hextet, fc.constantFrom(0x2001, 0x2002, 0x2620, 0x3fff, 0x2a00, 0x2600, 0xfc00, 0xfd12, 0xfe80, 0xfec0, 0xff02, 0, 0x64)), fc.array(hextet, { minLength: 7, maxLength: 7 }))
+  .tuple(
+    fc.oneof(hextet, fc.constantFrom(0x2001, 0x2002, 0x2620, 0x3fff, 0x2a00, 0x2600, 0xfc00, 0xfd12, 0xfe80, 0xfec0, 0xff02, 0, 0x64)),
+    fc.array(hextet, { minLength: 7, maxLength: 7 }),
+  )
   .map(([first, rest]) => [first, ...rest]);
 
 describe('the address rule (KUMA_OUTBOUND_ALLOW=*)', () => {
@@ -93,7 +120,9 @@ describe('the address rule (KUMA_OUTBOUND_ALLOW=*)', () => {
     const address = fc.oneof(v4Arb.map(v4Text), v6Arb.map(v6Text));
     await fc.assert(
       fc.asyncProperty(fc.array(address, { minLength: 1, maxLength: 4 }), async (addresses) => {
-        const allPublic = addresses.every((a) => (a.includes(':') ? v6Public(a.split(':').map((x) => parseInt(x, 16))) || isMappedPublic(a) : v4Public(v4Int(a))));
+        const allPublic = addresses.every((a) =>
+          a.includes(':') ? v6Public(a.split(':').map((x) => parseInt(x, 16))) || isMappedPublic(a) : v4Public(v4Int(a)),
+        );
         expect(await refusal('https://app.example.org/relay', ANY, resolvesTo(...addresses))).toBe(allPublic ? null : 'private_address');
       }),
       { numRuns: 500 },
@@ -102,9 +131,24 @@ describe('the address rule (KUMA_OUTBOUND_ALLOW=*)', () => {
 
   it('refuses the classic ways in: loopback, metadata, RFC 1918, CGNAT, numeric spellings, unspecified', async () => {
     for (const url of [
-      'http://127.0.0.1/', 'http://localhost.localdomain./', 'http://169.254.169.254/latest/meta-data/', 'http://10.1.2.3/', 'http://172.31.0.1/',
-      'http://192.168.1.1/', 'http://100.64.0.1/', 'http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://0.0.0.0/', 'http://[::1]/',
-      'http://[::]/', 'http://[fd00::1]/', 'http://[fe80::1]/', 'http://[::ffff:169.254.169.254]/', 'http://[64:ff9b::a00:1]/', 'http://[2002:a00:1::]/',
+      'http://127.0.0.1/',
+      'http://localhost.localdomain./',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://10.1.2.3/',
+      'http://172.31.0.1/',
+      'http://192.168.1.1/',
+      'http://100.64.0.1/',
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://0177.0.0.1/',
+      'http://0.0.0.0/',
+      'http://[::1]/',
+      'http://[::]/',
+      'http://[fd00::1]/',
+      'http://[fe80::1]/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://[64:ff9b::a00:1]/',
+      'http://[2002:a00:1::]/',
     ]) {
       const lookup = url.includes('localhost') ? resolvesTo('127.0.0.1') : noLookup;
       expect(await refusal(url, ANY, lookup), url).toBe('private_address');
@@ -143,7 +187,11 @@ describe('explicit listing', () => {
   });
 
   it('answers the first resolved address, to pin the connection to', async () => {
-    const target = await checkOutbound('https://app.example.com:8443/x?y=1', parseOutboundPolicy('app.example.com'), resolvesTo('2606:4700::1', '93.184.215.14'));
+    const target = await checkOutbound(
+      'https://app.example.com:8443/x?y=1',
+      parseOutboundPolicy('app.example.com'),
+      resolvesTo('2606:4700::1', '93.184.215.14'),
+    );
     expect(target).toMatchObject({ host: 'app.example.com', address: '2606:4700::1', family: 6 });
     expect(target.url.port).toBe('8443');
   });
@@ -173,7 +221,8 @@ describe('host matching', () => {
   });
 
   it('refuses other schemes, bad URLs and names that do not resolve', async () => {
-    for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'gopher://example.com/']) expect(await refusal(url, ANY, pub), url).toBe('bad_scheme');
+    for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'gopher://example.com/'])
+      expect(await refusal(url, ANY, pub), url).toBe('bad_scheme');
     for (const url of ['not a url', '/relative/path', '']) expect(await refusal(url, ANY, pub), url).toBe('bad_url');
     expect(await refusal('https://nowhere.example/', ANY, noLookup)).toBe('unresolvable');
     expect(await refusal('https://nowhere.example/', ANY, resolvesTo())).toBe('unresolvable');

@@ -44,7 +44,7 @@ describe('AsyncQueue', () => {
         };
         const q: AsyncQueue<number> = new AsyncQueue<number>({ highWater, onResume: produce });
         const got: number[] = [];
-        for (let done = false; !done; ) {
+        for (let done = false; !done;) {
           const pulls = Array.from({ length: together }, () => q.next());
           if (got.length === 0) produce();
           for (const r of await Promise.all(pulls)) {
@@ -94,7 +94,13 @@ describe('AsyncQueue', () => {
       fc.property(fc.array(op, { maxLength: 80 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 50 }), fc.boolean(), (ops, a, b, endLast) => {
         const [lowWater, highWater] = a <= b ? [a, b] : [b, a];
         const events: string[] = [];
-        const q = new AsyncQueue<number>({ sizeOf: (n) => n, highWater, lowWater, onPause: () => events.push('pause'), onResume: (ended) => events.push(`resume:${ended}`) });
+        const q = new AsyncQueue<number>({
+          sizeOf: (n) => n,
+          highWater,
+          lowWater,
+          onPause: () => events.push('pause'),
+          onResume: (ended) => events.push(`resume:${ended}`),
+        });
         // The model: the queued sizes, pulls waiting for an item, whether the producer is paused and has ended.
         const model: number[] = [];
         let waiting = 0;
@@ -211,7 +217,12 @@ describe('AsyncQueue', () => {
 
   it('fail(error) leaves a paused producer paused (it is gone); a later cancel() releases it, without telling it to stop', () => {
     const events: string[] = [];
-    const q = new AsyncQueue<number>({ highWater: 1, onPause: () => events.push('pause'), onResume: (ended) => events.push(`resume:${ended}`), onCancel: () => events.push('cancel') });
+    const q = new AsyncQueue<number>({
+      highWater: 1,
+      onPause: () => events.push('pause'),
+      onResume: (ended) => events.push(`resume:${ended}`),
+      onCancel: () => events.push('cancel'),
+    });
     q.push(1);
     q.push(2);
     q.fail(new Error('client disconnected'));
@@ -225,7 +236,12 @@ describe('AsyncQueue', () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 20 }), fc.nat(), fc.integer({ min: 0, max: 10 }), async (pushes, r, highWater) => {
         const events: string[] = [];
-        const q = new AsyncQueue<number>({ highWater, onPause: () => events.push('pause'), onResume: () => events.push('resume'), onCancel: () => events.push('cancel') });
+        const q = new AsyncQueue<number>({
+          highWater,
+          onPause: () => events.push('pause'),
+          onResume: () => events.push('resume'),
+          onCancel: () => events.push('cancel'),
+        });
         for (let i = 0; i < pushes; i++) q.push(i);
         const readBefore = r % pushes; // break with 0 or more items still queued, the producer not ended
         let read = 0;

@@ -45,7 +45,7 @@ interface Call {
 function model(calls: Call[], fail: (call: Call, index: number) => 'refused' | 'failed' | 'detached' | null = () => null): SpeechModel {
   const engine = engines.get('quartznet')!;
   const wrapped = Object.create(engine) as typeof engine;
-  wrapped.run = async <T,>(method: string, input: unknown, ...rest: unknown[]): Promise<T> => {
+  wrapped.run = async <T>(method: string, input: unknown, ...rest: unknown[]): Promise<T> => {
     const { state, final } = input as { state: unknown; final: boolean };
     const call = { method, fresh: state === null, final };
     calls.push(call);
@@ -53,7 +53,10 @@ function model(calls: Call[], fail: (call: Call, index: number) => 'refused' | '
     if (failure === 'refused') throw new Error('queue full');
     if (failure === 'detached') {
       // As if the engine had transferred the state's buffers to a worker that then failed.
-      const buffers: ArrayBuffer[] = [(state as { features: { tail: Float64Array } }).features.tail.buffer as ArrayBuffer, ...(state as { caches: Float32Array[] }).caches.map((c) => c.buffer as ArrayBuffer)];
+      const buffers: ArrayBuffer[] = [
+        (state as { features: { tail: Float64Array } }).features.tail.buffer as ArrayBuffer,
+        ...(state as { caches: Float32Array[] }).caches.map((c) => c.buffer as ArrayBuffer),
+      ];
       structuredClone(buffers, { transfer: buffers.filter((b, i) => buffers.indexOf(b) === i && b.byteLength > 0) });
       throw new Error('worker lost');
     }
@@ -70,14 +73,27 @@ interface Live {
   deltas: string[];
 }
 
-async function liveTurn(speech: Float32Array, tail: number, plan: { sizes: number[]; eager: boolean[]; waits: boolean[]; holdbackSeconds: number }, calls: Call[], fail?: Parameters<typeof model>[1]): Promise<Live> {
+async function liveTurn(
+  speech: Float32Array,
+  tail: number,
+  plan: { sizes: number[]; eager: boolean[]; waits: boolean[]; holdbackSeconds: number },
+  calls: Call[],
+  fail?: Parameters<typeof model>[1],
+): Promise<Live> {
   const audio = new Float32Array(speech.length + tail);
   audio.set(speech);
   const m = model(calls, fail);
   const geometry = ctcGeometry(m)!;
   const deltas: string[] = [];
   let asked = 0;
-  const turn = new ChunkedTurn(m, { ...geometry, streaming: { ...geometry.streaming, holdbackSeconds: plan.holdbackSeconds } }, 'acct', new AbortController().signal, (d) => deltas.push(d), () => plan.eager[asked++ % plan.eager.length]!);
+  const turn = new ChunkedTurn(
+    m,
+    { ...geometry, streaming: { ...geometry.streaming, holdbackSeconds: plan.holdbackSeconds } },
+    'acct',
+    new AbortController().signal,
+    (d) => deltas.push(d),
+    () => plan.eager[asked++ % plan.eager.length]!,
+  );
   let held = 0;
   for (let i = 0; held < audio.length; i++) {
     held = Math.min(audio.length, held + plan.sizes[i % plan.sizes.length]!);

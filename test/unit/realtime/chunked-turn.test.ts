@@ -62,13 +62,29 @@ interface LiveTurn {
 }
 
 /** Feeds `audio` to a ChunkedTurn as a session would: pieces of `sizes`, eager chunks when `eager` says so. */
-async function liveTurn(id: string, audio: Float32Array, end: number, sizes: number[], eager: boolean[], waits: boolean[], holdbackSeconds = 1, speechSamples?: number): Promise<LiveTurn> {
+async function liveTurn(
+  id: string,
+  audio: Float32Array,
+  end: number,
+  sizes: number[],
+  eager: boolean[],
+  waits: boolean[],
+  holdbackSeconds = 1,
+  speechSamples?: number,
+): Promise<LiveTurn> {
   const deltas: string[] = [];
   const methods: string[] = [];
   let calls = 0;
   const geometry = ctcGeometry(model(id))!;
   const streaming = { ...geometry.streaming, holdbackSeconds };
-  const turn = new ChunkedTurn(model(id, methods), { ...geometry, streaming }, 'acct', new AbortController().signal, (d) => deltas.push(d), () => eager[calls++ % eager.length]!);
+  const turn = new ChunkedTurn(
+    model(id, methods),
+    { ...geometry, streaming },
+    'acct',
+    new AbortController().signal,
+    (d) => deltas.push(d),
+    () => eager[calls++ % eager.length]!,
+  );
   let held = 0;
   for (let i = 0; held < audio.length; i++) {
     held = Math.min(audio.length, held + sizes[i % sizes.length]!);
@@ -128,19 +144,27 @@ describe('ChunkedTurn on the demo CTC models', () => {
   for (const id of ASR) {
     it(`${id}: a final leaves the turn's ending silence unheard (FinalLimits.speechSamples), whatever the chunks`, async () => {
       await fc.assert(
-        fc.asyncProperty(word, word, sizes, eager, waits, fc.integer({ min: 4000, max: 12_000 }), async (first, after, pieceSizes, eagerPattern, waitPattern, gap) => {
-          // Speech past speechSamples stands for what the VAD scored as silence: were it heard, it would show.
-          const [a, b] = [await speak(first), await speak(after)];
-          const audio = new Float32Array(a.length + gap + b.length);
-          audio.set(a);
-          audio.set(b, a.length + gap);
-          const speechSamples = a.length + gap;
-          // A stateful stream holds back enough that nothing past speechSamples was fed (as with a real VAD turn).
-          const holdback = (b.length + 1600) / RATE;
-          const live = await liveTurn(id, audio, audio.length, pieceSizes, eagerPattern, waitPattern, holdback, speechSamples);
-          expect(live.transcript).toBe(first);
-          expect(live.deltas.join('')).toBe(live.transcript);
-        }),
+        fc.asyncProperty(
+          word,
+          word,
+          sizes,
+          eager,
+          waits,
+          fc.integer({ min: 4000, max: 12_000 }),
+          async (first, after, pieceSizes, eagerPattern, waitPattern, gap) => {
+            // Speech past speechSamples stands for what the VAD scored as silence: were it heard, it would show.
+            const [a, b] = [await speak(first), await speak(after)];
+            const audio = new Float32Array(a.length + gap + b.length);
+            audio.set(a);
+            audio.set(b, a.length + gap);
+            const speechSamples = a.length + gap;
+            // A stateful stream holds back enough that nothing past speechSamples was fed (as with a real VAD turn).
+            const holdback = (b.length + 1600) / RATE;
+            const live = await liveTurn(id, audio, audio.length, pieceSizes, eagerPattern, waitPattern, holdback, speechSamples);
+            expect(live.transcript).toBe(first);
+            expect(live.deltas.join('')).toBe(live.transcript);
+          },
+        ),
         { numRuns: RUNS, seed: 20261129 },
       );
     }, 240_000);

@@ -46,7 +46,13 @@ describe('InputDecoder', () => {
       { numRuns: RUNS, seed: 17 },
     );
     const bytes = new Uint8Array(999).map((_, i) => (i * 37) & 255);
-    expect(await decodeAll(format, bytes, Array.from({ length: 998 }, (_, i) => i + 1))).toEqual(await decodeAll(format, bytes, []));
+    expect(
+      await decodeAll(
+        format,
+        bytes,
+        Array.from({ length: 998 }, (_, i) => i + 1),
+      ),
+    ).toEqual(await decodeAll(format, bytes, []));
   });
 
   it('pcm16 little-endian samples come out at their value (16 kHz: no resampling)', async () => {
@@ -68,18 +74,22 @@ describe('InputDecoder', () => {
 describe('TranscriptDeltas', () => {
   it('deltas are append-only and end with the final transcript when the hypotheses grow by words', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom<string>('i', 'ni', 'ce', 'a', 'sogoma', 'hakɛto'), { minLength: 0, maxLength: 12 }), fc.array(fc.nat(12)), (words, stops) => {
-        const deltas = new TranscriptDeltas();
-        let sent = '';
-        // Interim hypotheses: growing prefixes whose last word may be cut short.
-        for (const n of stops.map((s) => Math.min(s, words.length)).sort((a, b) => a - b)) {
-          const cut = words.slice(0, n);
-          if (cut.length) cut[cut.length - 1] = cut.at(-1)!.slice(0, 1);
-          sent += deltas.interim(cut.join(' '));
-        }
-        sent += deltas.final(words.join(' '));
-        expect(sent).toBe(words.join(' '));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom<string>('i', 'ni', 'ce', 'a', 'sogoma', 'hakɛto'), { minLength: 0, maxLength: 12 }),
+        fc.array(fc.nat(12)),
+        (words, stops) => {
+          const deltas = new TranscriptDeltas();
+          let sent = '';
+          // Interim hypotheses: growing prefixes whose last word may be cut short.
+          for (const n of stops.map((s) => Math.min(s, words.length)).sort((a, b) => a - b)) {
+            const cut = words.slice(0, n);
+            if (cut.length) cut[cut.length - 1] = cut.at(-1)!.slice(0, 1);
+            sent += deltas.interim(cut.join(' '));
+          }
+          sent += deltas.final(words.join(' '));
+          expect(sent).toBe(words.join(' '));
+        },
+      ),
       { numRuns: RUNS * 8, seed: 3 },
     );
   });

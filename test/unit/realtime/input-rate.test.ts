@@ -30,16 +30,21 @@ describe('InputRateBound', () => {
 
   it('a stream at the rate (or slower) is never refused, whatever the burst already used', () => {
     fc.assert(
-      fc.property(fc.double({ min: 1, max: 20, noNaN: true }), fc.integer({ min: 1, max: 100 }), fc.double({ min: 0, max: 1, noNaN: true }), (maxRate, frameMs, slowdown) => {
-        let now = 0;
-        const bound = new InputRateBound({ maxRate, burstSeconds: 1 }, () => now);
-        expect(bound.take(1)).toBe(true); // the whole burst, at once
-        // Then frames of `frameMs` of audio, each after frameMs / maxRate of wall time (or more).
-        for (let i = 0; i < 500; i++) {
-          now += (frameMs / maxRate) * (1 + slowdown);
-          expect(bound.take(frameMs / 1000)).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.double({ min: 1, max: 20, noNaN: true }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (maxRate, frameMs, slowdown) => {
+          let now = 0;
+          const bound = new InputRateBound({ maxRate, burstSeconds: 1 }, () => now);
+          expect(bound.take(1)).toBe(true); // the whole burst, at once
+          // Then frames of `frameMs` of audio, each after frameMs / maxRate of wall time (or more).
+          for (let i = 0; i < 500; i++) {
+            now += (frameMs / maxRate) * (1 + slowdown);
+            expect(bound.take(frameMs / 1000)).toBe(true);
+          }
+        },
+      ),
     );
   });
 

@@ -37,7 +37,15 @@ afterEach(async () => {
 /** A committed item of `seconds` of audio whose transcript is `text` (the transcriber's final decode). */
 function item(seconds: number, text: string, extra: Partial<CommittedItem> = {}): CommittedItem {
   const transcriber = { final: async () => text } as unknown as TurnTranscriber;
-  return { itemId: 'item_1', samples: new Float32Array(seconds * 16_000), transcriber, model: { id: 'sunjata-1', engine: null as never }, target: null, committedAt: performance.now(), ...extra };
+  return {
+    itemId: 'item_1',
+    samples: new Float32Array(seconds * 16_000),
+    transcriber,
+    model: { id: 'sunjata-1', engine: null as never },
+    target: null,
+    committedAt: performance.now(),
+    ...extra,
+  };
 }
 
 function context(delivered: () => Promise<boolean>, logged: string[] = [], more: Partial<RealtimeSessionDeps> = {}) {
@@ -106,13 +114,21 @@ describe('deliverItem charges only what left the process', () => {
 
 describe('deliverItem within the item deadline', () => {
   /** A transcriber whose final decode waits in a queue until its signal aborts it (an overloaded model). */
-  const stuck = { final: (_s: Float32Array, limits?: { signal: AbortSignal }) => new Promise<string>((_, reject) => limits!.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true })) } as unknown as TurnTranscriber;
+  const stuck = {
+    final: (_s: Float32Array, limits?: { signal: AbortSignal }) =>
+      new Promise<string>((_, reject) => limits!.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true })),
+  } as unknown as TurnTranscriber;
 
   it('an item whose final is not ready by its deadline gets failed transcription_timeout, is cancelled and not charged', async () => {
     const failedCodes: string[] = [];
-    const { ctx, outputs } = context(async () => true, [], { finalTimeoutMs: 50, observer: { turnDetected() {}, turnCompleted() {}, itemFailed: (code: string) => failedCodes.push(code) } });
+    const { ctx, outputs } = context(async () => true, [], {
+      finalTimeoutMs: 50,
+      observer: { turnDetected() {}, turnCompleted() {}, itemFailed: (code: string) => failedCodes.push(code) },
+    });
     await deliverItem(ctx, item(2, '', { transcriber: stuck }));
-    expect(outputs).toEqual([{ type: 'failed', itemId: 'item_1', error: { code: 'transcription_timeout', message: expect.stringMatching(/did not finish within 0.05 s/) } }]);
+    expect(outputs).toEqual([
+      { type: 'failed', itemId: 'item_1', error: { code: 'transcription_timeout', message: expect.stringMatching(/did not finish within 0.05 s/) } },
+    ]);
     expect(failedCodes).toEqual(['transcription_timeout']);
     expect(await store.listUsage({ accountId: account.id })).toEqual([]);
     expect(ledger.openReservations).toBe(0);

@@ -35,7 +35,14 @@ function countingVad() {
   return { vad, counts };
 }
 
-const config: SessionConfig = { format: { codec: 'pcm16', rate: 24_000 }, model: null, language: null, prompt: null, target: null, turnDetection: DEFAULT_SERVER_VAD };
+const config: SessionConfig = {
+  format: { codec: 'pcm16', rate: 24_000 },
+  model: null,
+  language: null,
+  prompt: null,
+  target: null,
+  turnDetection: DEFAULT_SERVER_VAD,
+};
 
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setImmediate(resolve));
@@ -46,7 +53,13 @@ describe('RealtimeSession lifecycle', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
         const { vad, counts } = countingVad();
-        const deps = { ledger: null, charge: { requestId: 'req_1', accountId: 'acct_1', keyId: 'key_1' }, vad, translator: null, maxBufferSeconds: 60 } as unknown as RealtimeSessionDeps;
+        const deps = {
+          ledger: null,
+          charge: { requestId: 'req_1', accountId: 'acct_1', keyId: 'key_1' },
+          vad,
+          translator: null,
+          maxBufferSeconds: 60,
+        } as unknown as RealtimeSessionDeps;
         const outputs: SessionOutput[] = [];
         let emittedAfterClose = 0;
         const session = new RealtimeSession(deps, config, (output) => {
@@ -83,7 +96,13 @@ describe('RealtimeSession lifecycle', () => {
 
   it('takes no input once closed', async () => {
     const { vad, counts } = countingVad();
-    const deps = { ledger: null, charge: { requestId: 'req_1', accountId: 'acct_1', keyId: 'key_1' }, vad, translator: null, maxBufferSeconds: 60 } as unknown as RealtimeSessionDeps;
+    const deps = {
+      ledger: null,
+      charge: { requestId: 'req_1', accountId: 'acct_1', keyId: 'key_1' },
+      vad,
+      translator: null,
+      maxBufferSeconds: 60,
+    } as unknown as RealtimeSessionDeps;
     const outputs: SessionOutput[] = [];
     const session = new RealtimeSession(deps, config, (output) => outputs.push(output));
     session.start();

@@ -22,10 +22,7 @@ describe('SampleBuffer', () => {
   });
 
   it('keeps every sample in order through any appends and drops, and after a drop holds at most 4 × max(1 s, 2 × what is left)', () => {
-    const step = fc.oneof(
-      fc.record({ append: fc.integer({ min: 1, max: 20_000 }) }),
-      fc.record({ drop: fc.double({ min: 0, max: 1, noNaN: true }) }),
-    );
+    const step = fc.oneof(fc.record({ append: fc.integer({ min: 1, max: 20_000 }) }), fc.record({ drop: fc.double({ min: 0, max: 1, noNaN: true }) }));
     fc.assert(
       fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
         const buffer = new SampleBuffer();

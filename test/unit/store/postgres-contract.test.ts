@@ -71,7 +71,7 @@ describe.skipIf(!bin && !required)('PostgreSQL store', () => {
       expect(describeStoreLocation({ databaseUrl: url, dbPath: 'x' })).toBe(url);
     });
 
-    it('fails to open, with the driver\'s error, when the database does not exist', async () => {
+    it("fails to open, with the driver's error, when the database does not exist", async () => {
       await expect(openPostgresStore(cluster.url.replace('/kuma_test?', '/no_such_db?'))).rejects.toThrow(/no_such_db/);
     });
   });

@@ -28,10 +28,14 @@ afterEach(async () => {
 describe('upgrading', () => {
   it('a version-5 file (before the admin API) gains the admin tables, keeping its accounts and usage', async () => {
     const account = await store.createAccount('old', 700);
-    await store.recordUsage([{ requestId: 'r', accountId: account.id, keyId: 'k', model: 'm', unit: 'second', quantity: 1, unitPriceMicros: 100, costMicros: 100 }]);
+    await store.recordUsage([
+      { requestId: 'r', accountId: account.id, keyId: 'k', model: 'm', unit: 'second', quantity: 1, unitPriceMicros: 100, costMicros: 100 },
+    ]);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec('DROP INDEX idx_usage_settlement; ALTER TABLE usage_records DROP COLUMN line; ALTER TABLE usage_records DROP COLUMN settlement_id; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(
+      'DROP INDEX idx_usage_settlement; ALTER TABLE usage_records DROP COLUMN line; ALTER TABLE usage_records DROP COLUMN settlement_id; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time',
+    );
     raw.pragma('user_version = 5');
     raw.close();
     store = await openSqliteStore(dbPath);

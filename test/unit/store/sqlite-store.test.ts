@@ -36,8 +36,15 @@ const UNDO_SETTLEMENTS = 'DROP INDEX idx_usage_settlement; ALTER TABLE usage_rec
 
 function usage(accountId: string, overrides: Partial<NewUsageRecord> = {}): NewUsageRecord {
   return {
-    requestId: 'req_1', accountId, keyId: 'key_aaaaaaaaaaaa', model: 'djelia-transcribe',
-    unit: 'second', quantity: 1.5, unitPriceMicros: 100, costMicros: 150, ...overrides,
+    requestId: 'req_1',
+    accountId,
+    keyId: 'key_aaaaaaaaaaaa',
+    model: 'djelia-transcribe',
+    unit: 'second',
+    quantity: 1.5,
+    unitPriceMicros: 100,
+    costMicros: 150,
+    ...overrides,
   };
 }
 
@@ -67,12 +74,18 @@ describe('opening', () => {
     const account = await store.createAccount('old', 700);
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(
+      UNDO_SETTLEMENTS +
+        'DROP TABLE holds; DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time',
+    );
     raw.pragma('user_version = 1');
     raw.close();
     store = await openSqliteStore(dbPath);
     expect(await store.getAccount(account.id)).toEqual(account);
-    expect((await store.placeHold({ id: 'hold_1', accountId: account.id, requestId: 'req_1', amountMicros: 700, expiresAt: Date.now() + 60_000 }, Date.now())).placed).toBe(true);
+    expect(
+      (await store.placeHold({ id: 'hold_1', accountId: account.id, requestId: 'req_1', amountMicros: 700, expiresAt: Date.now() + 60_000 }, Date.now()))
+        .placed,
+    ).toBe(true);
     expect(await store.availableMicros(account.id, Date.now())).toBe(0);
   });
 
@@ -81,7 +94,10 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'b'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(
+      UNDO_SETTLEMENTS +
+        'DROP TABLE rate_limits; DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time',
+    );
     raw.pragma('user_version = 2');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -95,7 +111,10 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'c'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(
+      UNDO_SETTLEMENTS +
+        'DROP TABLE client_secrets; DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time',
+    );
     raw.pragma('user_version = 3');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -114,7 +133,10 @@ describe('opening', () => {
     const key = await store.createKey(account.id, 'd'.repeat(64), 'old');
     await store.close();
     const raw = new Database(dbPath);
-    raw.exec(UNDO_SETTLEMENTS + 'DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time');
+    raw.exec(
+      UNDO_SETTLEMENTS +
+        'DROP TABLE server_secrets; DROP TABLE account_webhooks; DROP TABLE calls; DROP TABLE admin_keys; DROP TABLE admin_audit; DROP INDEX idx_usage_account_time',
+    );
     raw.pragma('user_version = 4');
     raw.close();
     store = await openSqliteStore(dbPath);
@@ -125,7 +147,23 @@ describe('opening', () => {
     expect(await store.getWebhook(account.id)).toMatchObject({ accountId: account.id, url: 'https://example.com/hooks', secret: 'whsec_x' });
     await store.setWebhook(account.id, null);
     expect(await store.getWebhook(account.id)).toBeUndefined();
-    const call = { id: 'call_1', accountId: account.id, keyId: key.id, carrier: 'twilio', mode: 'relay', carrierCallId: 'CA1', startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:01:00.000Z', durationMs: 60_000, turns: 3, callerSeconds: 7.5, charactersSynthesized: 40, charactersTranslated: 0, costMicros: 1234, endReason: 'caller_hangup' };
+    const call = {
+      id: 'call_1',
+      accountId: account.id,
+      keyId: key.id,
+      carrier: 'twilio',
+      mode: 'relay',
+      carrierCallId: 'CA1',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      endedAt: '2026-01-01T00:01:00.000Z',
+      durationMs: 60_000,
+      turns: 3,
+      callerSeconds: 7.5,
+      charactersSynthesized: 40,
+      charactersTranslated: 0,
+      costMicros: 1234,
+      endReason: 'caller_hangup',
+    };
     await store.recordCall(call);
     expect(await store.listCalls({ accountId: account.id })).toEqual([call]);
     expect(await store.listCalls({ accountId: 'acct_other' })).toEqual([]);
@@ -169,13 +207,18 @@ describe('recordUsage durability', () => {
   it('keeps a committed row when the process is killed with SIGKILL right after the commit', async () => {
     const a = await store.createAccount('crash', 1_000);
     const child = spawn(process.execPath, ['--import', 'tsx', hangFixture, dbPath, a.id, 'req_crash'], {
-      cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
     await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (chunk: Buffer) => { if (chunk.toString().includes('committed')) resolve(); });
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('committed')) resolve();
+      });
       child.on('exit', () => reject(new Error(`child exited before committing: ${stderr}`)));
     });
     child.kill('SIGKILL');

@@ -78,7 +78,16 @@ describe('WalSync', () => {
     const store = await openSqliteStore(file);
     const account = await store.createAccount('a', 1_000_000);
     const key = await store.createKey(account.id, 'hash', 'test');
-    const records = Array.from({ length: 20 }, (_, i) => ({ requestId: `req_${i}`, accountId: account.id, keyId: key.id, model: 'm', unit: 'character' as const, quantity: 1, unitPriceMicros: 10, costMicros: 10 }));
+    const records = Array.from({ length: 20 }, (_, i) => ({
+      requestId: `req_${i}`,
+      accountId: account.id,
+      keyId: key.id,
+      model: 'm',
+      unit: 'character' as const,
+      quantity: 1,
+      unitPriceMicros: 10,
+      costMicros: 10,
+    }));
     await Promise.all(records.map((record) => store.recordUsage([record])));
     await store.close();
     const reopened = await openSqliteStore(file);

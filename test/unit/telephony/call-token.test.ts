@@ -8,7 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CALL_TOKEN_PREFIX, checkCallTokenKey, mintCallToken, telephonyTokenSecret, verifyCallToken, type CallTokenGrant } from '../../../src/telephony/call-token.js';
+import {
+  CALL_TOKEN_PREFIX,
+  checkCallTokenKey,
+  mintCallToken,
+  telephonyTokenSecret,
+  verifyCallToken,
+  type CallTokenGrant,
+} from '../../../src/telephony/call-token.js';
 import { CallTokenError } from '../../../src/telephony/errors.js';
 import { normaliseCallLanguage } from '../../../src/telephony/call-settings.js';
 import { openSqliteStore } from '../../../src/store/sqlite-store.js';
@@ -43,8 +50,15 @@ function failure(fn: () => unknown): string | null {
 }
 
 const sample: CallTokenGrant = {
-  accountId: 'acct_1', keyId: 'key_1', mode: 'relay', relayUrl: 'wss://bot.example.com/ws', transcriptionLanguage: 'fra', ttsLanguage: 'fra',
-  interruptible: 'speech', allowRelayOverride: false, welcomeGreeting: 'I ni ce!',
+  accountId: 'acct_1',
+  keyId: 'key_1',
+  mode: 'relay',
+  relayUrl: 'wss://bot.example.com/ws',
+  transcriptionLanguage: 'fra',
+  ttsLanguage: 'fra',
+  interruptible: 'speech',
+  allowRelayOverride: false,
+  welcomeGreeting: 'I ni ce!',
 };
 
 describe('call tokens', () => {
@@ -102,8 +116,21 @@ describe('call tokens', () => {
 
   it('refuse what is not a token as malformed', () => {
     const { token } = mintCallToken(SECRET, { ...sample, ttlSeconds: 60 }, NOW);
-    for (const bad of ['', 'kct1.', 'kct1..', token.replace('kct1.', 'kct2.'), token.split('.').slice(0, 2).join('.'), `${token}=`, `kct1.${'A'.repeat(10_000)}.x`, 'Bearer x', 'kct1.a b.c']) {
-      expect(failure(() => verifyCallToken(SECRET, bad, NOW)), bad.slice(0, 40)).toMatch(/malformed|bad_signature/);
+    for (const bad of [
+      '',
+      'kct1.',
+      'kct1..',
+      token.replace('kct1.', 'kct2.'),
+      token.split('.').slice(0, 2).join('.'),
+      `${token}=`,
+      `kct1.${'A'.repeat(10_000)}.x`,
+      'Bearer x',
+      'kct1.a b.c',
+    ]) {
+      expect(
+        failure(() => verifyCallToken(SECRET, bad, NOW)),
+        bad.slice(0, 40),
+      ).toMatch(/malformed|bad_signature/);
     }
     expect(failure(() => verifyCallToken(SECRET, 42 as unknown as string, NOW))).toBe('malformed');
   });
@@ -112,8 +139,20 @@ describe('call tokens', () => {
 describe('call languages', () => {
   it('normalise Kuma codes and ConversationRelay tags to bam, fra or eng', () => {
     const cases: [string, string | undefined][] = [
-      ['bam', 'bam'], ['bm-ML', 'bam'], ['BM', 'bam'], ['fra', 'fra'], ['fr-FR', 'fra'], ['fr_CA', 'fra'], ['fra_Latn', 'fra'],
-      ['eng', 'eng'], ['en-US', 'eng'], ['en-GB', 'eng'], ['de-DE', undefined], ['', undefined], ['constructor', undefined], ['__proto__', undefined],
+      ['bam', 'bam'],
+      ['bm-ML', 'bam'],
+      ['BM', 'bam'],
+      ['fra', 'fra'],
+      ['fr-FR', 'fra'],
+      ['fr_CA', 'fra'],
+      ['fra_Latn', 'fra'],
+      ['eng', 'eng'],
+      ['en-US', 'eng'],
+      ['en-GB', 'eng'],
+      ['de-DE', undefined],
+      ['', undefined],
+      ['constructor', undefined],
+      ['__proto__', undefined],
     ];
     for (const [tag, expected] of cases) expect(normaliseCallLanguage(tag), tag).toBe(expected);
   });

@@ -10,7 +10,12 @@ import { twilioSignature, verifyTwilioSignature } from '../../../src/telephony/t
 
 /** The documented algorithm, written out independently of the code under test. */
 function reference(token: string, url: string, params: Record<string, string> = {}): string {
-  const data = url + Object.keys(params).sort().map((k) => k + params[k]).join('');
+  const data =
+    url +
+    Object.keys(params)
+      .sort()
+      .map((k) => k + params[k])
+      .join('');
   return createHmac('sha1', token).update(data).digest('base64');
 }
 

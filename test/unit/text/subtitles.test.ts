@@ -16,7 +16,12 @@ describe('subtitles', () => {
   });
 
   it('skips empty cues and renumbers', () => {
-    expect(toSrt([{ start: 0, end: 1, text: ' ' }, { start: 1, end: 2, text: 'n' }])).toBe('1\n00:00:01,000 --> 00:00:02,000\nn\n');
+    expect(
+      toSrt([
+        { start: 0, end: 1, text: ' ' },
+        { start: 1, end: 2, text: 'n' },
+      ]),
+    ).toBe('1\n00:00:01,000 --> 00:00:02,000\nn\n');
     expect(toVtt([])).toBe('WEBVTT\n');
   });
 });

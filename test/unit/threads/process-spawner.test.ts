@@ -19,8 +19,6 @@ function newSpawner(): ProcessSpawner {
   return spawner;
 }
 
-
-
 describe('ProcessSpawner', () => {
   it('runs a program with its stdin, stdout and stderr in this process, and reports its exit', async () => {
     const spawner = newSpawner();

@@ -52,11 +52,7 @@ const SEEDS: Buffer[] = [
     part([disposition('file', 'x'), 'Content-Type: foo/bar'], audio(64)),
     END,
   ]),
-  Buffer.concat([
-    part([disposition('file', 'big.wav'), 'Content-Type: audio/wave'], audio(3000)),
-    part([disposition('prompt')], 'i ni ce'),
-    END,
-  ]),
+  Buffer.concat([part([disposition('file', 'big.wav'), 'Content-Type: audio/wave'], audio(3000)), part([disposition('prompt')], 'i ni ce'), END]),
   Buffer.concat([
     part([disposition('djelia[chunk_size]')], '0.5'),
     part([disposition('djelia[lang]')], 'bm'),
@@ -66,8 +62,18 @@ const SEEDS: Buffer[] = [
 ];
 
 const FRAGMENTS = [
-  '\r\n', '\r\n\r\n', '\r', '--', `--${BOUNDARY}`, `\r\n--${BOUNDARY}\r\n`, `--${BOUNDARY}--`,
-  'Content-Disposition: form-data; name="z"', '; filename="f"', '"', ';', ':',
+  '\r\n',
+  '\r\n\r\n',
+  '\r',
+  '--',
+  `--${BOUNDARY}`,
+  `\r\n--${BOUNDARY}\r\n`,
+  `--${BOUNDARY}--`,
+  'Content-Disposition: form-data; name="z"',
+  '; filename="f"',
+  '"',
+  ';',
+  ':',
 ];
 
 function mutate(body: Buffer, rand: () => number): Buffer {
@@ -102,7 +108,7 @@ function mutate(body: Buffer, rand: () => number): Buffer {
 
 async function* randomChunks(buf: Buffer, rand: () => number): AsyncGenerator<Uint8Array> {
   const max = rand() < 0.3 ? 2 : 200; // often tiny chunks, to split boundaries and headers everywhere
-  for (let at = 0; at < buf.length; ) {
+  for (let at = 0; at < buf.length;) {
     const size = 1 + Math.floor(rand() * max);
     yield buf.subarray(at, at + size);
     at += size;
@@ -127,7 +133,12 @@ afterAll(async () => {
 
 // Small limits so that spilling, 413 and the field/file counts are all reached by mutations.
 const limits = (): MultipartLimits => ({
-  maxFileBytes: 2500, maxFieldBytes: 64, maxFields: 6, maxFiles: 2, spillThresholdBytes: 128, tmpDir,
+  maxFileBytes: 2500,
+  maxFieldBytes: 64,
+  maxFields: 6,
+  maxFiles: 2,
+  spillThresholdBytes: 128,
+  tmpDir,
 });
 
 async function* bytewise(buf: Buffer): AsyncGenerator<Uint8Array> {
@@ -135,7 +146,10 @@ async function* bytewise(buf: Buffer): AsyncGenerator<Uint8Array> {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ApiError> {
-  const err = await promise.then(() => null, (e: unknown) => e);
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApiError);
   return err as ApiError;
 }

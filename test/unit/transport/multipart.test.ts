@@ -16,7 +16,12 @@ import { parseMultipart, type MultipartForm, type MultipartLimits } from '../../
 const BOUNDARY = '----KumaBoundary7MA4YWxkTrZu0gW';
 const CT = `multipart/form-data; boundary=${BOUNDARY}`;
 
-interface Part { name: string; value: string | Buffer; filename?: string; type?: string }
+interface Part {
+  name: string;
+  value: string | Buffer;
+  filename?: string;
+  type?: string;
+}
 
 function buildBody(parts: Part[], { final = true } = {}): Buffer {
   const out = parts.flatMap((p) => {
@@ -44,7 +49,11 @@ async function* chunksAt(buf: Buffer, cuts: number[]): AsyncGenerator<Uint8Array
   }
 }
 const whole = (buf: Buffer) => chunksAt(buf, []);
-const bytewise = (buf: Buffer) => chunksAt(buf, Array.from({ length: buf.length }, (_, i) => i));
+const bytewise = (buf: Buffer) =>
+  chunksAt(
+    buf,
+    Array.from({ length: buf.length }, (_, i) => i),
+  );
 function randomChunks(buf: Buffer, seed: number, max = 64): AsyncGenerator<Uint8Array> {
   const rand = prng(seed);
   const cuts: number[] = [];
@@ -74,7 +83,10 @@ function parse(body: Buffer | AsyncIterable<Uint8Array>, overrides: Partial<Mult
 }
 
 async function expectApiError(promise: Promise<unknown>, code: string, param: string | null = null): Promise<ApiError> {
-  const err = await promise.then(() => null, (e: unknown) => e);
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApiError);
   expect((err as ApiError).code).toBe(code);
   expect((err as ApiError).param).toBe(param);
@@ -90,17 +102,20 @@ async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
 async function summarize(form: MultipartForm) {
   const files: Record<string, unknown> = {};
   for (const [name, { filename, contentType, size, read }] of Object.entries(form.files)) {
-    files[name] = { filename, contentType, size, sha: createHash('sha256').update(await read()).digest('hex') };
+    files[name] = {
+      filename,
+      contentType,
+      size,
+      sha: createHash('sha256')
+        .update(await read())
+        .digest('hex'),
+    };
   }
   return { fields: form.fields, files };
 }
 
 // Every byte value plus a near-boundary, so no content can be mistaken for a delimiter.
-const AUDIO = Buffer.concat([
-  Buffer.from('RIFF'),
-  Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256)),
-  Buffer.from(`\r\n--${BOUNDARY.slice(0, -1)}x`),
-]);
+const AUDIO = Buffer.concat([Buffer.from('RIFF'), Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256)), Buffer.from(`\r\n--${BOUNDARY.slice(0, -1)}x`)]);
 const BIG = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 7919) % 256));
 const OPENAI_PARTS: Part[] = [
   { name: 'file', value: AUDIO, filename: 'speech.wav', type: 'audio/wav' },
@@ -111,7 +126,10 @@ const OPENAI_PARTS: Part[] = [
   { name: 'djelia[chunk_size]', value: '0.5' },
 ];
 const EXPECTED_FIELDS = {
-  model: 'whisper-1', response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'], djelia: { chunk_size: '0.5' },
+  model: 'whisper-1',
+  response_format: 'verbose_json',
+  timestamp_granularities: ['word', 'segment'],
+  djelia: { chunk_size: '0.5' },
 };
 
 describe('chunking', () => {
@@ -173,18 +191,25 @@ describe('file and field typing', () => {
     ['explicitly text/plain (reported as untyped)', 'text/plain', null],
     ['audio/ogg with parameters', 'audio/ogg; codecs=opus', 'audio/ogg'],
   ])('treats a part with a filename as a file when it is %s', async (_label, type, expected) => {
-    const body = buildBody([{ name: 'file', value: AUDIO, filename: 'a.bin', type }, { name: 'model', value: 'm' }]);
+    const body = buildBody([
+      { name: 'file', value: AUDIO, filename: 'a.bin', type },
+      { name: 'model', value: 'm' },
+    ]);
     const form = await parse(randomChunks(body, 3));
     expect(form.files.file).toMatchObject({ field: 'file', filename: 'a.bin', contentType: expected, size: AUDIO.length, path: null });
     expect(form.fields).toEqual({ model: 'm' });
   });
 
   it('treats parts without a filename as text fields, whatever their Content-Type', async () => {
-    const form = await parse(bytewise(buildBody([
-      { name: 'a', value: 'plain', type: 'text/plain; charset=utf-8' },
-      { name: 'b', value: '{"x":1}', type: 'application/json' },
-      { name: 'c', value: 'bytes', type: 'application/octet-stream' }, // busboy itself calls this one a file
-    ])));
+    const form = await parse(
+      bytewise(
+        buildBody([
+          { name: 'a', value: 'plain', type: 'text/plain; charset=utf-8' },
+          { name: 'b', value: '{"x":1}', type: 'application/json' },
+          { name: 'c', value: 'bytes', type: 'application/octet-stream' }, // busboy itself calls this one a file
+        ]),
+      ),
+    );
     expect(form.fields).toEqual({ a: 'plain', b: '{"x":1}', c: 'bytes' });
     expect(form.files).toEqual({});
   });
@@ -200,17 +225,31 @@ describe('file and field typing', () => {
 
 describe('bracket field names', () => {
   it('collects key[] into arrays, key[sub] into objects, and keeps the last plain repeat', async () => {
-    const form = await parse(randomChunks(buildBody([
-      { name: 'tags[]', value: 'a' }, { name: 'tags[]', value: 'b' }, { name: 'tags[]', value: 'c' },
-      { name: 'djelia[chunk_size]', value: '0.5' }, { name: 'djelia[lang]', value: 'bm' },
-      { name: 'language', value: 'fr' }, { name: 'language', value: 'bm' },
-      { name: 'a[b][c]', value: 'nested' },
-    ]), 5));
+    const form = await parse(
+      randomChunks(
+        buildBody([
+          { name: 'tags[]', value: 'a' },
+          { name: 'tags[]', value: 'b' },
+          { name: 'tags[]', value: 'c' },
+          { name: 'djelia[chunk_size]', value: '0.5' },
+          { name: 'djelia[lang]', value: 'bm' },
+          { name: 'language', value: 'fr' },
+          { name: 'language', value: 'bm' },
+          { name: 'a[b][c]', value: 'nested' },
+        ]),
+        5,
+      ),
+    );
     expect(form.fields).toEqual({ tags: ['a', 'b', 'c'], djelia: { chunk_size: '0.5', lang: 'bm' }, language: 'bm', 'a[b][c]': 'nested' });
   });
 
   it('stores __proto__ names as plain data without touching prototypes', async () => {
-    const form = await parse(buildBody([{ name: '__proto__[polluted]', value: 'yes' }, { name: '__proto__', value: 'x' }]));
+    const form = await parse(
+      buildBody([
+        { name: '__proto__[polluted]', value: 'yes' },
+        { name: '__proto__', value: 'x' },
+      ]),
+    );
     expect(Object.getPrototypeOf(form.fields)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.hasOwn(form.fields, '__proto__')).toBe(true);
@@ -291,7 +330,13 @@ describe('limits and temp files', () => {
       setImmediate(tick);
     };
     setImmediate(tick);
-    const form = await parse(chunksAt(body, Array.from({ length: 17 }, (_, i) => i * 64 * 1024)), { maxFileBytes: 2 << 20, spillThresholdBytes: 4 << 20 });
+    const form = await parse(
+      chunksAt(
+        body,
+        Array.from({ length: 17 }, (_, i) => i * 64 * 1024),
+      ),
+      { maxFileBytes: 2 << 20, spillThresholdBytes: 4 << 20 },
+    );
     counting = false;
     expect(form.files.file!.size).toBe(file.length);
     expect(turns).toBeGreaterThanOrEqual(4);

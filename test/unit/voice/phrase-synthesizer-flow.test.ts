@@ -28,7 +28,13 @@ function handEngine({ ignoreAbort = false } = {}) {
       return new Promise<T>((resolve, reject) => {
         if (!ignoreAbort) signal?.addEventListener('abort', () => reject(new Error(`cancelled ${text}`)), { once: true });
         const samples = new Float32Array(text.length);
-        const job: Job = { text, finished: false, priority: options?.priority, finish: () => ((job.finished = true), resolve({ samples, sampleRate: 16000 } as T)), fail: reject };
+        const job: Job = {
+          text,
+          finished: false,
+          priority: options?.priority,
+          finish: () => ((job.finished = true), resolve({ samples, sampleRate: 16000 } as T)),
+          fail: reject,
+        };
         jobs.push(job);
       });
     },

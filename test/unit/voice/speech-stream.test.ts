@@ -16,7 +16,10 @@ const RATE = 16000; // what the demo voices speak at
 const SLICE = RATE / 10; // encodeSpeech's slice
 afterAll(() => closeSharedAacPool());
 
-interface Phrase { samples: number; characters: number }
+interface Phrase {
+  samples: number;
+  characters: number;
+}
 
 async function* source(phrases: readonly Phrase[]): AsyncGenerator<PcmChunk> {
   for (const p of phrases) {
@@ -83,7 +86,10 @@ async function consume(phrases: readonly Phrase[], format: 'pcm' | 'mp3' | 'opus
   return { tally, bytes, finished };
 }
 
-const phrasesArb = fc.array(fc.record({ samples: fc.integer({ min: 800, max: 40_000 }), characters: fc.integer({ min: 1, max: 80 }) }), { minLength: 1, maxLength: 5 });
+const phrasesArb = fc.array(fc.record({ samples: fc.integer({ min: 800, max: 40_000 }), characters: fc.integer({ min: 1, max: 80 }) }), {
+  minLength: 1,
+  maxLength: 5,
+});
 
 describe('encodeSpeech: what a consumer that leaves is charged', () => {
   for (const format of ['pcm', 'mp3', 'opus'] as const) {
@@ -118,11 +124,18 @@ describe('encodeSpeech: what a consumer that leaves is charged', () => {
   it('a source that fails midway: what was synthesized is flushed out and charged, then the error goes on', async () => {
     const tally: SpeechTally = { charactersDelivered: 0, bytesDelivered: 0 };
     async function* failing(): AsyncGenerator<PcmChunk> {
-      yield* source([{ samples: 12_345, characters: 17 }, { samples: 8000, characters: 9 }]);
+      yield* source([
+        { samples: 12_345, characters: 17 },
+        { samples: 8000, characters: 9 },
+      ]);
       throw new Error('synthesis failed midway');
     }
     const out: Uint8Array[] = [];
-    await expect((async () => { for await (const b of encodeSpeech(failing(), 'mp3', tally)) out.push(b); })()).rejects.toThrow(/midway/);
+    await expect(
+      (async () => {
+        for await (const b of encodeSpeech(failing(), 'mp3', tally)) out.push(b);
+      })(),
+    ).rejects.toThrow(/midway/);
     expect(tally.charactersDelivered).toBe(26);
     // The flushed stream carries every synthesized sample (MP3 only counts whole frames: length is enough).
     const all = new Uint8Array(out.reduce((n, b) => n + b.length, 0));

@@ -10,7 +10,35 @@ import { TextPhraseSplitter } from '../../../src/voice/text-phrase-splitter.js';
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 300);
 
 /** Words, punctuation, closing quotes, digits, odd whitespace, ɛ, a combining accent and an emoji (a surrogate pair). */
-const token = fc.constantFrom('i', 'ni', 'ce', 'bɛ', 'sugu', 'la', 'a', 'kɔnɔntɔn', 'tile', 'e\u0301', '😀', '123', '.', ',', '?', '!', '…', '»', '"', ')', ' ', '  ', '\n', '\t', ' » ', '. ', '? "');
+const token = fc.constantFrom(
+  'i',
+  'ni',
+  'ce',
+  'bɛ',
+  'sugu',
+  'la',
+  'a',
+  'kɔnɔntɔn',
+  'tile',
+  'e\u0301',
+  '😀',
+  '123',
+  '.',
+  ',',
+  '?',
+  '!',
+  '…',
+  '»',
+  '"',
+  ')',
+  ' ',
+  '  ',
+  '\n',
+  '\t',
+  ' » ',
+  '. ',
+  '? "',
+);
 /** Mostly words and spaces, so that phrases also end at the length limits (FIRST_CHUNK_MAX first, then 200), not only at sentences. */
 const longToken = fc.oneof({ weight: 30, arbitrary: fc.constantFrom('sugu ', 'kɔnɔntɔn ', 'a ', 'bɛ ', 'la, ') }, { weight: 1, arbitrary: token });
 const text = fc.oneof(fc.array(token, { maxLength: 120 }), fc.array(longToken, { maxLength: 200 })).map((parts) => parts.join(''));

@@ -20,7 +20,14 @@ import { openSqliteStore } from '../../../src/store/sqlite-store.js';
 import type { Store } from '../../../src/store/store.js';
 import { TextPhraseSplitter } from '../../../src/voice/text-phrase-splitter.js';
 import type { VoiceSetup } from '../../../src/voice/utterance.js';
-import { checkTextLimits, MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, SpeechLimitError, TextTooLongError, VoiceSession } from '../../../src/voice/voice-session.js';
+import {
+  checkTextLimits,
+  MAX_MESSAGE_CHARACTERS,
+  MAX_PENDING_CHARACTERS,
+  SpeechLimitError,
+  TextTooLongError,
+  VoiceSession,
+} from '../../../src/voice/voice-session.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 20);
 const prices = PriceTableSchema.parse({});
@@ -70,12 +77,20 @@ const charged = async (accountId: string) => BALANCE - (await store.getAccount(a
 const held = async (accountId: string) => (await store.getAccount(accountId))!.balanceMicros - (await store.availableMicros(accountId, Date.now()));
 
 const word = fc.stringMatching(/^[a-zɛɔ]{1,9}$/u);
-const text = fc.array(fc.tuple(word, fc.constantFrom(' ', ' ', ', ', '. ', '? ')), { minLength: 1, maxLength: 60 }).map((parts) => parts.map(([w, s]) => w + s).join(''));
+const text = fc
+  .array(fc.tuple(word, fc.constantFrom(' ', ' ', ', ', '. ', '? ')), { minLength: 1, maxLength: 60 })
+  .map((parts) => parts.map(([w, s]) => w + s).join(''));
 /** A text and the pieces it is sent in (cut at any code unit boundary that does not split a character). */
 const textInPieces = text.chain((t) =>
   fc.uniqueArray(fc.integer({ min: 1, max: Math.max(1, t.length - 1) }), { maxLength: 12 }).map((cuts) => {
     const points = [0, ...cuts.filter((c) => c < t.length).sort((a, b) => a - b), t.length];
-    return { text: t, pieces: points.slice(1).map((end, i) => t.slice(points[i], end)).filter(Boolean) };
+    return {
+      text: t,
+      pieces: points
+        .slice(1)
+        .map((end, i) => t.slice(points[i], end))
+        .filter(Boolean),
+    };
   }),
 );
 

@@ -27,7 +27,9 @@ describe('input_audio_buffer.append audio', () => {
       }),
     );
     const large = new Uint8Array(AudioScratch.MAX_REUSED + 3).fill(7);
-    expect(Buffer.from((parseClientEvent(append(Buffer.from(large).toString('base64')), false, scratch) as { audio: Uint8Array }).audio).equals(Buffer.from(large))).toBe(true);
+    expect(
+      Buffer.from((parseClientEvent(append(Buffer.from(large).toString('base64')), false, scratch) as { audio: Uint8Array }).audio).equals(Buffer.from(large)),
+    ).toBe(true);
     expect(() => parseClientEvent(append('AA*A'), false, scratch)).toThrow(/not valid base64/);
   });
 

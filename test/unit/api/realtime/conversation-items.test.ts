@@ -20,7 +20,11 @@ it('keeps exactly the last `maxKept` items committed, each with its own transcri
         const answer = items.retrieve(`item_${i}`);
         const kept = i >= completes.length - maxKept;
         expect(answer.found).toBe(kept);
-        if (answer.found) expect(answer.event).toMatchObject({ type: 'conversation.item.retrieved', item: { id: `item_${i}`, content: [{ transcript: complete ? `text ${i}` : null }] } });
+        if (answer.found)
+          expect(answer.event).toMatchObject({
+            type: 'conversation.item.retrieved',
+            item: { id: `item_${i}`, content: [{ transcript: complete ? `text ${i}` : null }] },
+          });
         else expect(answer.code).toBe('item_retrieve_invalid_item_id');
       });
     }),
@@ -30,7 +34,10 @@ it('keeps exactly the last `maxKept` items committed, each with its own transcri
 it('a translating session keeps the transcript it delivered (the translation)', () => {
   const items = new ConversationItems();
   items.eventsFor({ type: 'committed', itemId: 'a', previousItemId: null });
-  items.eventsFor({ type: 'completed', itemId: 'a', transcript: 'i ni ce', seconds: 1, translation: { language: 'fra_Latn', text: 'bonjour', characters: 7 } }, 'bonjour');
+  items.eventsFor(
+    { type: 'completed', itemId: 'a', transcript: 'i ni ce', seconds: 1, translation: { language: 'fra_Latn', text: 'bonjour', characters: 7 } },
+    'bonjour',
+  );
   const answer = items.retrieve('a');
   expect(answer.found && answer.event).toMatchObject({ item: { content: [{ transcript: 'bonjour' }] } });
 });

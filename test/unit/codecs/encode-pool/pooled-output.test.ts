@@ -72,7 +72,10 @@ describe('encoder pool output', () => {
               encodeWith(await createPooledEncoder(pool, format, { inputRate: c.rate }), c),
               encodeWith(await createInThreadEncoder(format, { inputRate: c.rate }), c),
             ]);
-            expect(pooled.map((b) => b.length), format).toEqual(direct.map((b) => b.length));
+            expect(
+              pooled.map((b) => b.length),
+              format,
+            ).toEqual(direct.map((b) => b.length));
             for (let i = 0; i < pooled.length; i++) expect(normalise(format, pooled[i]!), `${format} output ${i}`).toEqual(normalise(format, direct[i]!));
           }),
         );

@@ -11,7 +11,6 @@ import { AdtsParser } from '../../../../src/codecs/encoders/adts.js';
 import { FfmpegAacPool } from '../../../../src/codecs/encoders/ffmpeg-aac-pool.js';
 import { seededRandom as random } from '../../../helpers/seeded-random.js';
 
-
 /** Voiced-speech-like test signal: a few harmonics with a wandering pitch and an amplitude envelope. */
 function signal(length: number, next: () => number): Float32Array {
   const out = new Float32Array(length);
@@ -49,7 +48,7 @@ async function encode(pool: FfmpegAacPool, samples: Float32Array, next: () => nu
   const encoder = await createAacEncoder({ inputRate: 24000 }, { pool });
   const parser = new AdtsParser();
   const frames: Uint8Array[] = [];
-  for (let at = 0; at < samples.length; ) {
+  for (let at = 0; at < samples.length;) {
     const size = 1 + Math.floor(next() * 6000);
     frames.push(...parser.push(await encoder.push(samples.subarray(at, at + size))));
     at += size;

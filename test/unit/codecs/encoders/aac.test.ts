@@ -124,7 +124,9 @@ describe('createAacEncoder', () => {
     expect(Math.abs(faadAt24k.length - signal.length)).toBeLessThanOrEqual(2048);
     const b = alignedCorrelation(signal, faadAt24k, 2500);
     expect(b.correlation).toBeGreaterThan(MIN_CORRELATION);
-    console.log(`[aac] correlation after alignment: ffmpeg ${a.correlation.toFixed(4)} (lag ${a.lag}), FAAD2 ${b.correlation.toFixed(4)} (lag ${b.lag}, decoded at ${faad.sampleRate} Hz)`);
+    console.log(
+      `[aac] correlation after alignment: ffmpeg ${a.correlation.toFixed(4)} (lag ${a.lag}), FAAD2 ${b.correlation.toFixed(4)} (lag ${b.lag}, decoded at ${faad.sampleRate} Hz)`,
+    );
   });
 
   it('returns every frame as soon as ffmpeg can make it: floor(n / 1024) − 1 after n ≥ 2048 samples', async () => {
@@ -192,7 +194,10 @@ describe('createAacEncoder', () => {
     const before = pool.pids().inUse;
     const killed = await createAacEncoder({ inputRate: 24000 }, { pool });
     await killed.push(speechLike(0.1, 24000));
-    process.kill(pool.pids().inUse.find((pid) => !before.includes(pid))!, 'SIGKILL');
+    process.kill(
+      pool.pids().inUse.find((pid) => !before.includes(pid))!,
+      'SIGKILL',
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     await expect(killed.push(speechLike(0.1, 24000))).rejects.toThrow(/aac encoder: ffmpeg was killed by SIGKILL/);
 

@@ -137,7 +137,7 @@ export interface DecodedAudio {
 
 function leS16(bytes: Uint8Array): Int16Array {
   const out = new Int16Array(bytes.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = (bytes[2 * i]! | (bytes[2 * i + 1]! << 8)) << 16 >> 16;
+  for (let i = 0; i < out.length; i++) out[i] = ((bytes[2 * i]! | (bytes[2 * i + 1]! << 8)) << 16) >> 16;
   return out;
 }
 
@@ -185,7 +185,7 @@ export interface OggPage {
 export function readOggPages(bytes: Uint8Array): OggPage[] {
   const pages: OggPage[] = [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let offset = 0; offset < bytes.length; ) {
+  for (let offset = 0; offset < bytes.length;) {
     if (String.fromCharCode(...bytes.subarray(offset, offset + 4)) !== 'OggS') throw new Error(`no OggS at byte ${offset}`);
     const count = bytes[offset + 26]!;
     const segments = Array.from(bytes.subarray(offset + 27, offset + 27 + count));
@@ -236,7 +236,6 @@ export function withOggSerialZero(bytes: Uint8Array): Uint8Array {
   }
   return out;
 }
-
 
 export function concatFloat(parts: readonly Float32Array[]): Float32Array {
   const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));

@@ -33,9 +33,19 @@ const N = INPUT.length;
 
 type Kind = 'lossless' | 'g711' | 'lossy';
 const KIND: Record<SpeechFormat, Kind> = {
-  pcm: 'lossless', l16_8000: 'lossless', l16_16000: 'lossless', wav: 'lossless', wav_8k: 'lossless', flac: 'lossless',
-  ulaw: 'g711', ulaw_8k: 'g711', alaw: 'g711',
-  mp3: 'lossy', opus: 'lossy', aac: 'lossy', fmp4: 'lossy',
+  pcm: 'lossless',
+  l16_8000: 'lossless',
+  l16_16000: 'lossless',
+  wav: 'lossless',
+  wav_8k: 'lossless',
+  flac: 'lossless',
+  ulaw: 'g711',
+  ulaw_8k: 'g711',
+  alaw: 'g711',
+  mp3: 'lossy',
+  opus: 'lossy',
+  aac: 'lossy',
+  fmp4: 'lossy',
 };
 
 /**

@@ -21,8 +21,6 @@ afterEach(async () => {
   await Promise.all(pools.splice(0).map((pool) => pool.close()));
 });
 
-
-
 describe('FfmpegAacPool', () => {
   it('hands out warm processes and refills in the background, never spawning on the hot path', async () => {
     const pool = newPool({ size: 2 });

@@ -27,7 +27,7 @@ const CONTAINERS = new Set(['moov', 'trak', 'mdia', 'minf', 'stbl', 'mvex', 'moo
 function boxes(bytes: Uint8Array, base = 0): Box[] {
   const out: Box[] = [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const size = view.getUint32(at);
     const type = String.fromCharCode(...bytes.subarray(at + 4, at + 8));
     expect(size, `box ${type} at ${base + at}`).toBeGreaterThanOrEqual(8);
@@ -53,7 +53,8 @@ function speechLike(seconds: number, rate: number): Float32Array {
     const t = i / rate;
     phase += (2 * Math.PI * (150 + 40 * Math.sin(2 * Math.PI * 0.7 * t))) / rate;
     let v = 0;
-    for (let h = 1; h <= 20; h++) v += (Math.exp(-(((h * 150 - 700) / 500) ** 2)) + 0.4 * Math.exp(-(((h * 150 - 1800) / 500) ** 2))) * Math.sin(h * phase) / Math.sqrt(h);
+    for (let h = 1; h <= 20; h++)
+      v += ((Math.exp(-(((h * 150 - 700) / 500) ** 2)) + 0.4 * Math.exp(-(((h * 150 - 1800) / 500) ** 2))) * Math.sin(h * phase)) / Math.sqrt(h);
     out[i] = 0.25 * Math.sin(Math.PI * ((t * 4) % 1)) ** 2 * v;
   }
   return out;
@@ -82,7 +83,10 @@ function correlationAtBestLag(reference: Float32Array, decoded: Float32Array): {
 
 /** ffmpeg reading the stream from a pipe, as a progressive client would get it. */
 function ffmpegDecode(bytes: Uint8Array, ffmpeg = resolveFfmpegPath()): { samples: Float32Array; stderr: string } {
-  const result = spawnSync(ffmpeg, ['-hide_banner', '-f', 'mp4', '-i', 'pipe:0', '-f', 's16le', '-acodec', 'pcm_s16le', 'pipe:1'], { input: bytes, maxBuffer: 1 << 26 });
+  const result = spawnSync(ffmpeg, ['-hide_banner', '-f', 'mp4', '-i', 'pipe:0', '-f', 's16le', '-acodec', 'pcm_s16le', 'pipe:1'], {
+    input: bytes,
+    maxBuffer: 1 << 26,
+  });
   const stderr = result.stderr.toString();
   expect(result.status, stderr).toBe(0);
   expect(stderr).not.toMatch(/error|invalid/i);
@@ -98,7 +102,9 @@ async function encodeInPieces(encoder: StreamingEncoder, signal: Float32Array, p
 }
 
 function systemTool(name: string): string | undefined {
-  const found = spawnSync('sh', ['-c', `command -v ${name}`]).stdout.toString().trim();
+  const found = spawnSync('sh', ['-c', `command -v ${name}`])
+    .stdout.toString()
+    .trim();
   return found || undefined;
 }
 
@@ -250,7 +256,9 @@ describe('createFmp4Encoder', () => {
       encoder.close();
     }
     const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-    console.log(`[fmp4] after create: init segment ${median(initMs).toFixed(1)} ms, first audio fragment ${median(audioMs).toFixed(1)} ms (medians of 7; push 5 of 20 ms pieces)`);
+    console.log(
+      `[fmp4] after create: init segment ${median(initMs).toFixed(1)} ms, first audio fragment ${median(audioMs).toFixed(1)} ms (medians of 7; push 5 of 20 ms pieces)`,
+    );
     expect(audioMs).toHaveLength(7); // every run had an audio fragment within its first 10 pieces; the ≤ 60 ms target is measured by load-tests/codecs
   });
 });

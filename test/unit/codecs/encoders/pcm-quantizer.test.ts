@@ -9,20 +9,23 @@ import { seededRandom as random } from '../../../helpers/seeded-random.js';
 
 const reference = (x: number): number => (x >= 1 ? 32767 : x <= -1 ? -32767 : Number.isNaN(x) ? 0 : Math.round(x * 32767));
 
-
 describe('floatToInt16', () => {
   it('equals clamp + Math.round on 1,000,000 random samples of every kind', () => {
     const next = random(2026);
     const samples = new Float32Array(1_000_000);
     for (let i = 0; i < samples.length; i++) {
       const kind = i % 4;
-      if (kind === 0) samples[i] = next() * 2.4 - 1.2; // uniform, some beyond the clamp
-      else if (kind === 1) samples[i] = (Math.floor(next() * 65535) - 32767 + 0.5) / 32767; // near half steps
-      else if (kind === 2) samples[i] = (next() < 0.5 ? -1 : 1) * (1 - next() * 1e-4); // around ±1
+      if (kind === 0)
+        samples[i] = next() * 2.4 - 1.2; // uniform, some beyond the clamp
+      else if (kind === 1)
+        samples[i] = (Math.floor(next() * 65535) - 32767 + 0.5) / 32767; // near half steps
+      else if (kind === 2)
+        samples[i] = (next() < 0.5 ? -1 : 1) * (1 - next() * 1e-4); // around ±1
       else samples[i] = (next() - 0.5) * 1e-3; // around 0, both signs
     }
     const out = floatToInt16(samples);
-    for (let i = 0; i < samples.length; i++) if (out[i] !== reference(samples[i]!)) expect({ i, x: samples[i], got: out[i] }).toEqual({ i, x: samples[i], got: reference(samples[i]!) });
+    for (let i = 0; i < samples.length; i++)
+      if (out[i] !== reference(samples[i]!)) expect({ i, x: samples[i], got: out[i] }).toEqual({ i, x: samples[i], got: reference(samples[i]!) });
   });
 
   it('handles the special values', () => {

@@ -28,7 +28,7 @@ function flacHeaderLength(bytes: Uint8Array): number {
 /** Top-level MP4 box types present in the bytes so far. */
 function mp4Boxes(bytes: Uint8Array): string[] {
   const types: string[] = [];
-  for (let offset = 0; offset + 8 <= bytes.length; ) {
+  for (let offset = 0; offset + 8 <= bytes.length;) {
     const size = new DataView(bytes.buffer, bytes.byteOffset + offset).getUint32(0);
     types.push(String.fromCharCode(...bytes.subarray(offset + 4, offset + 8)));
     if (size < 8) break;

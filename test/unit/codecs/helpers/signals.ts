@@ -139,14 +139,24 @@ export function compareAligned(ref: Float32Array, test: Float32Array, maxLag: nu
   const lag = bestLag(ref, test, maxLag);
   let signal = 0;
   let noise = 0;
-  let sr = 0, st = 0, srr = 0, stt = 0, srt = 0, count = 0;
+  let sr = 0,
+    st = 0,
+    srr = 0,
+    stt = 0,
+    srt = 0,
+    count = 0;
   for (let i = edge; i < ref.length - edge; i++) {
     const t = test[i + lag];
     if (t === undefined) continue;
     const r = ref[i]!;
     signal += r * r;
     noise += (r - t) ** 2;
-    sr += r; st += t; srr += r * r; stt += t * t; srt += r * t; count++;
+    sr += r;
+    st += t;
+    srr += r * r;
+    stt += t * t;
+    srt += r * t;
+    count++;
   }
   const cov = srt / count - (sr / count) * (st / count);
   const correlation = cov / Math.sqrt((srr / count - (sr / count) ** 2) * (stt / count - (st / count) ** 2));

@@ -194,7 +194,15 @@ describe('planChunks', () => {
   });
 
   it('drops chunks without any speech region and never exceeds the limit', () => {
-    const chunks = planChunks([{ start: 2, end: 4 }, { start: 70, end: 75 }], 80, 30, () => 1e9);
+    const chunks = planChunks(
+      [
+        { start: 2, end: 4 },
+        { start: 70, end: 75 },
+      ],
+      80,
+      30,
+      () => 1e9,
+    );
     expect(chunks).toEqual([
       { start: 0, end: 30 },
       { start: 60, end: 80 },

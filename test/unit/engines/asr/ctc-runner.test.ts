@@ -156,7 +156,11 @@ describe.each(['ctc-wav2vec2', 'ctc-nemo'] as const)('CTC runner (%s demo model)
     expect(samples.length / RATE).toBeGreaterThan(12);
     const chunked = await load(engine, path.join(root, engine), { maxChunkSeconds: 4 });
     let checkpoints = 0;
-    const segments = await transcribe(chunked, samples, context(async () => void checkpoints++));
+    const segments = await transcribe(
+      chunked,
+      samples,
+      context(async () => void checkpoints++),
+    );
     await chunked.close();
     expect(segments.map((s) => s.text)).toEqual(phrases);
     segments.forEach((s, i) => expect(Math.abs(s.start - starts[i]!)).toBeLessThanOrEqual(FRAME + 1e-9));
@@ -216,7 +220,10 @@ describe('CTC runner configuration', () => {
 
   it('serves transcribe from a worker thread through the ModelEngine', async () => {
     const dir = path.join(root, 'ctc-wav2vec2');
-    const engine = new ModelEngine({ id: 'sunjata-1', aliases: [], engine: 'ctc-wav2vec2', dir, absoluteDir: dir, replicas: 1, maxQueue: 2, options: {} }, { intraOpThreads: 1, interOpThreads: 1 });
+    const engine = new ModelEngine(
+      { id: 'sunjata-1', aliases: [], engine: 'ctc-wav2vec2', dir, absoluteDir: dir, replicas: 1, maxQueue: 2, options: {} },
+      { intraOpThreads: 1, interOpThreads: 1 },
+    );
     await engine.start();
     try {
       const segments: Segment[] = [];
@@ -243,7 +250,9 @@ describe('CTC runner load errors', () => {
     await expect(load('ctc-wav2vec2', copyWithout('ctc-wav2vec2', 'vocab.json'))).rejects.toThrow(/missing vocab\.json/);
     await expect(load('ctc-wav2vec2', copyWithout('ctc-wav2vec2', 'config.json'))).rejects.toThrow(/missing config\.json/);
     await expect(load('ctc-nemo', copyWithout('ctc-nemo', 'tokens.txt'))).rejects.toThrow(/missing tokens\.txt/);
-    await expect(load('ctc-wav2vec2', copyWithout('ctc-wav2vec2', 'model.onnx'))).rejects.toThrow(/no model file \(looked for model\.onnx, onnx\/model\.onnx\)/);
+    await expect(load('ctc-wav2vec2', copyWithout('ctc-wav2vec2', 'model.onnx'))).rejects.toThrow(
+      /no model file \(looked for model\.onnx, onnx\/model\.onnx\)/,
+    );
   });
 
   it('rejects a model of the other layout with the missing inputs named', async () => {
@@ -268,6 +277,8 @@ describe('CTC runner load errors', () => {
     await expect(load('ctc-wav2vec2', variant('int64', ['b', 'n'], cast, ['b', 'n']))).rejects.toThrow(/input input_values is int64, expected float32/);
     await expect(load('ctc-wav2vec2', variant('float', ['b', 'n'], same, ['b', 'n']))).rejects.toThrow(/output logits has rank 2, expected 3/);
     const oneClass = (g: GraphBuilder, x: string) => g.op('Unsqueeze', [x, g.int64s([-1])]);
-    await expect(load('ctc-wav2vec2', variant('float', ['b', 'n'], oneClass, ['b', 'n', 1]))).rejects.toThrow(/logits has 1 classes but vocab\.json has 30 tokens/);
+    await expect(load('ctc-wav2vec2', variant('float', ['b', 'n'], oneClass, ['b', 'n', 1]))).rejects.toThrow(
+      /logits has 1 classes but vocab\.json has 30 tokens/,
+    );
   });
 });

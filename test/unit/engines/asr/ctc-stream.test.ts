@@ -98,34 +98,49 @@ describe('the CTC runner streams a convolutional NeMo model statefully', () => {
   it('says it streams statefully, and a per_feature model says why it does not', () => {
     // C1 reads 16 frames ahead, each block's sub-blocks 2 × (16+19+25+31+37) at half rate, C2 86 at half rate.
     expect(engine.info).toMatchObject({ stateful: true, statefulLookaheadSeconds: (16 + 2 * 2 * (16 + 19 + 25 + 31 + 37) + 2 * 86) / 100 });
-    expect(engines.get('quartznet-normalized')!.info).toMatchObject({ stateful: false, statefulRefusal: 'normalize per_feature uses whole-utterance statistics' });
+    expect(engines.get('quartznet-normalized')!.info).toMatchObject({
+      stateful: false,
+      statefulRefusal: 'normalize per_feature uses whole-utterance statistics',
+    });
   });
 
   it("the pieces' frames, ended at any point, are the whole run's frames", async () => {
-    const lengths = fc.oneof(fc.integer({ min: 0, max: 2 * RATE }), fc.integer({ min: 2 * RATE, max: 20 * RATE }), fc.integer({ min: 20 * RATE, max: 60 * RATE }));
+    const lengths = fc.oneof(
+      fc.integer({ min: 0, max: 2 * RATE }),
+      fc.integer({ min: 2 * RATE, max: 20 * RATE }),
+      fc.integer({ min: 20 * RATE, max: 60 * RATE }),
+    );
     await fc.assert(
-      fc.asyncProperty(lengths, sizes, fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 0, max: 1e9 }), async (length, pieceSizes, endAt, seed) => {
-        const audio = toneBursts(length, seed);
-        const whole = await engine.run<{ ids: Int32Array }>('frames', { samples: audio.slice(), skip: 0, take: null });
-        let state: unknown = null;
-        const ids: number[] = [];
-        // Pieces run one after another, each going to whichever replica is free, as a realtime turn's do.
-        for (const [from, to] of pieces(length, Math.round(endAt * length), pieceSizes)) {
-          const step = await engine.run<Step>('stream', { samples: audio.slice(from, to), state, final: to === length });
-          expect(step.firstFrame).toBe(ids.length);
-          expect(step.blank).toBe(12);
-          ids.push(...step.ids);
-          state = step.state;
-        }
-        expect(ids).toEqual(Array.from(whole.ids));
-      }),
+      fc.asyncProperty(
+        lengths,
+        sizes,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.integer({ min: 0, max: 1e9 }),
+        async (length, pieceSizes, endAt, seed) => {
+          const audio = toneBursts(length, seed);
+          const whole = await engine.run<{ ids: Int32Array }>('frames', { samples: audio.slice(), skip: 0, take: null });
+          let state: unknown = null;
+          const ids: number[] = [];
+          // Pieces run one after another, each going to whichever replica is free, as a realtime turn's do.
+          for (const [from, to] of pieces(length, Math.round(endAt * length), pieceSizes)) {
+            const step = await engine.run<Step>('stream', { samples: audio.slice(from, to), state, final: to === length });
+            expect(step.firstFrame).toBe(ids.length);
+            expect(step.blank).toBe(12);
+            ids.push(...step.ids);
+            state = step.state;
+          }
+          expect(ids).toEqual(Array.from(whole.ids));
+        },
+      ),
       { numRuns: RUNS, seed: 20261128 },
     );
   }, 240_000);
 
   it('refuses a model that cannot stream, and a state that is not this model’s', async () => {
     const samples = toneBursts(RATE, 1);
-    await expect(engines.get('quartznet-normalized')!.run('stream', { samples, state: null, final: true })).rejects.toThrow(/does not stream statefully \(normalize per_feature/);
+    await expect(engines.get('quartznet-normalized')!.run('stream', { samples, state: null, final: true })).rejects.toThrow(
+      /does not stream statefully \(normalize per_feature/,
+    );
     const first = await engine.run<Step>('stream', { samples: samples.slice(), state: null, final: false });
     const foreign = { ...(first.state as object), caches: [new Float32Array(3)] };
     await expect(engine.run('stream', { samples: samples.slice(), state: foreign, final: true })).rejects.toThrow(/stream state has 1 caches/);

@@ -60,7 +60,9 @@ function joined(pieces: PathPiece[]): number[] {
   return out;
 }
 
-const audio = fc.integer({ min: 0, max: 200 * HOP }).chain((n) => fc.array(fc.integer({ min: -3, max: 3 }), { minLength: n, maxLength: n }).map((a) => Float32Array.from(a)));
+const audio = fc
+  .integer({ min: 0, max: 200 * HOP })
+  .chain((n) => fc.array(fc.integer({ min: -3, max: 3 }), { minLength: n, maxLength: n }).map((a) => Float32Array.from(a)));
 const sizes = fc.array(fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 20_000 })), { minLength: 1, maxLength: 6 });
 
 describe('framesWalk', () => {
@@ -93,18 +95,22 @@ describe('PathWords', () => {
   const timing = { frameSeconds: 0.02, windowSeconds: 0.025 };
   it('gives the whole path’s words, whatever the pieces', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: CLASSES - 1 }), { maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 5 }), (ids, cuts) => {
-        const whole = tokensToWords(tokensFromIds(ids, BLANK), pieces, { ...timing, offsetSeconds: 0 }, 0.1);
-        const words = new PathWords(pieces, timing, 0.1);
-        const got = [];
-        for (let at = 0, i = 0; at < ids.length; i++) {
-          const n = cuts[i % cuts.length]!;
-          got.push(...words.push({ ids: Int32Array.from(ids.slice(at, at + n)), firstFrame: at, blank: BLANK }));
-          at += n;
-        }
-        got.push(...words.flush());
-        expect(got).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: CLASSES - 1 }), { maxLength: 400 }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 5 }),
+        (ids, cuts) => {
+          const whole = tokensToWords(tokensFromIds(ids, BLANK), pieces, { ...timing, offsetSeconds: 0 }, 0.1);
+          const words = new PathWords(pieces, timing, 0.1);
+          const got = [];
+          for (let at = 0, i = 0; at < ids.length; i++) {
+            const n = cuts[i % cuts.length]!;
+            got.push(...words.push({ ids: Int32Array.from(ids.slice(at, at + n)), firstFrame: at, blank: BLANK }));
+            at += n;
+          }
+          got.push(...words.flush());
+          expect(got).toEqual(whole);
+        },
+      ),
       { numRuns: 300, seed: 11 },
     );
   });

@@ -4,7 +4,14 @@
  * float64; log-mels and normalised values agree within 1e-5 absolute (measured worst: 3e-6).
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_NEMO_FEATURES, RealFft, nemoFrameCount, nemoLogMel, slaneyMelFilterbank, type NemoFeatureConfig } from '../../../../src/engines/asr/nemo-features.js';
+import {
+  DEFAULT_NEMO_FEATURES,
+  RealFft,
+  nemoFrameCount,
+  nemoLogMel,
+  slaneyMelFilterbank,
+  type NemoFeatureConfig,
+} from '../../../../src/engines/asr/nemo-features.js';
 
 const TOLERANCE = 1e-5;
 
@@ -111,7 +118,11 @@ describe('nemoLogMel', () => {
     const all = rows.flat();
     const mean = all.reduce((a, b) => a + b, 0) / all.length;
     const std = Math.sqrt(all.reduce((a, v) => a + (v - mean) ** 2, 0) / (all.length - 1)) + 1e-5;
-    expectClose(got.data, rows.map((row) => row.map((v) => (v - mean) / std)), frames);
+    expectClose(
+      got.data,
+      rows.map((row) => row.map((v) => (v - mean) / std)),
+      frames,
+    );
   });
 
   it('pads the frame count to a multiple of pad_to with zeros that do not enter the statistics', () => {

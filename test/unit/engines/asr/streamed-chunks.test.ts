@@ -80,26 +80,76 @@ describe('plannedChunks', () => {
 
   it('the cases that needed care: speech then silence to the end, and silence longer than a chunk between speech', async () => {
     const cases = [
-      [{ p: 0.9, windows: 60 }, { p: 0, windows: 400 }], // trailing silence: the cut depends on whether speech follows
-      [{ p: 0.9, windows: 60 }, { p: 0, windows: 400 }, { p: 0.9, windows: 20 }, { p: 0, windows: 10 }],
-      [{ p: 0, windows: 300 }, { p: 0.9, windows: 200 }, { p: 0.3, windows: 5 }, { p: 0.9, windows: 200 }], // speech over a chunk
-      [{ p: 0.9, windows: 20 }, { p: 0, windows: 12 }, { p: 0.9, windows: 5 }, { p: 0, windows: 500 }], // a blip too short to keep
+      [
+        { p: 0.9, windows: 60 },
+        { p: 0, windows: 400 },
+      ], // trailing silence: the cut depends on whether speech follows
+      [
+        { p: 0.9, windows: 60 },
+        { p: 0, windows: 400 },
+        { p: 0.9, windows: 20 },
+        { p: 0, windows: 10 },
+      ],
+      [
+        { p: 0, windows: 300 },
+        { p: 0.9, windows: 200 },
+        { p: 0.3, windows: 5 },
+        { p: 0.9, windows: 200 },
+      ], // speech over a chunk
+      [
+        { p: 0.9, windows: 20 },
+        { p: 0, windows: 12 },
+        { p: 0.9, windows: 5 },
+        { p: 0, windows: 500 },
+      ], // a blip too short to keep
       // Found by the property above: an open region not yet known to be kept is not "speech after"; a region
       // left open by probabilities between the thresholds ends where its pending silence began.
-      [{ p: 0.6, windows: 2 }, { p: 0.4, windows: 64 }, { p: 0, windows: 203 }, { p: 0.95, windows: 1 }, { p: 0, windows: 10 }],
-      [{ p: 0.6, windows: 192 }, { p: 0, windows: 10 }, { p: 0.4, windows: 46 }, { p: 0.6, windows: 1 }, { p: 0, windows: 1 }, { p: 0.4, windows: 8 }, { p: 0, windows: 1 }],
-      [{ p: 0.95, windows: 1 }, { p: 0, windows: 1 }, { p: 0.4, windows: 80 }, { p: 0, windows: 1 }],
-      [{ p: 0, windows: 107 }, { p: 0.95, windows: 33 }, { p: 0, windows: 46 }],
+      [
+        { p: 0.6, windows: 2 },
+        { p: 0.4, windows: 64 },
+        { p: 0, windows: 203 },
+        { p: 0.95, windows: 1 },
+        { p: 0, windows: 10 },
+      ],
+      [
+        { p: 0.6, windows: 192 },
+        { p: 0, windows: 10 },
+        { p: 0.4, windows: 46 },
+        { p: 0.6, windows: 1 },
+        { p: 0, windows: 1 },
+        { p: 0.4, windows: 8 },
+        { p: 0, windows: 1 },
+      ],
+      [
+        { p: 0.95, windows: 1 },
+        { p: 0, windows: 1 },
+        { p: 0.4, windows: 80 },
+        { p: 0, windows: 1 },
+      ],
+      [
+        { p: 0, windows: 107 },
+        { p: 0.95, windows: 33 },
+        { p: 0, windows: 46 },
+      ],
     ];
     for (const runs of cases) {
       const audio = audioOf(runs, 100);
-      for (const sizes of [[512], [16000], [9237, 1804], [46400, 19033, 110], [7919, 133], [audio.length]]) expect(await streamedPlan(audio, sizes)).toEqual(wholePlan(audio));
+      for (const sizes of [[512], [16000], [9237, 1804], [46400, 19033, 110], [7919, 133], [audio.length]])
+        expect(await streamedPlan(audio, sizes)).toEqual(wholePlan(audio));
     }
   });
 
   it('probabilities between the thresholds for longer than a chunk after speech: planned anyway, within two chunks of audio', async () => {
     // Speech, a silent window (a pending end), then 60 s at 0.4: Silero's rules leave the region open.
-    const audio = audioOf([{ p: 0.9, windows: 60 }, { p: 0, windows: 1 }, { p: 0.4, windows: 1900 }, { p: 0, windows: 40 }], 0);
+    const audio = audioOf(
+      [
+        { p: 0.9, windows: 60 },
+        { p: 0, windows: 1 },
+        { p: 0.4, windows: 1900 },
+        { p: 0, windows: 40 },
+      ],
+      0,
+    );
     const pulled = { count: 0 };
     const options = { rate: RATE, maxChunkSeconds: MAX, pickCut: quietest, vad: async () => fakeVad, checkpoint: async () => {} };
     const atChunk: number[] = [];
@@ -110,7 +160,10 @@ describe('plannedChunks', () => {
 
   it('reads the input only as far as the plan needs: the first chunk comes after about one chunk of audio', async () => {
     // Phrases of 2 s with 1 s pauses for 120 s, in 0.5 s windows.
-    const runs = Array.from({ length: 40 }, () => [{ p: 0.9, windows: 62 }, { p: 0, windows: 31 }]).flat();
+    const runs = Array.from({ length: 40 }, () => [
+      { p: 0.9, windows: 62 },
+      { p: 0, windows: 31 },
+    ]).flat();
     const audio = audioOf(runs, 0);
     const pulled = { count: 0 };
     const options = { rate: RATE, maxChunkSeconds: MAX, pickCut: quietest, vad: async () => fakeVad, checkpoint: async () => {} };

@@ -8,14 +8,34 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  TIMESTAMP_COUNT, applyRules, buildPrompt, isText, isTimestamp, seededRandom, selectToken, whisperVocab, windowSegments, type TokenLookup, type WhisperVocab,
+  TIMESTAMP_COUNT,
+  applyRules,
+  buildPrompt,
+  isText,
+  isTimestamp,
+  seededRandom,
+  selectToken,
+  whisperVocab,
+  windowSegments,
+  type TokenLookup,
+  type WhisperVocab,
 } from '../../../../src/engines/asr/whisper-decode.js';
 import { TextTokenizer } from '../../../../src/engines/text/tokenizer.js';
 import { WHISPER_LANGUAGES, generateWhisperModel } from '../../../../models/generator/demo-whisper.js';
 
 /** The multilingual Whisper v2 added tokens (ids 50257–51864), optionally `<|bm|>` at 51865, optionally without timestamps. */
 function realLookup(options: { bm?: boolean; timestamps?: boolean } = {}): TokenLookup {
-  const added = ['<|endoftext|>', '<|startoftranscript|>', ...WHISPER_LANGUAGES.map((l) => `<|${l}|>`), '<|translate|>', '<|transcribe|>', '<|startoflm|>', '<|startofprev|>', '<|nocaptions|>', '<|notimestamps|>'];
+  const added = [
+    '<|endoftext|>',
+    '<|startoftranscript|>',
+    ...WHISPER_LANGUAGES.map((l) => `<|${l}|>`),
+    '<|translate|>',
+    '<|transcribe|>',
+    '<|startoflm|>',
+    '<|startofprev|>',
+    '<|nocaptions|>',
+    '<|notimestamps|>',
+  ];
   const tokens = added.map((content, i) => ({ id: 50257 + i, content }));
   if (options.timestamps !== false) for (let i = 0; i < TIMESTAMP_COUNT; i++) tokens.push({ id: 50364 + i, content: `<|${(i * 0.02).toFixed(2)}|>` });
   if (options.bm) tokens.push({ id: 51865, content: '<|bm|>' });
@@ -199,7 +219,10 @@ describe('windowSegments (OpenAI transcribe.py segments and seek)', () => {
   it('splits at consecutive timestamps and consumes a window that ends in a single timestamp', () => {
     const tokens = [ts(0.54), 11, 12, ts(1.56), ts(3.04), 13, ts(5.72)];
     expect(windowSegments(tokens, REAL, 30)).toEqual({
-      segments: [{ start: 0.54, end: 1.56, tokens: [11, 12] }, { start: 3.04, end: 5.72, tokens: [13] }],
+      segments: [
+        { start: 0.54, end: 1.56, tokens: [11, 12] },
+        { start: 3.04, end: 5.72, tokens: [13] },
+      ],
       consumed: 30,
     });
   });

@@ -6,7 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WhisperFeatureExtractor as HfWhisperFeatureExtractor } from '@huggingface/transformers';
 import {
-  WHISPER_FRAMES, WhisperFeatureExtractor, referenceLogMel, referenceMelFromPower, referencePowerSpectrogram, type WhisperMels,
+  WHISPER_FRAMES,
+  WhisperFeatureExtractor,
+  referenceLogMel,
+  referenceMelFromPower,
+  referencePowerSpectrogram,
+  type WhisperMels,
 } from '../../../../src/engines/asr/whisper-features.js';
 
 /**
@@ -45,7 +50,7 @@ function harmonics(seconds: number): Float32Array {
     let sample = 0;
     for (let h = 1; h <= 30; h++) {
       const f = h * f0;
-      sample += (Math.exp(-(((f - f1) / 150) ** 2)) + 0.5 * Math.exp(-(((f - f2) / 250) ** 2)) + 0.02) * Math.sin(h * phase) / h;
+      sample += ((Math.exp(-(((f - f1) / 150) ** 2)) + 0.5 * Math.exp(-(((f - f2) / 250) ** 2)) + 0.02) * Math.sin(h * phase)) / h;
     }
     out[i] = 0.3 * sample * Math.max(0, Math.sin(2 * Math.PI * 2.5 * t));
   }
@@ -119,7 +124,14 @@ describe('referenceLogMel', () => {
 
   it('agrees with transformers.js WhisperFeatureExtractor (an independent implementation) to 1e-5', async () => {
     const hf = new HfWhisperFeatureExtractor({
-      feature_size: 80, sampling_rate: RATE, hop_length: 160, chunk_length: 30, n_fft: 400, n_samples: 480000, nb_max_frames: 3000, padding_value: 0,
+      feature_size: 80,
+      sampling_rate: RATE,
+      hop_length: 160,
+      chunk_length: 30,
+      n_fft: 400,
+      n_samples: 480000,
+      nb_max_frames: 3000,
+      padding_value: 0,
     });
     const audio = concat(harmonics(2), noise(1, 7, 0.05));
     const theirs = (await hf._call(audio)).input_features.data as Float32Array;

@@ -45,22 +45,26 @@ describe('sunjata-1 by manifest alone', () => {
   it.each([
     ['whisper', { engine: 'whisper', dir: path.join(DEFAULT_DEMO_DIR, 'whisper'), options: { language: 'bm' } }],
     ['ctc-wav2vec2', { engine: 'ctc-wav2vec2', dir: path.join(DEFAULT_DEMO_DIR, 'ctc-wav2vec2') }],
-  ])('the %s manifest serves the same transcribe call', async (engine, entry) => {
-    const registry = EngineRegistry.fromManifest(manifest(engine, entry), 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
-    try {
-      await registry.start();
-      const model = registry.get('whisper-1')!;
-      expect(model.entry.id).toBe('sunjata-1');
-      expect(model.info.engine).toBe(engine);
-      const segments: Segment[] = [];
-      for await (const segment of model.stream<Segment>('transcribe', { samples, temperature: 0 })) segments.push(segment);
-      expect(segments.map((s) => s.text)).toEqual(['i ka kɛnɛ wa']);
-      const [segment] = segments as [Segment];
-      expect(Math.abs(segment.start - speechStart)).toBeLessThanOrEqual(0.03);
-      expect(Math.abs(segment.end - speechEnd)).toBeLessThanOrEqual(0.03);
-      expect(Array.isArray(segment.words)).toBe(true);
-    } finally {
-      await registry.close();
-    }
-  }, 60_000);
+  ])(
+    'the %s manifest serves the same transcribe call',
+    async (engine, entry) => {
+      const registry = EngineRegistry.fromManifest(manifest(engine, entry), 'djelia', { intraOpThreads: 1, interOpThreads: 1 });
+      try {
+        await registry.start();
+        const model = registry.get('whisper-1')!;
+        expect(model.entry.id).toBe('sunjata-1');
+        expect(model.info.engine).toBe(engine);
+        const segments: Segment[] = [];
+        for await (const segment of model.stream<Segment>('transcribe', { samples, temperature: 0 })) segments.push(segment);
+        expect(segments.map((s) => s.text)).toEqual(['i ka kɛnɛ wa']);
+        const [segment] = segments as [Segment];
+        expect(Math.abs(segment.start - speechStart)).toBeLessThanOrEqual(0.03);
+        expect(Math.abs(segment.end - speechEnd)).toBeLessThanOrEqual(0.03);
+        expect(Array.isArray(segment.words)).toBe(true);
+      } finally {
+        await registry.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -39,9 +39,15 @@ const runners = new Map<string, Runner>();
 const ctx: RunnerContext = { signal: new AbortController().signal, checkpoint: async () => {} };
 
 function load(dir: string, options: Record<string, unknown> = {}): Promise<Runner> {
-  return createWhisperRunner({ entry: ModelEntrySchema.parse({ id: 'sunjata-1', engine: 'whisper', dir, options }), dir, intraOpThreads: 1, interOpThreads: 1 });
+  return createWhisperRunner({
+    entry: ModelEntrySchema.parse({ id: 'sunjata-1', engine: 'whisper', dir, options }),
+    dir,
+    intraOpThreads: 1,
+    interOpThreads: 1,
+  });
 }
-const decode = async (runner: Runner, samples: Float32Array, extra: Record<string, unknown> = {}) => ((await runner.call('decode', { samples, ...extra }, ctx)) as WindowDecode).tokens;
+const decode = async (runner: Runner, samples: Float32Array, extra: Record<string, unknown> = {}) =>
+  ((await runner.call('decode', { samples, ...extra }, ctx)) as WindowDecode).tokens;
 async function transcribe(runner: Runner, samples: Float32Array, extra: Record<string, unknown> = {}): Promise<Segment[]> {
   const out: Segment[] = [];
   for await (const segment of runner.call('transcribe', { samples, ...extra }, ctx) as AsyncIterable<Segment>) out.push(segment);
@@ -61,7 +67,13 @@ function audio(parts: Array<{ at: number; text: string }>, seconds: number): { s
 }
 
 /** 1.75 s of speech (phrase bucket 1) from 0.35 s, then 2.35 s (bucket 2) from 2.65 s. */
-const TWO = audio([{ at: 0.3, text: 'i ka kɛnɛ wa' }, { at: 2.6, text: 'abcdefghijklmnopq' }], 6.5);
+const TWO = audio(
+  [
+    { at: 0.3, text: 'i ka kɛnɛ wa' },
+    { at: 2.6, text: 'abcdefghijklmnopq' },
+  ],
+  6.5,
+);
 const TWO_TOKENS = ['<|0.34|>', ' i', ' ka', ' kɛnɛ', ' wa', '<|2.12|>', '<|2.64|>', ' tɔɔrɔ', ' si', ' tɛ', '<|5.02|>', '<|endoftext|>'];
 const TWO_SEGMENTS = [
   { start: 0.34, end: 2.12, text: 'i ka kɛnɛ wa', words: [] },
@@ -152,7 +164,8 @@ describe('the KV cache', () => {
 
   it('matters: not feeding the decoder presents back changes the output', async () => {
     intercept((f) => {
-      for (const name of Object.keys(f)) if (/^past_key_values\.\d+\.decoder\./.test(name)) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 4]);
+      for (const name of Object.keys(f))
+        if (/^past_key_values\.\d+\.decoder\./.test(name)) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 4]);
       return f;
     });
     const broken = await decode(runner(), TWO.samples);
@@ -162,7 +175,8 @@ describe('the KV cache', () => {
 
   it('matters: feeding the empty encoder presents of a cached step instead of the step-0 ones breaks decoding', async () => {
     intercept((f) => {
-      for (const name of Object.keys(f)) if (/^past_key_values\.\d+\.encoder\./.test(name)) f[name] = new ort.Tensor('float32', new Float32Array(0), [0, 2, 1, 4]);
+      for (const name of Object.keys(f))
+        if (/^past_key_values\.\d+\.encoder\./.test(name)) f[name] = new ort.Tensor('float32', new Float32Array(0), [0, 2, 1, 4]);
       return f;
     });
     await expect(decode(runner(), TWO.samples)).rejects.toThrow();
@@ -181,11 +195,14 @@ describe('the KV cache', () => {
 });
 
 describe('layouts, variants and vocabularies', () => {
-  it.each(['whisper-fp16', 'whisper-quantized', 'whisper-split', 'whisper-nobm'])('%s gives the same tokens and segments as the fp32 merged model', async (name) => {
-    expect(await decode(runner(name), TWO.samples)).toEqual(TWO_TOKENS);
-    expect(await decode(runner(name), SILENCE)).toEqual(['<|0.00|>', '<|endoftext|>']);
-    expect(await transcribe(runner(name), TWO.samples)).toEqual(TWO_SEGMENTS);
-  });
+  it.each(['whisper-fp16', 'whisper-quantized', 'whisper-split', 'whisper-nobm'])(
+    '%s gives the same tokens and segments as the fp32 merged model',
+    async (name) => {
+      expect(await decode(runner(name), TWO.samples)).toEqual(TWO_TOKENS);
+      expect(await decode(runner(name), SILENCE)).toEqual(['<|0.00|>', '<|endoftext|>']);
+      expect(await transcribe(runner(name), TWO.samples)).toEqual(TWO_SEGMENTS);
+    },
+  );
 
   it('feeds float16 features to an fp16 encoder and reports each model’s files and layout', async () => {
     const run = vi.spyOn(SESSION, 'run');
@@ -194,7 +211,10 @@ describe('layouts, variants and vocabularies', () => {
     expect(encoderFeeds.input_features!.type).toBe('float16');
     expect(runner('whisper-fp16').info()).toMatchObject({ layout: 'merged', files: ['encoder_model_fp16.onnx', 'decoder_model_merged_fp16.onnx'] });
     expect(runner('whisper-quantized').info().files).toEqual(['encoder_model_quantized.onnx', 'decoder_model_merged_quantized.onnx']);
-    expect(runner('whisper-split').info()).toMatchObject({ layout: 'split', files: ['encoder_model.onnx', 'decoder_model.onnx', 'decoder_with_past_model.onnx'] });
+    expect(runner('whisper-split').info()).toMatchObject({
+      layout: 'split',
+      files: ['encoder_model.onnx', 'decoder_model.onnx', 'decoder_with_past_model.onnx'],
+    });
   });
 
   it('prompts <|bm|> (looked up by string, after the 1501 timestamps) by default, and no language where the vocabulary has none', async () => {
@@ -205,7 +225,9 @@ describe('layouts, variants and vocabularies', () => {
       run.mockRestore();
       return Array.from(first.input_ids!.data as BigInt64Array, Number);
     };
-    const config = JSON.parse(fs.readFileSync(path.join(root, 'whisper', 'tokenizer.json'), 'utf8')) as { added_tokens: Array<{ id: number; content: string }> };
+    const config = JSON.parse(fs.readFileSync(path.join(root, 'whisper', 'tokenizer.json'), 'utf8')) as {
+      added_tokens: Array<{ id: number; content: string }>;
+    };
     const id = (t: string) => config.added_tokens.find((a) => a.content === t)!.id;
     expect(id('<|bm|>')).toBe(id('<|30.00|>') + 1);
     expect(await prompts('whisper')).toEqual([id('<|startoftranscript|>'), id('<|bm|>'), id('<|transcribe|>')]);
@@ -282,7 +304,9 @@ describe('load-time validation', () => {
     dir = copy();
     fs.rmSync(path.join(dir, 'config.json'));
     await expect(load(dir)).rejects.toThrow(/missing config\.json/);
-    await expect(load(path.join(root, 'whisper'), { variant: '_fp16' })).rejects.toThrow(/missing onnx\/encoder_model_fp16\.onnx \(variant "_fp16"; found decoder_model_merged\.onnx, encoder_model\.onnx\)/);
+    await expect(load(path.join(root, 'whisper'), { variant: '_fp16' })).rejects.toThrow(
+      /missing onnx\/encoder_model_fp16\.onnx \(variant "_fp16"; found decoder_model_merged\.onnx, encoder_model\.onnx\)/,
+    );
   });
 
   it('rejects files with the wrong signature, and mel bins or layers that disagree with the config', async () => {

@@ -41,7 +41,11 @@ function longAudio(): Float32Array {
 }
 
 const audio = longAudio();
-const ctx = (input?: AsyncIterable<unknown>): RunnerContext => ({ signal: new AbortController().signal, checkpoint: async () => {}, ...(input ? { input } : {}) });
+const ctx = (input?: AsyncIterable<unknown>): RunnerContext => ({
+  signal: new AbortController().signal,
+  checkpoint: async () => {},
+  ...(input ? { input } : {}),
+});
 
 async function* inWindows(samples: Float32Array, seconds: number): AsyncGenerator<Float32Array> {
   const n = Math.round(seconds * RATE);
@@ -54,7 +58,7 @@ async function collect(iterable: AsyncIterable<unknown>): Promise<unknown[]> {
   return out;
 }
 
-describe.each(MODELS)('%s: windowed input gives the whole input\'s transcript', (engine, dir) => {
+describe.each(MODELS)("%s: windowed input gives the whole input's transcript", (engine, dir) => {
   let runner: Runner;
   let whole: unknown[];
   beforeAll(async () => {
@@ -69,13 +73,20 @@ describe.each(MODELS)('%s: windowed input gives the whole input\'s transcript', 
     expect(whole.length).toBeGreaterThan(8);
   });
 
-  it.each([1, 7.3, 10, 45])('windows of %s s', async (seconds) => {
-    expect(await collect(runner.call('transcribe', {}, ctx(inWindows(audio, seconds))) as AsyncIterable<unknown>)).toEqual(whole);
-  }, 120_000);
+  it.each([1, 7.3, 10, 45])(
+    'windows of %s s',
+    async (seconds) => {
+      expect(await collect(runner.call('transcribe', {}, ctx(inWindows(audio, seconds))) as AsyncIterable<unknown>)).toEqual(whole);
+    },
+    120_000,
+  );
 
   it('through the pipeline: WAV upload → decoder windows → engine job with streamed input', async () => {
     const absolute = path.resolve(dir);
-    const model = new ModelEngine({ id: engine, aliases: [], engine, dir: absolute, absoluteDir: absolute, replicas: 1, maxQueue: 2, options: {} }, { intraOpThreads: 1, interOpThreads: 1 });
+    const model = new ModelEngine(
+      { id: engine, aliases: [], engine, dir: absolute, absoluteDir: absolute, replicas: 1, maxQueue: 2, options: {} },
+      { intraOpThreads: 1, interOpThreads: 1 },
+    );
     const pool = new DecoderPool({ size: 1 });
     try {
       await model.start();

@@ -28,7 +28,11 @@ const SESSION = (ort.InferenceSession as unknown as { prototype: { run: Run } })
 /** One sentence per source language and its word-by-word translations (unknown words copied). */
 const SENTENCES: Record<Lang, Record<Lang, string>> = {
   bam: { bam: 'bi, n fa ni n ba bɛ malo dun.', fra: "aujourd'hui, je père ni je mère bɛ riz manger.", eng: 'today, I father ni I mother bɛ rice eat.' },
-  fra: { fra: 'demain nous voir trois vaches et deux chiens.', bam: 'sini an ye saba vaches et fila chiens.', eng: 'tomorrow we see three vaches et two chiens.' },
+  fra: {
+    fra: 'demain nous voir trois vaches et deux chiens.',
+    bam: 'sini an ye saba vaches et fila chiens.',
+    eng: 'tomorrow we see three vaches et two chiens.',
+  },
   eng: { eng: 'my mother and my father drink water!', fra: 'my mère and my père boire eau!', bam: 'my ba and my fa min ji!' },
 };
 
@@ -75,12 +79,15 @@ afterEach(() => {
 describe.each(MODELS)('the NLLB runner on the %s demo model', (name) => {
   const runner = () => runners.get(name)!;
 
-  it.each(LANGS.flatMap((s) => LANGS.filter((t) => t !== s).map((t) => [s, t] as const)))('translates %s → %s exactly, greedy and beam 4', async (source, target) => {
-    for (const beams of [1, 4]) {
-      const out = await translate(runner(), [SENTENCES[source][source]], CODES[source], CODES[target], { beams });
-      expect(out.translations).toEqual([SENTENCES[source][target]]);
-    }
-  });
+  it.each(LANGS.flatMap((s) => LANGS.filter((t) => t !== s).map((t) => [s, t] as const)))(
+    'translates %s → %s exactly, greedy and beam 4',
+    async (source, target) => {
+      for (const beams of [1, 4]) {
+        const out = await translate(runner(), [SENTENCES[source][source]], CODES[source], CODES[target], { beams });
+        expect(out.translations).toEqual([SENTENCES[source][target]]);
+      }
+    },
+  );
 
   it('translates every glossary word in every direction', async () => {
     for (const source of LANGS)
@@ -138,7 +145,10 @@ describe('the NLLB runner on long input', () => {
     const run = vi.spyOn(SESSION, 'run');
     const out = await translate(runner, ['n bɛ ji min. i bɛ malo dun! an bɛ taa sini?', 'ji.', 'tan'], 'bam', 'eng');
     expect(out.translations).toEqual(['I bɛ water drink. you bɛ rice eat! we bɛ go tomorrow?', 'water.', 'ten']);
-    const encoderBatches = run.mock.calls.map((c) => (c[0] as Record<string, ort.Tensor>)).filter((f) => 'attention_mask' in f).map((f) => f.input_ids!.dims[0]);
+    const encoderBatches = run.mock.calls
+      .map((c) => c[0] as Record<string, ort.Tensor>)
+      .filter((f) => 'attention_mask' in f)
+      .map((f) => f.input_ids!.dims[0]);
     expect(encoderBatches).toEqual([2, 2, 1]);
     await runner.close();
   });
@@ -189,7 +199,13 @@ describe('the output-length bound ⌈maxLengthA × source tokens⌉ + maxLengthB
 
 describe('the demo model depends on the runner feeding its caches back', () => {
   /** Runs translate while rewriting the feeds of every cached decoder step. */
-  async function withRewrittenCache(rewrite: (feeds: Record<string, ort.Tensor>, previous: ort.InferenceSession.ReturnType | null, firstCached: Record<string, ort.Tensor> | null) => Record<string, ort.Tensor>) {
+  async function withRewrittenCache(
+    rewrite: (
+      feeds: Record<string, ort.Tensor>,
+      previous: ort.InferenceSession.ReturnType | null,
+      firstCached: Record<string, ort.Tensor> | null,
+    ) => Record<string, ort.Tensor>,
+  ) {
     const original = SESSION.run;
     let previous: ort.InferenceSession.ReturnType | null = null;
     let firstCached: Record<string, ort.Tensor> | null = null;
@@ -261,7 +277,9 @@ describe('the NLLB runner at load and call time', () => {
 
   it('rejects an unknown language and an unknown method with clear errors', async () => {
     const runner = runners.get('nllb')!;
-    await expect(translate(runner, ['ji'], 'bam', 'deu_Latn')).rejects.toThrow(/target language deu_Latn is not in this model \(it knows bam_Latn, eng_Latn, fra_Latn\)/);
+    await expect(translate(runner, ['ji'], 'bam', 'deu_Latn')).rejects.toThrow(
+      /target language deu_Latn is not in this model \(it knows bam_Latn, eng_Latn, fra_Latn\)/,
+    );
     expect(() => runner.call('transcribe', {}, ctx)).toThrow(UnknownMethodError);
   });
 
@@ -305,7 +323,10 @@ describe('the NLLB runner at load and call time', () => {
       await expect(cancelled).rejects.toThrow(/cancel/i);
       expect(((await kept) as TranslateOutput).translations).toEqual(alone.translations);
       await first;
-      const encoderBatches = run.mock.calls.map((c) => c[0] as Record<string, ort.Tensor>).filter((f) => 'attention_mask' in f).map((f) => f.input_ids!.dims[0]);
+      const encoderBatches = run.mock.calls
+        .map((c) => c[0] as Record<string, ort.Tensor>)
+        .filter((f) => 'attention_mask' in f)
+        .map((f) => f.input_ids!.dims[0]);
       expect(encoderBatches).toEqual([1, 2]);
     } finally {
       await runner.close();
@@ -322,7 +343,10 @@ describe('the NLLB runner at load and call time', () => {
       controller.abort();
       await expect(waiting).rejects.toThrow(/cancel/i);
       await busy;
-      const encoderBatches = run.mock.calls.map((c) => c[0] as Record<string, ort.Tensor>).filter((f) => 'attention_mask' in f).map((f) => f.input_ids!.dims[0]);
+      const encoderBatches = run.mock.calls
+        .map((c) => c[0] as Record<string, ort.Tensor>)
+        .filter((f) => 'attention_mask' in f)
+        .map((f) => f.input_ids!.dims[0]);
       expect(encoderBatches).toEqual([1]);
     } finally {
       await runner.close();
@@ -331,10 +355,17 @@ describe('the NLLB runner at load and call time', () => {
 
   it('serves translate from a worker thread through the runner registry', async () => {
     const dir = path.join(root, 'nllb');
-    const engine = new ModelEngine({ ...ModelEntrySchema.parse({ id: 'banjugu-1', engine: 'nllb', dir }), absoluteDir: dir }, { intraOpThreads: 1, interOpThreads: 1 });
+    const engine = new ModelEngine(
+      { ...ModelEntrySchema.parse({ id: 'banjugu-1', engine: 'nllb', dir }), absoluteDir: dir },
+      { intraOpThreads: 1, interOpThreads: 1 },
+    );
     try {
       await engine.start();
-      expect(await engine.run('translate', { texts: ['n bɛ ji min'], source: 'bam', target: 'eng' })).toEqual({ translations: ['I bɛ water drink'], inputTokens: 7, outputTokens: 6 });
+      expect(await engine.run('translate', { texts: ['n bɛ ji min'], source: 'bam', target: 'eng' })).toEqual({
+        translations: ['I bɛ water drink'],
+        inputTokens: 7,
+        outputTokens: 6,
+      });
     } finally {
       await engine.close();
     }
@@ -348,7 +379,12 @@ describe('splitSentences', () => {
     const text = 'Il dit : « Bonjour. » Puis il part !\n\nÇa va ? Oui…\nFin';
     const pieces = splitSentences(text);
     expect(pieces.map((p) => p.text)).toEqual(['Il dit : « Bonjour. »', 'Puis il part !', 'Ça va ?', 'Oui…', 'Fin']);
-    expect(joinSentences(pieces, pieces.map((p) => p.text.toUpperCase()))).toBe('IL DIT : « BONJOUR. » PUIS IL PART !\n\nÇA VA ? OUI…\nFIN');
+    expect(
+      joinSentences(
+        pieces,
+        pieces.map((p) => p.text.toUpperCase()),
+      ),
+    ).toBe('IL DIT : « BONJOUR. » PUIS IL PART !\n\nÇA VA ? OUI…\nFIN');
   });
 
   it('does not end a sentence after an abbreviation, an initial or inside a number', () => {

@@ -14,9 +14,31 @@ import { seededRandom as random } from '../../../helpers/seeded-random.js';
 const require = createRequire(import.meta.url);
 const { Tokenizer: RustTokenizer } = require('@anush008/tokenizers') as typeof import('@anush008/tokenizers');
 
-
 const GLOSSARY_WORDS = DEMO_GLOSSARY.flatMap((e) => [e.bam, e.fra, e.eng]);
-const FRENCH = ["l'école", "aujourd'hui", "qu'il", "c'est", 'où', 'à', 'très', 'garçon', 'cœur', 'Noël', 'naïve', 'élève', 'forêt', 'déjà', 'ça', 'Ça', 'œuvre', 'hôpital', "s'il", "jusqu'à", 'Ève', 'ÉCOLE'];
+const FRENCH = [
+  "l'école",
+  "aujourd'hui",
+  "qu'il",
+  "c'est",
+  'où',
+  'à',
+  'très',
+  'garçon',
+  'cœur',
+  'Noël',
+  'naïve',
+  'élève',
+  'forêt',
+  'déjà',
+  'ça',
+  'Ça',
+  'œuvre',
+  'hôpital',
+  "s'il",
+  "jusqu'à",
+  'Ève',
+  'ÉCOLE',
+];
 const ENGLISH = ["don't", "it's", "I'm", "children's", 'hello', 'world', 'Mali', 'Bamako', 'rock’n’roll', 'café'];
 const CONSONANTS = [...'bcdfghjklmnɲŋprstwyz'];
 const VOWELS = ['a', 'e', 'ɛ', 'i', 'o', 'ɔ', 'u', 'à', 'á', 'è', 'é', 'ò', 'ó', 'ù', 'ú', 'ì', 'í', 'ɛ\u0300', 'ɔ\u0301', 'aa', 'ɛɛ', 'ɔɔ', 'e\u0301'];

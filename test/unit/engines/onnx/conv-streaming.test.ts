@@ -90,7 +90,10 @@ function argmax(values: ArrayLike<number>, vocab: number): number[] {
   return ids;
 }
 
-const splits = fc.array(fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 9, max: 400 }), fc.constantFrom(50, 100, 3000)), { minLength: 1, maxLength: 8 });
+const splits = fc.array(fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 9, max: 400 }), fc.constantFrom(50, 100, 3000)), {
+  minLength: 1,
+  maxLength: 8,
+});
 // Up to 4000 feature frames (40 s): QuartzNet-shaped models here see ±7 s, the real one ±40 s.
 const frameCounts = fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 1500 }), fc.integer({ min: 1501, max: 4000 }));
 
@@ -129,7 +132,11 @@ describe('conv streaming step graphs', () => {
     if ('unsupported' in graph) throw new Error(graph.unsupported);
     expect(graph.lookahead).toBe(16 + 2 * 2 * (16 + 19 + 25 + 31 + 37) + 2 * 86);
     // C1, 5 blocks × 2 depthwise convs, C2: 12 conv caches (pads 16…43, 86 frames to start); 5 adds × 2 inputs.
-    expect(graph.caches.map((c) => c.dims[2])).toEqual([16, ...[16, 16, 19, 19, 25, 25, 31, 31, 37, 37].flatMap((pad, i) => (i % 2 ? [pad, 0, 0] : [pad])), 86]);
+    expect(graph.caches.map((c) => c.dims[2])).toEqual([
+      16,
+      ...[16, 16, 19, 19, 25, 25, 31, 31, 37, 37].flatMap((pad, i) => (i % 2 ? [pad, 0, 0] : [pad])),
+      86,
+    ]);
   });
 
   /** A graph `audio_signal` → body → `logprobs` [B, T, V] to check the refusals. */
@@ -148,10 +155,31 @@ describe('conv streaming step graphs', () => {
       return 'unsupported' in graph ? graph.unsupported : 'streamable';
     };
     // Self-attention: scores between every pair of time steps.
-    expect(refusal(graphWith((g, x) => g.op('MatMul', [g.op('Softmax', [g.op('MatMul', [g.op('Transpose', [x], { perm: { ints: [0, 2, 1] } }), x])], { axis: { i: -1 } }), g.op('Transpose', [x], { perm: { ints: [0, 2, 1] } })])))).toBe('MatMul of two temporal values');
+    expect(
+      refusal(
+        graphWith((g, x) =>
+          g.op('MatMul', [
+            g.op('Softmax', [g.op('MatMul', [g.op('Transpose', [x], { perm: { ints: [0, 2, 1] } }), x])], { axis: { i: -1 } }),
+            g.op('Transpose', [x], { perm: { ints: [0, 2, 1] } }),
+          ]),
+        ),
+      ),
+    ).toBe('MatMul of two temporal values');
     // Utterance statistics.
-    expect(refusal(graphWith((g, x) => g.op('Sub', [x, g.op('ReduceMean', [x], { axes: { ints: [2] }, keepdims: { i: 1 } })])))).toBe('ReduceMean over the time axis');
-    expect(refusal(graphWith((g, x) => g.op('Conv', [x, g.floats(new Float32Array(MELS * 3), [MELS, 1, 3])], { group: { i: MELS }, kernel_shape: { ints: [3] }, auto_pad: { s: 'SAME_UPPER' } })))).toBe('Conv with auto_pad SAME_UPPER');
+    expect(refusal(graphWith((g, x) => g.op('Sub', [x, g.op('ReduceMean', [x], { axes: { ints: [2] }, keepdims: { i: 1 } })])))).toBe(
+      'ReduceMean over the time axis',
+    );
+    expect(
+      refusal(
+        graphWith((g, x) =>
+          g.op('Conv', [x, g.floats(new Float32Array(MELS * 3), [MELS, 1, 3])], {
+            group: { i: MELS },
+            kernel_shape: { ints: [3] },
+            auto_pad: { s: 'SAME_UPPER' },
+          }),
+        ),
+      ),
+    ).toBe('Conv with auto_pad SAME_UPPER');
     expect(refusal(graphWith((g, x) => g.op('Cumsum', [x, g.constant({ type: 'int64', dims: [], data: [2] })])))).toBe('operator Cumsum on the time axis');
     expect(refusal(graphWith((g, x) => g.op('Relu', [x])))).toBe('streamable');
   });

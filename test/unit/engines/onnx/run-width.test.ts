@@ -2,7 +2,20 @@
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { clearSlot, createRunSlots, LOAD_WINDOW_MS, NARROW_MAX_MS, recentLoad, runsGoingOn, runWidths, widthFor, WIDE_MAX_LOAD, withRunWidth, type RunCosts, type RunGate } from '../../../../src/engines/onnx/run-width.js';
+import {
+  clearSlot,
+  createRunSlots,
+  LOAD_WINDOW_MS,
+  NARROW_MAX_MS,
+  recentLoad,
+  runsGoingOn,
+  runWidths,
+  widthFor,
+  WIDE_MAX_LOAD,
+  withRunWidth,
+  type RunCosts,
+  type RunGate,
+} from '../../../../src/engines/onnx/run-width.js';
 
 function gate(slot = 0): RunGate {
   return { ...createRunSlots(), slot };
@@ -192,4 +205,3 @@ describe('withRunWidth', () => {
     expect(costs.size).toBe(1);
   });
 });
-

@@ -43,7 +43,10 @@ describe('bambaraNumber', () => {
     [1_000_000, 'miliyɔn kelen'],
     [2_000_300, 'miliyɔn fila ni kɛmɛ saba'],
     [1_000_000_000, 'miliyari kelen'],
-    [MAX_SPOKEN_NUMBER, 'miliyari kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni miliyɔn kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni waa kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn'],
+    [
+      MAX_SPOKEN_NUMBER,
+      'miliyari kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni miliyɔn kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni waa kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn ni kɛmɛ kɔnɔntɔn ni bi kɔnɔntɔn ni kɔnɔntɔn',
+    ],
   ])('%i is %s', (n, words) => {
     expect(bambaraNumber(n)).toBe(words);
   });

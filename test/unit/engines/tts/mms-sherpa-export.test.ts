@@ -51,8 +51,14 @@ afterAll(async () => {
 describe('the sherpa-onnx MMS export of bam', () => {
   it('has the export script’s metadata and token lines', () => {
     expect(readModelMetadata(path.join(dir, 'model.onnx'))).toEqual({
-      model_type: 'vits', comment: 'mms', url: 'https://huggingface.co/facebook/mms-tts/tree/main', add_blank: '1',
-      language: 'unknown', frontend: 'characters', n_speakers: '0', sample_rate: '16000',
+      model_type: 'vits',
+      comment: 'mms',
+      url: 'https://huggingface.co/facebook/mms-tts/tree/main',
+      add_blank: '1',
+      language: 'unknown',
+      frontend: 'characters',
+      n_speakers: '0',
+      sample_rate: '16000',
     });
     const lines = fs.readFileSync(path.join(dir, 'tokens.txt'), 'utf8').split('\n');
     expect(lines.slice(0, 5)).toEqual(['| 0', "' 1", '- 2', 'ɲ 3', 'Ɲ 3']);
@@ -64,7 +70,11 @@ describe('the sherpa-onnx MMS export of bam', () => {
     expect(guessEngine(dir)).toMatchObject({ engine: 'vits-sherpa', options: {} });
     const layout = loadVitsLayout('vits-sherpa', dir, {});
     expect({ sampleRate: layout.sampleRate, speakers: layout.speakers }).toEqual({ sampleRate: 16000, speakers: 1 });
-    expect(layout.bind(['x', 'x_length', 'noise_scale', 'length_scale', 'noise_scale_w'])).toMatchObject({ required: ['x', 'x_length', 'noise_scale', 'length_scale', 'noise_scale_w'], output: 'y', speaker: undefined });
+    expect(layout.bind(['x', 'x_length', 'noise_scale', 'length_scale', 'noise_scale_w'])).toMatchObject({
+      required: ['x', 'x_length', 'noise_scale', 'length_scale', 'noise_scale_w'],
+      output: 'y',
+      speaker: undefined,
+    });
     // Blank `|` (id 0) between the ids, capitals through their own lines.
     const id = (c: string) => MMS_STANDIN_SYMBOLS.indexOf(c);
     expect(layout.tokenize('Ɛa').ids).toEqual([0, id('ɛ'), 0, id('a'), 0]);

@@ -89,14 +89,17 @@ describe('speechText', () => {
       fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
     );
     fc.assert(
-      fc.property(fc.array(anyChar, { maxLength: 60 }).map((a) => a.join('')), (input) => {
-        const { text, unspeakable } = say(input);
-        expect([...text].every((c) => c === ' ' || ALPHABET.has(c))).toBe(true);
-        expect(text).toBe(text.trim().replace(/ {2,}/g, ' '));
-        expect(new Set(unspeakable).size).toBe(unspeakable.length);
-        for (const c of unspeakable) expect(input.normalize('NFC').includes(c)).toBe(true);
-        expect(say(text)).toEqual({ text, unspeakable: [] });
-      }),
+      fc.property(
+        fc.array(anyChar, { maxLength: 60 }).map((a) => a.join('')),
+        (input) => {
+          const { text, unspeakable } = say(input);
+          expect([...text].every((c) => c === ' ' || ALPHABET.has(c))).toBe(true);
+          expect(text).toBe(text.trim().replace(/ {2,}/g, ' '));
+          expect(new Set(unspeakable).size).toBe(unspeakable.length);
+          for (const c of unspeakable) expect(input.normalize('NFC').includes(c)).toBe(true);
+          expect(say(text)).toEqual({ text, unspeakable: [] });
+        },
+      ),
       { numRuns: RUNS, seed: 81 },
     );
   });

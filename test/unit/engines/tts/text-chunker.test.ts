@@ -76,12 +76,22 @@ describe('chunkText', () => {
   it('cuts a "word" longer than the later limit into pieces of that limit: no chunk is ever longer, for any text, and every character is counted', () => {
     expect(chunkText(`Ko ${'x'.repeat(450)} ye`).map((c) => codePoints(c.text))).toEqual([2, CHUNK_MAX, CHUNK_MAX, 53]);
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 900 }).map((n) => 'ɛ'.repeat(n))), { maxLength: 12 }), fc.constantFrom(' ', '  ', '\n'), (parts, space) => {
-        const text = parts.join(space);
-        const chunks = chunkText(text);
-        for (const c of chunks) expect(codePoints(c.text)).toBeLessThanOrEqual(CHUNK_MAX);
-        expect(chunks.reduce((n, c) => n + c.characters, 0)).toBe(chunks.length ? codePoints(text) : chunks.length);
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.string({ minLength: 1, maxLength: 8 }),
+            fc.integer({ min: 1, max: 900 }).map((n) => 'ɛ'.repeat(n)),
+          ),
+          { maxLength: 12 },
+        ),
+        fc.constantFrom(' ', '  ', '\n'),
+        (parts, space) => {
+          const text = parts.join(space);
+          const chunks = chunkText(text);
+          for (const c of chunks) expect(codePoints(c.text)).toBeLessThanOrEqual(CHUNK_MAX);
+          expect(chunks.reduce((n, c) => n + c.characters, 0)).toBe(chunks.length ? codePoints(text) : chunks.length);
+        },
+      ),
       { numRuns: 300 },
     );
   });

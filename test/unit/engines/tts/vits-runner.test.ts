@@ -142,14 +142,20 @@ describe('VITS runner on the demo models', () => {
     expectClose(chunks[0]!.samples, expectedSpeech(sounds('i ka kɛnɛ wa', 'drop'), 16000), 1e-6);
   });
 
-  it.each(['hf', 'sherpa', 'piper'] as const)('%s reads digits as Bambara number words, and speaks the space where one phrase ends and the next begins', async (layout) => {
-    const chunks = await speak(runners[layout]!, { text: 'Ɲa 9 ta. 123' });
-    expect(chunks.map((c) => [c.text, c.characters])).toEqual([['Ɲa 9 ta.', 9], ['123', 3]]);
-    const rate = chunks[0]!.sampleRate;
-    // The first phrase ends with the voice's space symbol: joined, the phrases still read as separate words.
-    expectClose(chunks[0]!.samples, expectedSpeech(sounds('ɲa kɔnɔntɔn ta ', 'drop'), rate), 1e-6);
-    expectClose(chunks[1]!.samples, expectedSpeech(sounds('kɛmɛ ni mugan ni saba', 'drop'), rate), 1e-6);
-  });
+  it.each(['hf', 'sherpa', 'piper'] as const)(
+    '%s reads digits as Bambara number words, and speaks the space where one phrase ends and the next begins',
+    async (layout) => {
+      const chunks = await speak(runners[layout]!, { text: 'Ɲa 9 ta. 123' });
+      expect(chunks.map((c) => [c.text, c.characters])).toEqual([
+        ['Ɲa 9 ta.', 9],
+        ['123', 3],
+      ]);
+      const rate = chunks[0]!.sampleRate;
+      // The first phrase ends with the voice's space symbol: joined, the phrases still read as separate words.
+      expectClose(chunks[0]!.samples, expectedSpeech(sounds('ɲa kɔnɔntɔn ta ', 'drop'), rate), 1e-6);
+      expectClose(chunks[1]!.samples, expectedSpeech(sounds('kɛmɛ ni mugan ni saba', 'drop'), rate), 1e-6);
+    },
+  );
 
   it('reports the alphabet the voice speaks: the demo letters in both cases, no space, no blank', () => {
     const letters = [...'abcdeɛfghijklmnɲŋoɔprstuwyz'];
@@ -159,7 +165,13 @@ describe('VITS runner on the demo models', () => {
 
   it('sherpa tokenizer: unknown characters map to <unk>, or are skipped when tokens.txt has none, as sherpa-onnx does', () => {
     const dir = path.join(root, 'vits-sherpa');
-    const tokens = new Map(fs.readFileSync(path.join(dir, 'tokens.txt'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))] as const));
+    const tokens = new Map(
+      fs
+        .readFileSync(path.join(dir, 'tokens.txt'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))] as const),
+    );
     const [a, unk, blank] = [tokens.get('a')!, tokens.get('<unk>')!, tokens.get('_')!];
     expect(loadVitsLayout('vits-sherpa', dir, {}).tokenize('a%a').ids).toEqual([blank, a, blank, unk, blank, a, blank]);
     const bare = copyLayout('vits-sherpa');
@@ -203,7 +215,11 @@ describe('VITS runner on the demo models', () => {
   it('stops between phrases once the job is aborted', async () => {
     const controller = new AbortController();
     const got: string[] = [];
-    const job = runners.piper!.call('synthesize', { text: 'Aw ni ce. I ka kɛnɛ wa? Awɔ. N ka kɛnɛ.' }, context(controller.signal)) as AsyncIterable<SpeechChunk>;
+    const job = runners.piper!.call(
+      'synthesize',
+      { text: 'Aw ni ce. I ka kɛnɛ wa? Awɔ. N ka kɛnɛ.' },
+      context(controller.signal),
+    ) as AsyncIterable<SpeechChunk>;
     const run = (async () => {
       for await (const chunk of job) {
         got.push(chunk.text);

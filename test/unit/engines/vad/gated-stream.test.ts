@@ -67,7 +67,13 @@ describe('GatedVadStream', () => {
 
   it('costs the model a few windows for a minute of digital silence', async () => {
     let modelWindows = 0;
-    const counting = { scoreBatch: async (...args: Parameters<SileroVad['scoreBatch']>) => { const r = await vad.scoreBatch(...args); modelWindows += r.modelWindows; return r; } };
+    const counting = {
+      scoreBatch: async (...args: Parameters<SileroVad['scoreBatch']>) => {
+        const r = await vad.scoreBatch(...args);
+        modelWindows += r.modelWindows;
+        return r;
+      },
+    };
     const stream = new GatedVadStream(counting);
     const probs = await stream.push(new Float32Array(16000 * 60));
     expect(probs.length).toBe(1875);

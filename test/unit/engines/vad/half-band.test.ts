@@ -53,19 +53,23 @@ describe('decimateHalfBand', () => {
 
   it('pieces with the history carried give the same samples as one call over the whole', () => {
     fc.assert(
-      fc.property(fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: 0, maxLength: 600 }), fc.array(fc.nat(300), { maxLength: 6 }), (values, cuts) => {
-        const input = Float32Array.from(values.length % 2 ? values.slice(1) : values);
-        const whole = decimate(input);
-        const history = new Float32Array(HALF_BAND_HISTORY);
-        const pieces = new Float32Array(input.length / 2);
-        let at = 0;
-        for (const cut of [...cuts.map((c) => 2 * c), input.length].sort((a, b) => a - b)) {
-          const end = Math.min(input.length, Math.max(at, cut));
-          decimateHalfBand(input.subarray(at, end), history, pieces, at / 2);
-          at = end;
-        }
-        expect(pieces).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: 0, maxLength: 600 }),
+        fc.array(fc.nat(300), { maxLength: 6 }),
+        (values, cuts) => {
+          const input = Float32Array.from(values.length % 2 ? values.slice(1) : values);
+          const whole = decimate(input);
+          const history = new Float32Array(HALF_BAND_HISTORY);
+          const pieces = new Float32Array(input.length / 2);
+          let at = 0;
+          for (const cut of [...cuts.map((c) => 2 * c), input.length].sort((a, b) => a - b)) {
+            const end = Math.min(input.length, Math.max(at, cut));
+            decimateHalfBand(input.subarray(at, end), history, pieces, at / 2);
+            at = end;
+          }
+          expect(pieces).toEqual(whole);
+        },
+      ),
       { numRuns: RUNS, seed: 20261124 },
     );
   });

@@ -49,6 +49,9 @@ it('loud non-speech that goes on (noise as loud as the voice) ends the turn LOUD
   const events = new TurnDetector(options).feed(0, [...speech, ...noise], [...speech.map(() => -20), ...noise.map(() => -22)]);
   const silenceFromMs = speech.length * WINDOW_MS;
   const stopped = events.find((e) => e.type === 'speech_stopped')!;
-  expect(stopped).toEqual({ type: 'speech_stopped', audioEndMs: silenceFromMs + Math.ceil((options.silenceDurationMs + LOUD_GRACE_MS) / WINDOW_MS) * WINDOW_MS });
+  expect(stopped).toEqual({
+    type: 'speech_stopped',
+    audioEndMs: silenceFromMs + Math.ceil((options.silenceDurationMs + LOUD_GRACE_MS) / WINDOW_MS) * WINDOW_MS,
+  });
   expect(events.filter((e) => e.type === 'speech_started')).toHaveLength(1);
 });

@@ -28,7 +28,9 @@ const optionsArb: fc.Arbitrary<TurnDetectorOptions> = fc.record({
 
 /** Probabilities shaped like speech: runs of high, low and in-between values. */
 const probabilitiesArb = fc
-  .array(fc.record({ p: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(0, 0.02, 0.4, 0.9, 1)), n: fc.integer({ min: 1, max: 40 }) }), { maxLength: 30 })
+  .array(fc.record({ p: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(0, 0.02, 0.4, 0.9, 1)), n: fc.integer({ min: 1, max: 40 }) }), {
+    maxLength: 30,
+  })
   .map((runs) => runs.flatMap(({ p, n }) => Array<number>(n).fill(p)));
 
 function feedInChunks(detector: TurnDetector, probabilities: number[], cuts: number[]): TurnEvent[] {
@@ -56,7 +58,13 @@ describe('TurnDetector', () => {
     fc.assert(
       fc.property(optionsArb, probabilitiesArb, fc.array(fc.nat(1200), { maxLength: 10 }), (options, probabilities, cuts) => {
         const whole = new TurnDetector(options).feed(0, probabilities);
-        expect(feedInChunks(new TurnDetector(options), probabilities, [...cuts].sort((a, b) => a - b))).toEqual(whole);
+        expect(
+          feedInChunks(
+            new TurnDetector(options),
+            probabilities,
+            [...cuts].sort((a, b) => a - b),
+          ),
+        ).toEqual(whole);
         let last = 0;
         whole.forEach((event, i) => {
           expect(event.type).toBe(i % 2 === 0 ? 'speech_started' : 'speech_stopped');
@@ -73,35 +81,39 @@ describe('TurnDetector', () => {
 
   it('a turn starts prefix_padding_ms before its onset, clamped to 0 and to the previous turn’s end', () => {
     fc.assert(
-      fc.property(optionsArb, fc.array(fc.record({ quiet: fc.integer({ min: 0, max: 60 }), loud: fc.integer({ min: 4, max: 30 }) }), { minLength: 1, maxLength: 5 }), (options, shape) => {
-        const probabilities = shape.flatMap(({ quiet, loud }) => [...Array<number>(quiet).fill(0), ...Array<number>(loud).fill(1)]);
-        const events = new TurnDetector(options).feed(0, [...probabilities, ...Array<number>(60).fill(0)]);
-        // Recompute the onsets by hand: each loud run starts a turn unless the previous turn has not ended.
-        let previousEnd = 0;
-        let window = 0;
-        let open = false;
-        let silenceStart = -1;
-        const expected: TurnEvent[] = [];
-        for (const p of [...probabilities, ...Array<number>(60).fill(0)]) {
-          if (p === 1) {
-            silenceStart = -1;
-            if (!open && (window === 0 || probabilitiesAt(probabilities, window - 1) === 0)) {
-              // the run starting here starts a turn: runs are ≥ 4 windows, minSpeechWindows ≤ 4
-              expected.push({ type: 'speech_started', audioStartMs: Math.max(0, previousEnd, window * WINDOW_MS - options.prefixPaddingMs) });
-              open = true;
+      fc.property(
+        optionsArb,
+        fc.array(fc.record({ quiet: fc.integer({ min: 0, max: 60 }), loud: fc.integer({ min: 4, max: 30 }) }), { minLength: 1, maxLength: 5 }),
+        (options, shape) => {
+          const probabilities = shape.flatMap(({ quiet, loud }) => [...Array<number>(quiet).fill(0), ...Array<number>(loud).fill(1)]);
+          const events = new TurnDetector(options).feed(0, [...probabilities, ...Array<number>(60).fill(0)]);
+          // Recompute the onsets by hand: each loud run starts a turn unless the previous turn has not ended.
+          let previousEnd = 0;
+          let window = 0;
+          let open = false;
+          let silenceStart = -1;
+          const expected: TurnEvent[] = [];
+          for (const p of [...probabilities, ...Array<number>(60).fill(0)]) {
+            if (p === 1) {
+              silenceStart = -1;
+              if (!open && (window === 0 || probabilitiesAt(probabilities, window - 1) === 0)) {
+                // the run starting here starts a turn: runs are ≥ 4 windows, minSpeechWindows ≤ 4
+                expected.push({ type: 'speech_started', audioStartMs: Math.max(0, previousEnd, window * WINDOW_MS - options.prefixPaddingMs) });
+                open = true;
+              }
+            } else if (open) {
+              if (silenceStart < 0) silenceStart = window;
+              if ((window + 1 - silenceStart) * WINDOW_MS >= options.silenceDurationMs) {
+                expected.push({ type: 'speech_stopped', audioEndMs: (window + 1) * WINDOW_MS, silenceStartMs: silenceStart * WINDOW_MS });
+                previousEnd = (window + 1) * WINDOW_MS;
+                open = false;
+              }
             }
-          } else if (open) {
-            if (silenceStart < 0) silenceStart = window;
-            if ((window + 1 - silenceStart) * WINDOW_MS >= options.silenceDurationMs) {
-              expected.push({ type: 'speech_stopped', audioEndMs: (window + 1) * WINDOW_MS, silenceStartMs: silenceStart * WINDOW_MS });
-              previousEnd = (window + 1) * WINDOW_MS;
-              open = false;
-            }
+            window++;
           }
-          window++;
-        }
-        expect(events).toEqual(expected);
-      }),
+          expect(events).toEqual(expected);
+        },
+      ),
       { numRuns: RUNS * 3, seed: 20260918 },
     );
   });
@@ -112,7 +124,9 @@ describe('TurnDetector', () => {
     expect(detector.feed(5, [0.9, 0.9])).toEqual([{ type: 'speech_started', audioStartMs: 5 * WINDOW_MS }]);
     // 0.4 is between threshold − 0.15 and threshold: it neither starts the silence nor ends it.
     // The silence starts at the 0.3 (window 11): that is where the VAD heard the speech end.
-    expect(detector.feed(7, [0.4, 0.4, 0.4, 0.4, 0.3, 0.4, 0.4])).toEqual([{ type: 'speech_stopped', audioEndMs: 14 * WINDOW_MS, silenceStartMs: 11 * WINDOW_MS }]);
+    expect(detector.feed(7, [0.4, 0.4, 0.4, 0.4, 0.3, 0.4, 0.4])).toEqual([
+      { type: 'speech_stopped', audioEndMs: 14 * WINDOW_MS, silenceStartMs: 11 * WINDOW_MS },
+    ]);
     expect(detector.speaking).toBe(false);
   });
 

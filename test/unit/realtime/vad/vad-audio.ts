@@ -11,7 +11,8 @@ import { HALF_BAND_HISTORY, decimateHalfBand } from '../../../../src/engines/vad
 export const RATE = 16000;
 export const PHRASES = ['i ni ce', 'a ka kɛnɛ wa', 'n bɛ taa sugu la', 'sugu ka di', 'an bɛ taa'];
 
-export type Segment = { kind: 'speech'; phrase: number; gainDb: number } | { kind: 'silence'; ms: number } | { kind: 'noise'; ms: number; dbfs: number; seed: number };
+export type Segment =
+  { kind: 'speech'; phrase: number; gainDb: number } | { kind: 'silence'; ms: number } | { kind: 'noise'; ms: number; dbfs: number; seed: number };
 
 export function concat(parts: Float32Array[]): Float32Array {
   const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
@@ -48,7 +49,10 @@ export function conversation(phrases: string[], silenceMs: number, gainDb = 0) {
   for (const phrase of phrases) {
     const spoken = speakDemo(phrase, RATE);
     spans.push({ startMs: ((at + spoken.symbols[0]!.start * RATE) * 1000) / RATE, endMs: ((at + spoken.symbols.at(-1)!.end * RATE) * 1000) / RATE });
-    parts.push(spoken.samples.map((v) => v * gain), silence);
+    parts.push(
+      spoken.samples.map((v) => v * gain),
+      silence,
+    );
     at += spoken.samples.length + silence.length;
   }
   return { samples: concat(parts), spans };

@@ -24,7 +24,10 @@ let engine: ModelEngine;
 let vad: SileroVad;
 beforeAll(async () => {
   const dir = path.resolve('models');
-  engine = new ModelEngine({ id: 'vad', aliases: [], engine: 'silero-vad', dir: '.', absoluteDir: dir, maxQueue: 16, options: {} }, { intraOpThreads: 1, interOpThreads: 1 });
+  engine = new ModelEngine(
+    { id: 'vad', aliases: [], engine: 'silero-vad', dir: '.', absoluteDir: dir, maxQueue: 16, options: {} },
+    { intraOpThreads: 1, interOpThreads: 1 },
+  );
   await engine.start();
   vad = await SileroVad.load({ intraOpThreads: 1, interOpThreads: 1 });
 });
@@ -151,47 +154,58 @@ describe('VadScheduler', () => {
   // 16 kHz only: at 8 kHz Silero scores the synthetic demo voice near its threshold (≈ 0.2–0.6 where 16 kHz
   // gives 0.8–0.99), so small state differences move onsets by up to 900 ms with and without the gate alike.
   // That is why KUMA_VAD_RATE defaults to 16000; the 8 kHz path's exactness is the property test above.
-  it.each([16000 as const])('at %i Hz the energy gate skips the model on long digital silence and leaves the turns of demo speech as they were', async (rate) => {
-    for (const gainDb of [0, -20, -40]) {
-      const { samples, spans } = conversation(PHRASES, 1000, gainDb);
-      const scheduler = new VadScheduler(engine, { rate }); // default floor
-      const windows = Math.floor(samples.length / VAD_WINDOW);
-      const gated = await new Promise<number[]>((resolve) => {
-        const { channel, received } = openChannel(scheduler, windows, () => resolve(received.scores));
-        for (let at = 0; at < samples.length; at += 320) channel.push(samples.subarray(at, at + 320));
-      });
-      const stats = scheduler.stats();
-      await scheduler.close();
-      expect(stats.gatedWindows).toBeGreaterThan(windows / 4);
-      const ungated = await referenceScores(vad, samples, 0, rate);
-      const turns = (scores: ArrayLike<number>) => pairUp(new TurnDetector(DEFAULT_SERVER_VAD).feed(0, scores));
-      const withGate = turns(gated);
-      const without = turns(ungated);
-      // One turn per phrase, with and without the gate: turn i overlaps phrase i and no other.
-      for (const turns of [withGate, without]) {
-        expect(turns.length).toBe(spans.length);
-        turns.forEach((turn, i) => {
-          expect(spans.filter((span) => turn.start < span.endMs && turn.end > span.startMs)).toEqual([spans[i]]);
+  it.each([16000 as const])(
+    'at %i Hz the energy gate skips the model on long digital silence and leaves the turns of demo speech as they were',
+    async (rate) => {
+      for (const gainDb of [0, -20, -40]) {
+        const { samples, spans } = conversation(PHRASES, 1000, gainDb);
+        const scheduler = new VadScheduler(engine, { rate }); // default floor
+        const windows = Math.floor(samples.length / VAD_WINDOW);
+        const gated = await new Promise<number[]>((resolve) => {
+          const { channel, received } = openChannel(scheduler, windows, () => resolve(received.scores));
+          for (let at = 0; at < samples.length; at += 320) channel.push(samples.subarray(at, at + 320));
+        });
+        const stats = scheduler.stats();
+        await scheduler.close();
+        expect(stats.gatedWindows).toBeGreaterThan(windows / 4);
+        const ungated = await referenceScores(vad, samples, 0, rate);
+        const turns = (scores: ArrayLike<number>) => pairUp(new TurnDetector(DEFAULT_SERVER_VAD).feed(0, scores));
+        const withGate = turns(gated);
+        const without = turns(ungated);
+        // One turn per phrase, with and without the gate: turn i overlaps phrase i and no other.
+        for (const turns of [withGate, without]) {
+          expect(turns.length).toBe(spans.length);
+          turns.forEach((turn, i) => {
+            expect(spans.filter((span) => turn.start < span.endMs && turn.end > span.startMs)).toEqual([spans[i]]);
+          });
+        }
+        // And the gate moves a turn's edges by at most two windows (Silero resumes from its silence state).
+        withGate.forEach((turn, i) => {
+          expect(Math.abs(turn.start - without[i]!.start)).toBeLessThanOrEqual(64);
+          expect(Math.abs(turn.end - without[i]!.end)).toBeLessThanOrEqual(64);
         });
       }
-      // And the gate moves a turn's edges by at most two windows (Silero resumes from its silence state).
-      withGate.forEach((turn, i) => {
-        expect(Math.abs(turn.start - without[i]!.start)).toBeLessThanOrEqual(64);
-        expect(Math.abs(turn.end - without[i]!.end)).toBeLessThanOrEqual(64);
-      });
-    }
-  });
+    },
+  );
 
   it('an engine failure reaches each channel of the job once, and no scores follow', async () => {
     // A real engine whose runner has no scoreBatch method: every job fails in the worker.
     const fixtures = path.resolve('test/fixtures/engines');
-    const broken = new ModelEngine({ id: 'broken', aliases: [], engine: 'custom', dir: fixtures, absoluteDir: fixtures, maxQueue: 4, options: { module: 'busy-runner.ts' } }, { intraOpThreads: 1, interOpThreads: 1 });
+    const broken = new ModelEngine(
+      { id: 'broken', aliases: [], engine: 'custom', dir: fixtures, absoluteDir: fixtures, maxQueue: 4, options: { module: 'busy-runner.ts' } },
+      { intraOpThreads: 1, interOpThreads: 1 },
+    );
     await broken.start();
     try {
       const scheduler = new VadScheduler(broken);
       const errors: Error[][] = [[], []];
       let scores = 0;
-      const channels = errors.map((list) => scheduler.open(() => scores++, (err) => list.push(err)));
+      const channels = errors.map((list) =>
+        scheduler.open(
+          () => scores++,
+          (err) => list.push(err),
+        ),
+      );
       for (const channel of channels) channel.push(new Float32Array(VAD_WINDOW * 3));
       while (errors.some((list) => list.length === 0)) await new Promise((r) => setTimeout(r, 5));
       for (const channel of channels) channel.push(new Float32Array(VAD_WINDOW * 3)); // ignored: the channel is done

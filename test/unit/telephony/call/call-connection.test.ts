@@ -11,7 +11,15 @@ import type { CallSession } from '../../../../src/telephony/call/call-session.js
 const grant: CallGrant = {
   accountId: 'acct_1',
   keyId: 'key_1',
-  settings: { mode: 'transcription', relayUrl: null, transcriptionLanguage: 'bam', ttsLanguage: 'bam', welcomeGreeting: null, welcomeGreetingInterruptible: true, interruptible: 'any' },
+  settings: {
+    mode: 'transcription',
+    relayUrl: null,
+    transcriptionLanguage: 'bam',
+    ttsLanguage: 'bam',
+    welcomeGreeting: null,
+    welcomeGreetingInterruptible: true,
+    interruptible: 'any',
+  },
 };
 
 function peerAndCloser(): { peer: DuplexPeer; close: () => void } {
@@ -37,7 +45,10 @@ describe('callConnection', () => {
     let released = 0;
     const opener: CallOpener = {
       authorize: async () => grant,
-      createCall: () => new Promise((resolve) => (finishCreate = () => resolve({ close: async (reason: string) => void ended.push(reason), closed: false } as unknown as CallSession))),
+      createCall: () =>
+        new Promise(
+          (resolve) => (finishCreate = () => resolve({ close: async (reason: string) => void ended.push(reason), closed: false } as unknown as CallSession)),
+        ),
       connectApp: async () => {
         throw new Error('not reached');
       },
@@ -48,7 +59,14 @@ describe('callConnection', () => {
     const { peer, close } = peerAndCloser();
     const handler = callConnection(opener, createCarrierAdapter('twilio'), 'call_test', grant, peer);
     handler.onText(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
-    const start = { streamSid: 'MZ1', callSid: 'CA1', accountSid: 'AC1', tracks: ['inbound'], customParameters: {}, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } };
+    const start = {
+      streamSid: 'MZ1',
+      callSid: 'CA1',
+      accountSid: 'AC1',
+      tracks: ['inbound'],
+      customParameters: {},
+      mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+    };
     handler.onText(JSON.stringify({ event: 'start', sequenceNumber: '1', start, streamSid: 'MZ1' }));
     await new Promise((resolve) => setImmediate(resolve));
     close();

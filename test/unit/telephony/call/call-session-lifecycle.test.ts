@@ -12,7 +12,19 @@ import type { CallApp, CallCarrier, CallDeps, CallEndReason } from '../../../../
 import { CallSession } from '../../../../src/telephony/call/call-session.js';
 import type { CallRecord } from '../../../../src/store/store.js';
 
-const REASONS: CallEndReason[] = ['caller_hangup', 'shutdown', 'app_ended', 'app_disconnected', 'app_unreachable', 'insufficient_quota', 'key_revoked', 'error', 'malformed_frame', 'frame_too_big', 'server_error'];
+const REASONS: CallEndReason[] = [
+  'caller_hangup',
+  'shutdown',
+  'app_ended',
+  'app_disconnected',
+  'app_unreachable',
+  'insufficient_quota',
+  'key_revoked',
+  'error',
+  'malformed_frame',
+  'frame_too_big',
+  'server_error',
+];
 
 function openCall(mode: CallSettings['mode']) {
   const seen = { hangups: [] as string[], appEnded: [] as string[], observed: [] as string[], records: [] as CallRecord[], aborts: 0 };
@@ -30,7 +42,15 @@ function openCall(mode: CallSettings['mode']) {
     observer: { bargeIn: quiet, replyLatency: quiet, ended: (reason: string) => void seen.observed.push(reason) },
   } as unknown as CallDeps;
   const carrier: CallCarrier = { media: () => true, mark: () => false, clear: quiet, hangup: (reason) => void seen.hangups.push(reason) };
-  const settings: CallSettings = { mode, relayUrl: null, transcriptionLanguage: 'bam', ttsLanguage: 'bam', welcomeGreeting: null, welcomeGreetingInterruptible: true, interruptible: 'any' };
+  const settings: CallSettings = {
+    mode,
+    relayUrl: null,
+    transcriptionLanguage: 'bam',
+    ttsLanguage: 'bam',
+    welcomeGreeting: null,
+    welcomeGreetingInterruptible: true,
+    interruptible: 'any',
+  };
   const start = { callId: 'CA1', streamId: 'MZ1', customParameters: {}, format: { codec: 'pcmu', sampleRate: 8000 } } as const;
   const call = new CallSession(deps, { callId: 'call_1', accountId: 'acct_1', keyId: 'key_1', carrier: 'twilio' }, start, settings, carrier, start.format, 160);
   const app: CallApp = { interim: quiet, final: quiet, dtmf: quiet, interrupted: quiet, ended: (reason) => void seen.appEnded.push(reason) };
@@ -42,20 +62,24 @@ function openCall(mode: CallSettings['mode']) {
 describe('CallSession lifecycle', () => {
   it('ends once, with the first reason, however many closes race', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom<CallSettings['mode']>('relay', 'transcription'), fc.array(fc.constantFrom(...REASONS), { minLength: 1, maxLength: 8 }), async (mode, reasons) => {
-        const { call, seen } = openCall(mode);
-        await Promise.all(reasons.map((reason) => call.close(reason)));
-        await call.close(reasons[0]!);
-        const first = reasons[0]!;
-        expect(call.closed).toBe(true);
-        expect(seen.aborts).toBe(1);
-        expect((call.signal.reason as SessionClosedError).reason).toBe(first);
-        expect(seen.hangups).toEqual(first === 'caller_hangup' ? [] : [first]);
-        expect(seen.appEnded).toEqual([first]);
-        expect(seen.observed).toEqual([first]);
-        expect(seen.records.map((r) => r.endReason)).toEqual([first]);
-        expect(call.summary().endReason).toBe(first);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom<CallSettings['mode']>('relay', 'transcription'),
+        fc.array(fc.constantFrom(...REASONS), { minLength: 1, maxLength: 8 }),
+        async (mode, reasons) => {
+          const { call, seen } = openCall(mode);
+          await Promise.all(reasons.map((reason) => call.close(reason)));
+          await call.close(reasons[0]!);
+          const first = reasons[0]!;
+          expect(call.closed).toBe(true);
+          expect(seen.aborts).toBe(1);
+          expect((call.signal.reason as SessionClosedError).reason).toBe(first);
+          expect(seen.hangups).toEqual(first === 'caller_hangup' ? [] : [first]);
+          expect(seen.appEnded).toEqual([first]);
+          expect(seen.observed).toEqual([first]);
+          expect(seen.records.map((r) => r.endReason)).toEqual([first]);
+          expect(call.summary().endReason).toBe(first);
+        },
+      ),
       { numRuns: 40 },
     );
   });

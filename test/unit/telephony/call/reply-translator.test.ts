@@ -59,26 +59,30 @@ describe('ReplyTranslator', () => {
   it('any cut of a reply into tokens gives the same sentences, in order, each billed once (property)', async () => {
     let run = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(sentence, { minLength: 1, maxLength: 4 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 40 }), async (sentences, cuts) => {
-        const reply = sentences.join(' ');
-        const tokens: string[] = [];
-        for (let at = 0, i = 0; at < reply.length; i++) {
-          const n = cuts[i % cuts.length]!;
-          tokens.push(reply.slice(at, at + n));
-          at += n;
-        }
-        const asked: string[] = [];
-        const pieces: TranslatedPiece[] = [];
-        const requestId = `req_${run++}`;
-        const t = translator(asked, pieces, requestId);
-        tokens.forEach((token, i) => t.push(token, i === tokens.length - 1));
-        await t.settled();
-        expect(asked).toEqual(sentences);
-        expect(pieces.map((p) => p.text).join('')).toBe(sentences.map((s) => s.toUpperCase()).join(' '));
-        expect(pieces.at(-1)!.last).toBe(true);
-        const rows = await store.listUsage({ requestId });
-        expect(rows.reduce((n, r) => n + r.quantity, 0)).toBe(sentences.reduce((n, s) => n + [...s].length, 0));
-      }),
+      fc.asyncProperty(
+        fc.array(sentence, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 40 }),
+        async (sentences, cuts) => {
+          const reply = sentences.join(' ');
+          const tokens: string[] = [];
+          for (let at = 0, i = 0; at < reply.length; i++) {
+            const n = cuts[i % cuts.length]!;
+            tokens.push(reply.slice(at, at + n));
+            at += n;
+          }
+          const asked: string[] = [];
+          const pieces: TranslatedPiece[] = [];
+          const requestId = `req_${run++}`;
+          const t = translator(asked, pieces, requestId);
+          tokens.forEach((token, i) => t.push(token, i === tokens.length - 1));
+          await t.settled();
+          expect(asked).toEqual(sentences);
+          expect(pieces.map((p) => p.text).join('')).toBe(sentences.map((s) => s.toUpperCase()).join(' '));
+          expect(pieces.at(-1)!.last).toBe(true);
+          const rows = await store.listUsage({ requestId });
+          expect(rows.reduce((n, r) => n + r.quantity, 0)).toBe(sentences.reduce((n, s) => n + [...s].length, 0));
+        },
+      ),
       { numRuns: 40 },
     );
   });

@@ -26,18 +26,29 @@ const validStream = fc
   .tuple(
     fc.array(
       fc.oneof(
-        fc.integer({ min: 0, max: 400 }).map((n) => audioSocketFrame(AudioSocketKind.audio, new Uint8Array(n * 2).map((_, i) => (i * 7 + n) & 0xff))),
+        fc.integer({ min: 0, max: 400 }).map((n) =>
+          audioSocketFrame(
+            AudioSocketKind.audio,
+            new Uint8Array(n * 2).map((_, i) => (i * 7 + n) & 0xff),
+          ),
+        ),
         fc.constantFrom(...'0123456789*#ABCD').map((d) => audioSocketFrame(AudioSocketKind.dtmf, Buffer.from(d))),
       ),
       { maxLength: 20 },
     ),
-    fc.oneof(fc.constant(audioSocketFrame(AudioSocketKind.hangup)), fc.uint8Array({ maxLength: 4 }).map((code) => audioSocketFrame(AudioSocketKind.error, code))),
+    fc.oneof(
+      fc.constant(audioSocketFrame(AudioSocketKind.hangup)),
+      fc.uint8Array({ maxLength: 4 }).map((code) => audioSocketFrame(AudioSocketKind.error, code)),
+    ),
   )
   .map(([body, end]) => concat([uuidFrame, ...body, end]));
 
 describe('audiosocket adapter', () => {
   it('reads the UUID as the call start (L16 8 kHz), audio, DTMF and hangup', () => {
-    const events = feed(concat([uuidFrame, audio(320), audioSocketFrame(AudioSocketKind.dtmf, Buffer.from('5')), audioSocketFrame(AudioSocketKind.hangup)]), []);
+    const events = feed(
+      concat([uuidFrame, audio(320), audioSocketFrame(AudioSocketKind.dtmf, Buffer.from('5')), audioSocketFrame(AudioSocketKind.hangup)]),
+      [],
+    );
     expect(events).toEqual([
       { type: 'start', start: { callId: UUID, streamId: UUID, customParameters: {}, format: { codec: 'l16', sampleRate: 8000 } } },
       { type: 'media', audio: new Uint8Array(320).fill(1) },
@@ -58,7 +69,7 @@ describe('audiosocket adapter', () => {
     expect(adapter.parseBinary(stream.subarray(21))).toEqual([{ type: 'media', audio: new Uint8Array(320).fill(1) }]);
   });
 
-  it('does not alias the caller\'s buffer (a reused read buffer cannot change delivered audio)', () => {
+  it("does not alias the caller's buffer (a reused read buffer cannot change delivered audio)", () => {
     const adapter = createAudioSocketAdapter();
     const buffer = audio(4, 9);
     const [event] = adapter.parseBinary(buffer);
@@ -97,7 +108,12 @@ describe('audiosocket adapter', () => {
       fc.property(
         validStream.chain((stream) => fc.tuple(fc.constant(stream), fc.uniqueArray(fc.integer({ min: 0, max: stream.length }), { maxLength: 30 }))),
         ([stream, cuts]) => {
-          expect(feed(stream, [...cuts].sort((a, b) => a - b))).toEqual(feed(stream, []));
+          expect(
+            feed(
+              stream,
+              [...cuts].sort((a, b) => a - b),
+            ),
+          ).toEqual(feed(stream, []));
         },
       ),
       { numRuns: 300 },

@@ -27,13 +27,25 @@ describe('exotel adapter', () => {
     const a = createExotelAdapter();
     expect(parse(a, { event: 'connected' })).toEqual([{ type: 'connected' }]);
     expect(parse(a, start)).toEqual([
-      { type: 'start', start: { callId: 'CA0123', streamId: sid, from: '+919876543210', to: '+918047491899', customParameters: { token: 'tok', lang: 'bam' }, format: { codec: 'l16', sampleRate: 16000 } } },
+      {
+        type: 'start',
+        start: {
+          callId: 'CA0123',
+          streamId: sid,
+          from: '+919876543210',
+          to: '+918047491899',
+          customParameters: { token: 'tok', lang: 'bam' },
+          format: { codec: 'l16', sampleRate: 16000 },
+        },
+      },
     ]);
     const [m] = parse(a, media);
     expect(m?.type === 'media' && [...m.audio]).toEqual([1, 2, 3, 4]);
     expect(parse(a, { event: 'dtmf', sequence_number: '7', stream_sid: sid, dtmf: { digit: '5', duration: '100' } })).toEqual([{ type: 'dtmf', digit: '5' }]);
     expect(parse(a, { event: 'mark', sequence_number: '15', stream_sid: sid, mark: { name: 'm1' } })).toEqual([{ type: 'mark', name: 'm1' }]);
-    expect(parse(a, { event: 'stop', sequence_number: '20', stream_sid: sid, stop: { call_sid: 'CA0123', account_sid: 'AC0123', reason: 'callended' } })).toEqual([{ type: 'stop', reason: 'callended' }]);
+    expect(
+      parse(a, { event: 'stop', sequence_number: '20', stream_sid: sid, stop: { call_sid: 'CA0123', account_sid: 'AC0123', reason: 'callended' } }),
+    ).toEqual([{ type: 'stop', reason: 'callended' }]);
   });
 
   it('formats media, mark and clear with stream_sid, in 100 ms chunks (multiples of 320 bytes)', () => {

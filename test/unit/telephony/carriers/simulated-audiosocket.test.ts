@@ -28,7 +28,10 @@ describe('simulated AudioSocket call over TCP', () => {
     });
     servers.push(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const call = await connectAudioSocket((server.address() as AddressInfo).port, '127.0.0.1', { speed: Infinity, uuid: '11111111-2222-3333-4444-555555555555' });
+    const call = await connectAudioSocket((server.address() as AddressInfo).port, '127.0.0.1', {
+      speed: Infinity,
+      uuid: '11111111-2222-3333-4444-555555555555',
+    });
     call.open();
     await call.speak(new Int16Array(8000).fill(1000)); // 1 s = 50 frames
     call.dtmf('#');

@@ -88,7 +88,7 @@ describe('simulated Twilio call over a socket', () => {
     ws.close();
   });
 
-  it('logs a frame that is not Twilio\'s protocol as a protocol error', async () => {
+  it("logs a frame that is not Twilio's protocol as a protocol error", async () => {
     const { ws } = await kuma((e, send) => {
       if (e.type === 'start') send({ text: JSON.stringify({ event: 'media', streamSid: 'wrong', media: { payload: 'AA==' } }) });
     });

@@ -19,7 +19,12 @@ const start = {
   stream_id: '32de0dea-53cb-4b21-89a4-9e1819c043bc',
 };
 const media = { event: 'media', sequence_number: '4', media: { track: 'inbound', chunk: '2', timestamp: '5', payload: 'AAEC' }, stream_id: start.stream_id };
-const stop = { event: 'stop', sequence_number: '5', stop: { user_id: start.start.user_id, call_control_id: start.start.call_control_id }, stream_id: start.stream_id };
+const stop = {
+  event: 'stop',
+  sequence_number: '5',
+  stop: { user_id: start.start.user_id, call_control_id: start.start.call_control_id },
+  stream_id: start.stream_id,
+};
 const parse = (a: ReturnType<typeof createTelnyxAdapter>, v: unknown) => a.parseText(JSON.stringify(v));
 
 describe('telnyx adapter', () => {
@@ -29,20 +34,40 @@ describe('telnyx adapter', () => {
     const [s] = parse(a, start);
     expect(s).toEqual({
       type: 'start',
-      start: { callId: start.start.call_control_id, streamId: start.stream_id, from: '+13122010094', to: '+13122123456', customParameters: {}, format: { codec: 'pcma', sampleRate: 8000 } },
+      start: {
+        callId: start.start.call_control_id,
+        streamId: start.stream_id,
+        from: '+13122010094',
+        to: '+13122123456',
+        customParameters: {},
+        format: { codec: 'pcma', sampleRate: 8000 },
+      },
     });
     const [m] = parse(a, media);
     expect(m?.type === 'media' && [...m.audio]).toEqual([0, 1, 2]);
     expect(parse(a, { ...media, media: { ...media.media, track: 'outbound' } })[0]?.type).toBe('ignored');
-    expect(parse(a, { event: 'dtmf', stream_id: start.stream_id, occurred_at: '2024-01-01T00:00:00Z', sequence_number: '6', dtmf: { digit: '#' } })).toEqual([{ type: 'dtmf', digit: '#' }]);
+    expect(parse(a, { event: 'dtmf', stream_id: start.stream_id, occurred_at: '2024-01-01T00:00:00Z', sequence_number: '6', dtmf: { digit: '#' } })).toEqual([
+      { type: 'dtmf', digit: '#' },
+    ]);
     expect(parse(a, { event: 'mark', sequence_number: '7', stream_id: start.stream_id, mark: { name: 'm1' } })).toEqual([{ type: 'mark', name: 'm1' }]);
-    expect(parse(a, { event: 'error', sequence_number: '8', stream_id: start.stream_id, payload: { code: 100002, title: 'Unknown error', detail: 'x' } })[0]?.type).toBe('ignored');
+    expect(
+      parse(a, { event: 'error', sequence_number: '8', stream_id: start.stream_id, payload: { code: 100002, title: 'Unknown error', detail: 'x' } })[0]?.type,
+    ).toBe('ignored');
     expect(parse(a, stop)).toEqual([{ type: 'stop' }]);
   });
 
   it('collects custom parameters given as a list or an object, and the stream auth token as the call token', () => {
     const listed = createTelnyxAdapter();
-    const [s1] = parse(listed, { ...start, start: { ...start.start, custom_parameters: [{ name: 'token', value: 't1' }, { name: 'n', value: 2 }] } });
+    const [s1] = parse(listed, {
+      ...start,
+      start: {
+        ...start.start,
+        custom_parameters: [
+          { name: 'token', value: 't1' },
+          { name: 'n', value: 2 },
+        ],
+      },
+    });
     expect(s1?.type === 'start' && s1.start.customParameters).toEqual({ token: 't1', n: '2' });
     const authed = createTelnyxAdapter();
     parse(authed, { ...connected, 'x-telnyx-streaming-auth-token': 't2' });

@@ -60,7 +60,11 @@ describe('twilio adapter', () => {
     const s = (parse(a, start)[0] as { start: any }).start;
     expect(a.outboundFormat(s)).toEqual({ codec: 'pcmu', sampleRate: 8000 });
     expect(a.frameBytes(s)).toBe(160);
-    expect(JSON.parse((a.media(new Uint8Array([1, 2, 3])) as { text: string }).text)).toEqual({ event: 'media', streamSid: 'MZ18ad', media: { payload: 'AQID' } });
+    expect(JSON.parse((a.media(new Uint8Array([1, 2, 3])) as { text: string }).text)).toEqual({
+      event: 'media',
+      streamSid: 'MZ18ad',
+      media: { payload: 'AQID' },
+    });
     expect(JSON.parse((a.mark('m1') as { text: string }).text)).toEqual({ event: 'mark', streamSid: 'MZ18ad', mark: { name: 'm1' } });
     expect(JSON.parse((a.clear() as { text: string }).text)).toEqual({ event: 'clear', streamSid: 'MZ18ad' });
     expect(a.hangup()).toEqual([]);

@@ -4,7 +4,13 @@ import { CarrierFrameError } from '../../../../src/telephony/carriers/contract.j
 import { createVonageAdapter } from '../../../../src/telephony/carriers/vonage.js';
 
 // Fixture written from Vonage's "WebSockets" guide: custom NCCO headers arrive at the top level.
-const connected = { event: 'websocket:connected', 'content-type': 'audio/l16;rate=16000', token: 'tok', uuid: 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee', meta: { tier: 1 } };
+const connected = {
+  event: 'websocket:connected',
+  'content-type': 'audio/l16;rate=16000',
+  token: 'tok',
+  uuid: 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee',
+  meta: { tier: 1 },
+};
 const parse = (a: ReturnType<typeof createVonageAdapter>, v: unknown) => a.parseText(JSON.stringify(v));
 
 describe('vonage adapter', () => {

@@ -42,7 +42,11 @@ describe('fetchPlaySource', () => {
   it('follows up to 3 redirects (relative and absolute), checking every hop before requesting it', async () => {
     // The last hop goes to another host (another port): the check must see it too.
     const server = await serve({ '/final.wav': { body: wav } });
-    const server2 = await serve({ '/a': { redirect: '/b' }, '/b': { redirect: 'c', status: 301 }, '/c': { redirect: `${server.baseUrl}/final.wav`, status: 307 } });
+    const server2 = await serve({
+      '/a': { redirect: '/b' },
+      '/b': { redirect: 'c', status: 301 },
+      '/c': { redirect: `${server.baseUrl}/final.wav`, status: 307 },
+    });
     const checked: string[] = [];
     const source = await fetchPlaySource(`${server2.baseUrl}/a`, { checkUrl: (url) => void checked.push(url.href) });
     expect(source.bytes.byteLength).toBe(wav.byteLength);
@@ -95,7 +99,11 @@ describe('fetchPlaySource', () => {
   });
 
   it('caps the size: a declared Content-Length over the cap, and an endless body without one, are both cut off', async () => {
-    const server = await serve({ '/big.wav': { body: new Uint8Array(5000) }, '/endless.wav': { endless: new Uint8Array(1024) }, '/exact.wav': { body: wav, omitLength: true } });
+    const server = await serve({
+      '/big.wav': { body: new Uint8Array(5000) },
+      '/endless.wav': { endless: new Uint8Array(1024) },
+      '/exact.wav': { body: wav, omitLength: true },
+    });
     expect((await failure(fetchPlaySource(`${server.baseUrl}/big.wav`, { checkUrl: allowAll, maxBytes: 4999 }))).code).toBe('too_large');
     const endless = await failure(fetchPlaySource(`${server.baseUrl}/endless.wav`, { checkUrl: allowAll, maxBytes: 64 * 1024 }));
     expect(endless).toMatchObject({ code: 'too_large', message: 'the play source is larger than 65536 bytes' });

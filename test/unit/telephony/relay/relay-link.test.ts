@@ -135,7 +135,7 @@ describe('RelayLink: talking with the application', () => {
     expect(closes()).toBe(1);
   });
 
-  it('close() reaches the app with Kuma\'s code and reason; send afterwards answers false', async () => {
+  it("close() reaches the app with Kuma's code and reason; send afterwards answers false", async () => {
     const server = await app();
     const { relay, closed } = await link(server.url);
     const appSide = server.connections[0]!.closed;
@@ -145,7 +145,7 @@ describe('RelayLink: talking with the application', () => {
     expect(relay.send(setup)).toBe(false);
   });
 
-  it('the call\'s signal closes an open link with 1001', async () => {
+  it("the call's signal closes an open link with 1001", async () => {
     const server = await app();
     const controller = new AbortController();
     const { closed } = await link(server.url, { signal: controller.signal });
@@ -214,14 +214,22 @@ describe('RelayLink: an application that misbehaves', () => {
       message: expect.stringContaining('HTTP 404'),
     });
     await new Promise<void>((resolve) => plain.close(() => resolve()));
-    await expect(RelayLink.connect(`ws://127.0.0.1:${port}/relay`, { checkUrl: allowAll, onMessage: () => {}, onClose: () => {} })).rejects.toMatchObject({ code: 'connect_failed' });
+    await expect(RelayLink.connect(`ws://127.0.0.1:${port}/relay`, { checkUrl: allowAll, onMessage: () => {}, onClose: () => {} })).rejects.toMatchObject({
+      code: 'connect_failed',
+    });
   });
 
   it('the call ending while the upgrade hangs: aborted, not a timeout', async () => {
     const silent = await startSilentServer();
     cleanups.push(() => silent.close());
     const controller = new AbortController();
-    const attempt = RelayLink.connect(silent.url, { checkUrl: allowAll, connectTimeoutMs: 60_000, signal: controller.signal, onMessage: () => {}, onClose: () => {} });
+    const attempt = RelayLink.connect(silent.url, {
+      checkUrl: allowAll,
+      connectTimeoutMs: 60_000,
+      signal: controller.signal,
+      onMessage: () => {},
+      onClose: () => {},
+    });
     while (silent.connections() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     controller.abort();
     await expect(attempt).rejects.toMatchObject({ code: 'aborted' });

@@ -1,13 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RelayMessageError } from '../../../../src/telephony/relay/relay-errors.js';
-import {
-  interruptMessage,
-  invalidMessageDescription,
-  parseAppMessage,
-  promptMessage,
-  setupMessage,
-} from '../../../../src/telephony/relay/relay-messages.js';
+import { interruptMessage, invalidMessageDescription, parseAppMessage, promptMessage, setupMessage } from '../../../../src/telephony/relay/relay-messages.js';
 
 function errorOf(text: string): RelayMessageError {
   try {
@@ -43,7 +37,10 @@ describe('parseAppMessage: the messages ConversationRelay apps send (Twilio and 
   });
 
   it('play, sendDigits, language and end', () => {
-    expect(parseAppMessage('{"type":"play","source":"https://example.com/audio/welcome.mp3"}')).toEqual({ type: 'play', source: 'https://example.com/audio/welcome.mp3' });
+    expect(parseAppMessage('{"type":"play","source":"https://example.com/audio/welcome.mp3"}')).toEqual({
+      type: 'play',
+      source: 'https://example.com/audio/welcome.mp3',
+    });
     expect(parseAppMessage('{"type":"play","source":"https://api.twilio.com/cowbell.mp3","loop":2,"preemptible":false,"interruptible":true}')).toEqual({
       type: 'play',
       source: 'https://api.twilio.com/cowbell.mp3',
@@ -53,9 +50,16 @@ describe('parseAppMessage: the messages ConversationRelay apps send (Twilio and 
     });
     expect(parseAppMessage('{"type":"sendDigits","digits":"9www4085551212"}')).toEqual({ type: 'sendDigits', digits: '9www4085551212' });
     expect(parseAppMessage('{"type":"sendDigits","digits":"1234#"}')).toEqual({ type: 'sendDigits', digits: '1234#' });
-    expect(parseAppMessage('{"type":"language","ttsLanguage":"es-ES","transcriptionLanguage":"es-ES"}')).toEqual({ type: 'language', ttsLanguage: 'es-ES', transcriptionLanguage: 'es-ES' });
+    expect(parseAppMessage('{"type":"language","ttsLanguage":"es-ES","transcriptionLanguage":"es-ES"}')).toEqual({
+      type: 'language',
+      ttsLanguage: 'es-ES',
+      transcriptionLanguage: 'es-ES',
+    });
     expect(parseAppMessage('{"type":"end"}')).toEqual({ type: 'end' });
-    expect(parseAppMessage('{"type":"end","handoffData":"{\\"reasonCode\\":\\"live-agent-handoff\\"}"}')).toEqual({ type: 'end', handoffData: '{"reasonCode":"live-agent-handoff"}' });
+    expect(parseAppMessage('{"type":"end","handoffData":"{\\"reasonCode\\":\\"live-agent-handoff\\"}"}')).toEqual({
+      type: 'end',
+      handoffData: '{"reasonCode":"live-agent-handoff"}',
+    });
   });
 
   it('ignores fields it does not know (apps send extras; Twilio adds fields)', () => {
@@ -77,7 +81,12 @@ describe('parseAppMessage: clear errors for what it cannot use', () => {
     ['{"type":"text","last":true}', 'invalid_message', 'token', 'text: "token" is required'],
     ['{"type":"text","token":5,"last":true}', 'invalid_message', 'token', 'text: "token" must be a string'],
     ['{"type":"text","token":"a","last":"yes"}', 'invalid_message', 'last', '"last" must be a boolean'],
-    ['{"type":"text","token":"a","interruptible":"sometimes"}', 'invalid_message', 'interruptible', 'must be a boolean or one of "none", "dtmf", "speech", "any"'],
+    [
+      '{"type":"text","token":"a","interruptible":"sometimes"}',
+      'invalid_message',
+      'interruptible',
+      'must be a boolean or one of "none", "dtmf", "speech", "any"',
+    ],
     ['{"type":"play","source":"file:///etc/passwd"}', 'invalid_message', 'source', 'absolute http:// or https:// URL'],
     ['{"type":"play","source":"https://a.example/x.wav","loop":1.5}', 'invalid_message', 'loop', '"loop" must be an integer'],
     ['{"type":"play","source":"https://a.example/x.wav","loop":-1}', 'invalid_message', 'loop', '"loop" must be at least 0'],
@@ -128,13 +137,23 @@ describe('parseAppMessage: clear errors for what it cannot use', () => {
       },
       { requiredKeys: ['type'] },
     );
-    fc.assert(fc.property(shaped, (value) => check(JSON.stringify(value))), { numRuns: 1000 });
+    fc.assert(
+      fc.property(shaped, (value) => check(JSON.stringify(value))),
+      { numRuns: 1000 },
+    );
   });
 });
 
 describe('messages Kuma sends to the app', () => {
   it('setup carries every Twilio field, empty strings where Kuma has no value', () => {
-    const setup = setupMessage({ sessionId: 'VX1', callSid: 'CA1', from: '+22370000000', to: '+22320000000', direction: 'inbound', customParameters: { callReference: 'bar' } });
+    const setup = setupMessage({
+      sessionId: 'VX1',
+      callSid: 'CA1',
+      from: '+22370000000',
+      to: '+22320000000',
+      direction: 'inbound',
+      customParameters: { callReference: 'bar' },
+    });
     expect(setup).toEqual({
       type: 'setup',
       sessionId: 'VX1',
@@ -165,7 +184,11 @@ describe('messages Kuma sends to the app', () => {
   });
 
   it('interrupt carries a whole, non-negative number of milliseconds', () => {
-    expect(interruptMessage('Life is a complex set of', 460.4)).toEqual({ type: 'interrupt', utteranceUntilInterrupt: 'Life is a complex set of', durationUntilInterruptMs: 460 });
+    expect(interruptMessage('Life is a complex set of', 460.4)).toEqual({
+      type: 'interrupt',
+      utteranceUntilInterrupt: 'Life is a complex set of',
+      durationUntilInterruptMs: 460,
+    });
     expect(interruptMessage('', -5).durationUntilInterruptMs).toBe(0);
     expect(interruptMessage('', Number.NaN).durationUntilInterruptMs).toBe(0);
   });

@@ -64,13 +64,18 @@ describe('retry policy', () => {
 
   it('waits between half and all of the exponential step, at least what Retry-After asked up to its cap', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), fc.option(fc.nat(10_000_000), { nil: undefined }), (attempt, r, asked) => {
-        const step = Math.min(DEFAULT_RETRY.maxDelayMs, DEFAULT_RETRY.baseDelayMs * 2 ** (attempt - 1));
-        const delay = retryDelayMs(attempt, DEFAULT_RETRY, asked, () => r);
-        const floor = Math.max(Math.floor(step / 2), asked === undefined ? 0 : Math.min(asked, DEFAULT_RETRY.retryAfterCapMs));
-        expect(delay).toBeGreaterThanOrEqual(floor);
-        expect(delay).toBeLessThanOrEqual(Math.max(step, DEFAULT_RETRY.retryAfterCapMs));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        fc.option(fc.nat(10_000_000), { nil: undefined }),
+        (attempt, r, asked) => {
+          const step = Math.min(DEFAULT_RETRY.maxDelayMs, DEFAULT_RETRY.baseDelayMs * 2 ** (attempt - 1));
+          const delay = retryDelayMs(attempt, DEFAULT_RETRY, asked, () => r);
+          const floor = Math.max(Math.floor(step / 2), asked === undefined ? 0 : Math.min(asked, DEFAULT_RETRY.retryAfterCapMs));
+          expect(delay).toBeGreaterThanOrEqual(floor);
+          expect(delay).toBeLessThanOrEqual(Math.max(step, DEFAULT_RETRY.retryAfterCapMs));
+        },
+      ),
     );
   });
 });

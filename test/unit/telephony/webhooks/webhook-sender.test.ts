@@ -66,9 +66,20 @@ async function eventually(condition: () => boolean): Promise<void> {
 
 const dtmf = (digit: string): CallEvent => ({ type: 'dtmf', data: { digit } });
 const interim = (item_id: string, text: string): CallEvent => ({ type: 'transcript.interim', data: { item_id, text } });
-const final = (item_id: string, text: string): CallEvent => ({ type: 'transcript.final', data: { item_id, text, language: 'bam', audio_start_ms: 0, audio_end_ms: 900 } });
+const final = (item_id: string, text: string): CallEvent => ({
+  type: 'transcript.final',
+  data: { item_id, text, language: 'bam', audio_start_ms: 0, audio_end_ms: 900 },
+});
 const started: CallEvent = { type: 'call.started', data: { carrier: 'twilio', mode: 'transcription' } };
-const ended: CallEvent = { type: 'call.ended', data: { reason: 'caller_hangup', duration_ms: 1000, turns: 1, usage: { caller_seconds: 1, characters_synthesized: 0, characters_translated: 0, cost_micros: 10 } } };
+const ended: CallEvent = {
+  type: 'call.ended',
+  data: {
+    reason: 'caller_hangup',
+    duration_ms: 1000,
+    turns: 1,
+    usage: { caller_seconds: 1, characters_synthesized: 0, characters_translated: 0, cost_micros: 10 },
+  },
+};
 
 describe('WebhookSender', () => {
   it('posts the documented envelope, signed so that verifyWebhookSignature accepts it and nothing else', async () => {
@@ -79,7 +90,12 @@ describe('WebhookSender', () => {
     await r.until((got) => got.length === 1);
     const [got] = r.received;
     expect(got!.path).toBe('/hooks?tenant=1');
-    expect(got!.event).toMatchObject({ id: expect.stringMatching(/^evt_[0-9a-f]{24}$/), type: 'transcript.final', call_id: 'call_1', data: { item_id: 'item_1', text: 'i ni ce', language: 'bam' } });
+    expect(got!.event).toMatchObject({
+      id: expect.stringMatching(/^evt_[0-9a-f]{24}$/),
+      type: 'transcript.final',
+      call_id: 'call_1',
+      data: { item_id: 'item_1', text: 'i ni ce', language: 'bam' },
+    });
     expect(new Date(got!.event.created_at).toISOString()).toBe(got!.event.created_at);
     expect(got!.headers).toMatchObject({ 'content-type': 'application/json', 'user-agent': 'Kuma-Webhooks/1', 'kuma-event-id': got!.event.id });
     const header = got!.headers['kuma-signature'] as string;
@@ -124,7 +140,7 @@ describe('WebhookSender', () => {
     expect(logs.find((l) => l.includes('attempts_exhausted'))).toContain('status 503');
   });
 
-  it('keeps each call\'s events in send order under any failure script, with no repeat after a success', async () => {
+  it("keeps each call's events in send order under any failure script, with no repeat after a success", async () => {
     const answers: Answer[] = [{ status: 200 }, { status: 500 }, { status: 503 }, { status: 429 }, { status: 408 }, 'drop'];
     const r = await receiver();
     const accounts = [await accountWithWebhook(r.url), await accountWithWebhook(r.url)];
@@ -167,7 +183,7 @@ describe('WebhookSender', () => {
     );
   });
 
-  it('a hanging endpoint delays neither another account nor send(): it holds only its account\'s share of slots', async () => {
+  it("a hanging endpoint delays neither another account nor send(): it holds only its account's share of slots", async () => {
     const hanging = await receiver(() => new Promise<Answer>(() => undefined));
     const healthy = await receiver();
     const stuck = await accountWithWebhook(hanging.url);
@@ -202,11 +218,11 @@ describe('WebhookSender', () => {
     sender.send(accountId, 'call_o', interim('a', 'i'));
     sender.send(accountId, 'call_o', interim('b', 'a'));
     sender.send(accountId, 'call_o', final('a', 'i ni ce'));
-    sender.send(accountId, 'call_o', interim('b', 'a ka'));   // replaces interim b "a"
-    sender.send(accountId, 'call_o', dtmf('1'));              // full: drops interim a
+    sender.send(accountId, 'call_o', interim('b', 'a ka')); // replaces interim b "a"
+    sender.send(accountId, 'call_o', dtmf('1')); // full: drops interim a
     sender.send(accountId, 'call_o', final('b', 'a ka nyi')); // full: drops interim b "a ka"
-    sender.send(accountId, 'call_o', dtmf('2'));              // full, no interim left: refused, logged
-    sender.send(accountId, 'call_o', ended);                  // always admitted
+    sender.send(accountId, 'call_o', dtmf('2')); // full, no interim left: refused, logged
+    sender.send(accountId, 'call_o', ended); // always admitted
     release();
     expect(await sender.close(10_000)).toEqual({ abandoned: 0 });
     expect(r.received.map((x) => x.event.type)).toEqual(['call.started', 'transcript.final', 'dtmf', 'transcript.final', 'call.ended']);

@@ -83,7 +83,20 @@ export function writeReducedQuartzNet(dir: string, options: ReducedQuartzNetOpti
   fs.writeFileSync(path.join(dir, 'model.onnx'), reducedQuartzNet(options));
   const tokens = [...REDUCED_QUARTZNET_TOKENS, '<blk>'].map((t, i) => `${t === ' ' ? '▁' : t} ${i}`);
   fs.writeFileSync(path.join(dir, 'tokens.txt'), tokens.join('\n') + '\n');
-  const preprocessor = { sample_rate: 16000, normalize: 'NA', window_size: 0.02, window_stride: 0.01, window: 'hann', features: N_MELS, n_fft: 512, preemph: 0.97, log: true, frame_splicing: 1, dither: 0, pad_to: 16 };
+  const preprocessor = {
+    sample_rate: 16000,
+    normalize: 'NA',
+    window_size: 0.02,
+    window_stride: 0.01,
+    window: 'hann',
+    features: N_MELS,
+    n_fft: 512,
+    preemph: 0.97,
+    log: true,
+    frame_splicing: 1,
+    dither: 0,
+    pad_to: 16,
+  };
   fs.writeFileSync(path.join(dir, 'model_config.json'), JSON.stringify({ sample_rate: 16000, preprocessor, encoder: { subsampling_factor: 2 } }, null, 2));
 }
 

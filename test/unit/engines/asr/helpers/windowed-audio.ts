@@ -27,7 +27,8 @@ export const fakeVad: VadModel = {
 };
 
 /** VAD probabilities of the whole audio, as fakeVad reports them. */
-export const probabilitiesOf = (audio: Float32Array): Float32Array => Float32Array.from({ length: Math.floor(audio.length / VAD_WINDOW) }, (_, w) => audio[w * VAD_WINDOW]!);
+export const probabilitiesOf = (audio: Float32Array): Float32Array =>
+  Float32Array.from({ length: Math.floor(audio.length / VAD_WINDOW) }, (_, w) => audio[w * VAD_WINDOW]!);
 
 /** The quietest 20 ms (ties: nearest the middle), reading only samples the view holds (else it throws). */
 export function quietest(audio: AudioView, from: number, to: number): number {
