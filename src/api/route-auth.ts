@@ -19,7 +19,8 @@ import type { SessionCap } from '../limits/session-cap.js';
 import type { Logger } from '../observability/logger.js';
 import type { Store } from '../store/store.js';
 import { ApiError, toApiError } from './errors.js';
-import type { ApiRequest, Caller, DuplexResult, RouteDef } from './types.js';
+import type { ApiRequest, DuplexResult, RouteDef } from './types.js';
+import type { Caller } from '../auth/caller.js';
 import { CLOSE_CODES, CLOSE_REASONS } from '../duplex/close-codes.js';
 
 export interface AuthDeps {

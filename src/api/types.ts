@@ -10,7 +10,6 @@ import type { DuplexHandler, DuplexPeer } from '../duplex/duplex-contract.js';
 import type { Caller } from '../auth/caller.js';
 
 /** The caller a route's handler is given (auth defines it: src/auth/caller.ts). */
-export type { Caller };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -9,7 +9,8 @@
 import { billableCharacters } from '../../billing/metering.js';
 import { maxTranslateTokens } from '../../engines/mt/translate-token-bound.js';
 import type { CatalogModel } from '../model-catalog.js';
-import type { ApiRequest, Caller } from '../types.js';
+import type { ApiRequest } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import type { CompatDeps } from './deps.js';
 import { engineFor } from './model-resolution.js';
 import { chargeOnDelivery } from '../charge-on-delivery.js';

@@ -10,7 +10,8 @@
  */
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
-import type { ApiRequest, ApiResult, Caller, RouteDef, SseMessage } from '../types.js';
+import type { ApiRequest, ApiResult, RouteDef, SseMessage } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import {
   TranscriptionFormSchema,
   TranscriptionRequestDoc,

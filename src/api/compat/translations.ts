@@ -9,7 +9,8 @@
  */
 import { ApiError } from '../errors.js';
 import { parseRequest } from '../validation.js';
-import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
+import type { ApiRequest, ApiResult, RouteDef } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import { TranscriptionResponseSchema, TranslationFormSchema, TranslationRequestDoc } from '../schemas/audio.js';
 import { jsonContent, textContent } from '../schemas/responses.js';
 import { MEDIA_TYPES } from '../media-types.js';

@@ -14,7 +14,8 @@ import { speechTranslation, startSpeechTranslation, transcribeAndTranslate } fro
 import { admittingEngine, allSegments, startTranscription, transcriptionCost } from '../compat/transcription-job.js';
 import { assertSpeechToTextAdmits } from '../compat/uploaded-audio.js';
 import { jsonContent } from '../schemas/responses.js';
-import type { ApiRequest, ApiResult, Caller, OpenApiInfo, RouteDef } from '../types.js';
+import type { ApiRequest, ApiResult, OpenApiInfo, RouteDef } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import { readTranscribeRequest } from './transcribe-request.js';
 import { frenchLines, FrenchTranscriptionSchema, NativeSegmentSchema, nativeSegment, NDJSON, segmentLines, type StreamCharge } from './transcribe-stream.js';
 import { chargeOnDelivery } from '../charge-on-delivery.js';

@@ -23,7 +23,8 @@ import type { CompatDeps } from '../compat/deps.js';
 import type { TranscriptionJob } from '../compat/transcription-job.js';
 import { holdTranslation, translateTranscript, translationItem, type SpeechTranslation } from '../compat/speech-translation.js';
 import type { Segment } from '../compat/transcript.js';
-import type { ApiRequest, Caller } from '../types.js';
+import type { ApiRequest } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import type { ChargeItem } from '../../billing/ledger.js';
 
 /** What a stream that reached its end is to be charged (null until then). */

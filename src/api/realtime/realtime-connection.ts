@@ -10,7 +10,7 @@ import type { SessionConfig, SpeechModel } from '../../realtime/session-config.j
 import type { FatalCode, SessionOutput } from '../../realtime/session-events.js';
 import { realtimeMetrics } from '../../observability/realtime-metrics.js';
 import { ApiError } from '../errors.js';
-import type { Caller } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import { AudioScratch, parseClientEvent, RealtimeEventError, type ClientEvent, type Shape } from './client-events.js';
 import { ConversationItems } from './conversation-items.js';

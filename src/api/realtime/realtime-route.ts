@@ -20,7 +20,8 @@ import type { InputRateOptions } from '../../realtime/input-rate.js';
 import { chooseSubprotocol } from '../subprotocols.js';
 import { ApiError } from '../errors.js';
 import { EngineNotReadyError } from '../../engines/errors.js';
-import type { ApiRequest, ApiResult, Caller, RouteDef } from '../types.js';
+import type { ApiRequest, ApiResult, RouteDef } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import {
   applyUpdate,
   DEFAULT_FORMAT,

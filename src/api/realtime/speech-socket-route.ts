@@ -19,7 +19,8 @@
 import { z } from 'zod';
 import { ApiError, toApiError } from '../errors.js';
 import { EngineNotReadyError } from '../../engines/errors.js';
-import type { ApiRequest, ApiResult, Caller, OpenApiInfo, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { ApiRequest, ApiResult, OpenApiInfo, RouteDef, WebSocketRouteLimits } from '../types.js';
+import type { Caller } from '../../auth/caller.js';
 import type { DuplexHandler, DuplexPeer } from '../../duplex/duplex-contract.js';
 import type { CompatDeps } from '../compat/deps.js';
 import { engineFor, resolveModel } from '../compat/model-resolution.js';
