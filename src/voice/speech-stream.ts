@@ -16,9 +16,6 @@ import type { EncodingVariant, SpeechFormat } from '../codecs/types.js';
 import type { AudioChunker } from './audio-chunks.js';
 import { PhraseEncoder } from './phrase-encoder.js';
 
-// The tests and benches of the REST stream name these here.
-export { encoderLagSamples, SLICE_SECONDS_MAX } from './phrase-encoder.js';
-
 export interface PcmChunk {
   samples: Float32Array;
   sampleRate: number;

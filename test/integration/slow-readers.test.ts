@@ -13,7 +13,7 @@ import { startTestServerWithModels } from '../helpers/models-test-server.js';
 import { openSlowReader } from '../helpers/slow-reader.js';
 import { planPhrases } from '../../src/engines/tts/phrase-plan.js';
 import { speakDemo } from '../../models/generator/demo-voice.js';
-import { SLICE_SECONDS_MAX } from '../../src/voice/speech-stream.js';
+import { SLICE_SECONDS_MAX } from '../../src/voice/phrase-encoder.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kuma-slow-readers-'));
 const STALL_MS = 3000;

@@ -35,8 +35,6 @@ import { ApiError, toApiError } from '../errors.js';
 import type { DuplexPeer } from '../../duplex/duplex-contract.js';
 import { audioMessage, errorMessage, finalMessage } from './speech-socket-messages.js';
 
-export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS } from '../../voice/voice-session.js';
-
 export interface SpeechSocketSetup {
   model: string;
   engine: PhraseEngine;

@@ -17,7 +17,7 @@ import { SessionLifecycle, type Session } from '../../primitives/session-lifecyc
 import { SpeechContext, type SpeechContextOwner, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
 import { errorMessage, parseClientMessage } from './speech-socket-messages.js';
 
-export { MAX_MESSAGE_CHARACTERS, MAX_PENDING_CHARACTERS, type SpeechSocketDeps, type SpeechSocketSetup } from './speech-context.js';
+export type { SpeechSocketDeps, SpeechSocketSetup } from './speech-context.js';
 
 export class SpeechSocket implements DuplexHandler, SpeechContextOwner, Session {
   readonly quotaCloseCode = CLOSE_CODES.policyViolation;

@@ -8,7 +8,8 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeSpeech, encoderLagSamples, type PcmChunk, type SpeechTally } from '../../../src/voice/speech-stream.js';
+import { encodeSpeech, type PcmChunk, type SpeechTally } from '../../../src/voice/speech-stream.js';
+import { encoderLagSamples } from '../../../src/voice/phrase-encoder.js';
 import { formatInfo } from '../../../src/codecs/formats.js';
 import { closeSharedAacPool } from '../../../src/codecs/encoders/ffmpeg-aac-pool.js';
 
