@@ -250,7 +250,9 @@ export class Exchange implements ApiRequest, WriteContext {
       this.sink.sendWhole(204, { ...this.responseHeaders, ...preflight }, '', this.closeConnection());
       return;
     }
-    if (server.draining) throw shuttingDownError();
+    // Stopping: a request on a connection accepted before the listener closed is served (its connection is
+    // closed after the answer), but not a WebSocket upgrade, whose session would be closed at once.
+    if (server.refusing || (server.draining && this.upgradeVia)) throw shuttingDownError();
     const match = server.router.match(method, path);
     if (match.kind === 'not_found') {
       const asset = server.options.site?.get(path);

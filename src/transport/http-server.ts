@@ -42,6 +42,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   for (const route of options.routes) {
     if (route.websocket) for (const pattern of [route.pattern, `${route.pattern}/`]) app.ws(pattern, sessions.behavior(route.websocket));
   }
+  app.filter((_res, count) => {
+    if (count === 1) server.connectionOpened();
+  });
   app.any('/*', (res, req) => {
     try {
       // uWS's req lives only until this callback returns: the head is read from it now.

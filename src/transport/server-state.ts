@@ -52,6 +52,13 @@ const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 const MIN_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 /**
+ * When stopping, how long a connection accepted just before the listener closed gets to send its request
+ * before the sockets close (Go's http.Server.Shutdown gives such "new" connections 5 s). The client wrote it
+ * right after connecting, so it is normally there at once; this covers a client slowed by a busy machine.
+ * Only a connection opened this recently delays the stop, by at most this long.
+ */
+const NEW_CONNECTION_SETTLE_MS = 500;
+/**
  * After the grace period, how long requests cancelled by shutdown get to write their 503 before the
  * sockets close: the cancellation reaches the decoder and the model at their next step (milliseconds),
  * then holds are released and the answer is written.
@@ -67,7 +74,15 @@ export class ServerState {
   readonly inFlight = new Set<Cancellable>();
   /** Writes the one line per request. */
   readonly accessLog: Logger;
+  /**
+   * Stopping: the listener is closed, and a request on a connection already open is still served (and its
+   * connection closed after the answer), until the grace period is over.
+   */
   draining = false;
+  /** The grace period is over: a request that arrives now is answered 503 (retry elsewhere). */
+  refusing = false;
+  /** When the latest HTTP connection was accepted (performance.now()). */
+  private lastConnectionAt = -Infinity;
   private idleWaiter: (() => void) | null = null;
 
   constructor(readonly options: HttpServerOptions) {
@@ -83,21 +98,43 @@ export class ServerState {
     return METHODS.has(method);
   }
 
+  /** Called as each HTTP connection is accepted. */
+  connectionOpened(): void {
+    this.lastConnectionAt = performance.now();
+  }
+
   /** Called as each request ends: wakes a shutdown waiting for the last one. */
   afterFinish(): void {
     if (this.draining && this.inFlight.size === 0) this.idleWaiter?.();
   }
 
   /**
-   * Stops taking new requests and waits up to `graceMs` for those in flight, then cancels what is left
-   * (each answers 503 with Retry-After, exchange.ts) and waits a little for those answers to go out.
+   * Stops taking new connections (the caller has closed the listener) and waits up to `graceMs` for the
+   * requests in flight, and for those still arriving on connections accepted before the close, then refuses
+   * and cancels what is left (each answers 503 with Retry-After, exchange.ts) and waits a little for those
+   * answers to go out.
    */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    await this.untilIdle(graceMs);
+    await this.untilSettled(performance.now() + graceMs);
     if (this.inFlight.size === 0) return;
+    this.refusing = true;
     for (const request of this.inFlight) request.cancel(new Error('server shutting down'));
     await this.untilIdle(CANCELLED_ANSWER_MS);
+  }
+
+  /**
+   * Resolves once no request is in flight and no connection was accepted within NEW_CONNECTION_SETTLE_MS
+   * (its request may be on its way), or at `deadline`.
+   */
+  private async untilSettled(deadline: number): Promise<void> {
+    for (;;) {
+      await this.untilIdle(deadline - performance.now());
+      if (this.inFlight.size > 0) return; // the deadline came first
+      const settleLeft = Math.min(this.lastConnectionAt + NEW_CONNECTION_SETTLE_MS, deadline) - performance.now();
+      if (settleLeft <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, settleLeft));
+    }
   }
 
   /** Resolves once no request is in flight, or after `ms`. */

@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,8 +101,9 @@ function speechFresh(): Promise<{ status: number; body: any }> {
       `${baseUrl}/openai/v1/audio/speech`,
       { method: 'POST', agent: false, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' } },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: null }));
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: res.statusCode === 200 ? null : Buffer.concat(chunks).toString('utf8') }));
       },
     );
     req.on('error', reject);
@@ -110,19 +111,37 @@ function speechFresh(): Promise<{ status: number; body: any }> {
   });
 }
 
-/** Asks /healthz and for speech, each on a fresh connection, every 25 ms until stopped; counts what was not a 200. */
-function keepAsking(): { stop(): Promise<{ answered: number; failures: string[] }> } {
+/**
+ * Whether the kernel moves the connections waiting in a closing listener's accept queue to another listener
+ * of the port (net.ipv4.tcp_migrate_req); without it, it resets them (docs/scaling.md, "Known limits").
+ */
+const kernelMigratesQueuedConnections = (() => {
+  try {
+    return readFileSync('/proc/sys/net/ipv4/tcp_migrate_req', 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Asks /healthz and for speech, each on a fresh connection, every 25 ms until stopped; counts what was not a
+ * 200 (with the answer's body, which says why). A connection reset before any answer is counted apart:
+ * that is what the kernel does to a connection still in a closing listener's accept queue.
+ */
+function keepAsking(): { stop(): Promise<{ answered: number; failures: string[]; resets: number }> } {
   let running = true;
   let answered = 0;
+  let resets = 0;
   const failures: string[] = [];
   const loop = (async () => {
     for (let i = 0; running; i++) {
       try {
-        const { status } = await (i % 2 === 0 ? getFresh('/healthz') : speechFresh());
+        const { status, body } = await (i % 2 === 0 ? getFresh('/healthz') : speechFresh());
         if (status === 200) answered++;
-        else failures.push(`status ${status}`);
+        else failures.push(`status ${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
       } catch (err) {
-        failures.push((err as Error).message);
+        if ((err as NodeJS.ErrnoException).code === 'ECONNRESET') resets++;
+        else failures.push((err as Error).message);
       }
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -131,7 +150,7 @@ function keepAsking(): { stop(): Promise<{ answered: number; failures: string[] 
     async stop() {
       running = false;
       await loop;
-      return { answered, failures };
+      return { answered, failures, resets };
     },
   };
 }
@@ -155,8 +174,9 @@ describe('KUMA_WORKERS=2', () => {
       const now = await workerPids(20);
       return now.size === 2 && !now.has(victim!) && now.has(survivor!);
     });
-    const { answered, failures } = await asking.stop();
+    const { answered, failures, resets } = await asking.stop();
     expect(failures).toEqual([]);
+    expect(resets).toBe(0); // asked only once the killed worker's socket was gone
     expect(answered).toBeGreaterThan(0);
     expect(output).toMatch(/primary: worker died; restarting it/);
     await waitUntil(ready);
@@ -182,8 +202,12 @@ describe('KUMA_WORKERS=2', () => {
     const { code } = await session.closed;
     expect([1000, 1001]).toContain(code);
     await waitUntil(async () => /primary: rolling restart done/.test(output));
-    const { answered, failures } = await asking.stop();
+    const { answered, failures, resets } = await asking.stop();
     expect(failures).toEqual([]);
+    // A request on a connection a retiring worker accepted is answered (shutdown-open-connections.test.ts);
+    // one still in its listener's accept queue when it closes is reset by the kernel unless tcp_migrate_req
+    // is set. This client has one connection open at a time: at most one such reset per retired worker.
+    expect(resets).toBeLessThanOrEqual(kernelMigratesQueuedConnections ? 0 : before.size);
     expect(answered).toBeGreaterThan(10);
 
     const after = await workerPids(40);
