@@ -55,8 +55,11 @@ describe('fair scheduling across accounts', () => {
         await aJobs[0];
         const doneWhenBArrived = aDone;
         const b = await spin(engine, order, { account: B }, 1);
-        // Ranks are 0-based: before B started, at most the A jobs done by then plus one running per replica.
-        expect(b.started).toBeLessThanOrEqual(doneWhenBArrived + replicas);
+        // Ranks are 0-based: B is handed to a replica after at most the A jobs done by then plus one running
+        // per replica. A rank counts when a worker thread starts the job, and another replica's worker may start
+        // an A job handed over after B before B's worker (descheduled on a loaded machine) starts B: one more
+        // per other replica.
+        expect(b.started).toBeLessThanOrEqual(doneWhenBArrived + replicas + (replicas - 1));
         const aRanks = (await Promise.all(aJobs)).map((r) => r.started);
         // Without fairness B would have waited for the whole backlog.
         expect(aRanks.filter((rank) => rank > b.started).length).toBeGreaterThanOrEqual(flood - doneWhenBArrived - 2 * replicas);
