@@ -100,6 +100,7 @@ export class ChunkedTurn implements TurnRecognizer {
   private fed = 0;
   private stateLost = false;
   private readonly holdback: number;
+  private readonly unlink: () => void;
 
   constructor(
     private readonly model: SpeechModel,
@@ -118,7 +119,11 @@ export class ChunkedTurn implements TurnRecognizer {
     this.minStep = toHops(streaming.minChunkSeconds);
     this.maxStep = Math.min(toHops(streaming.chunkSeconds), Math.max(hop, geometry.maxRunSamples - (geometry.stateful ? 0 : this.left + this.right)));
     this.holdback = Math.round(streaming.holdbackSeconds * RATE);
-    signal.addEventListener('abort', () => this.inFlightAbort.abort(), { once: true });
+    // The session's signal lives as long as the session: the turn lets go of it once it is over (cancel or
+    // final), or a session would hold every turn it ever had.
+    const onSessionGone = () => this.inFlightAbort.abort();
+    signal.addEventListener('abort', onSessionGone, { once: true });
+    this.unlink = () => signal.removeEventListener('abort', onSessionGone);
   }
 
   /** The turn's CTC path so far: the argmax class of each encoded frame. */
@@ -172,6 +177,7 @@ export class ChunkedTurn implements TurnRecognizer {
   cancel(): void {
     this.finished = true;
     this.inFlightAbort.abort();
+    this.unlink();
   }
 
   /**
@@ -179,6 +185,14 @@ export class ChunkedTurn implements TurnRecognizer {
    * (default: the session's signal) cancel the final's jobs and refuse them when they cannot run in time.
    */
   async final(committed: Float32Array, limits?: FinalLimits): Promise<string> {
+    try {
+      return await this.finalOf(committed, limits);
+    } finally {
+      this.unlink();
+    }
+  }
+
+  private async finalOf(committed: Float32Array, limits?: FinalLimits): Promise<string> {
     const signal = limits?.signal ?? this.signal;
     // The turn's ending silence is left unheard, except what a stateful stream was already fed (feeding less
     // than that would mean encoding the turn again from its start).

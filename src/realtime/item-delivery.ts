@@ -68,6 +68,8 @@ export async function deliverItem(ctx: DeliveryContext, job: CommittedItem): Pro
   } finally {
     clearTimeout(deadline);
     ctx.signal.removeEventListener('abort', onGone);
+    // Whether or not its final ran (a hold can fail first), the item's recogniser is done with the session.
+    job.transcriber.cancel();
   }
 }
 

@@ -38,7 +38,7 @@ export function speechPart(samples: Float32Array, limits?: FinalLimits): Float32
 export interface TurnRecognizer {
   /** The turn's audio grew to `heldSamples`: start work if it is due. */
   offer(heldSamples: number, audio: TurnAudio): void;
-  /** The turn was cleared: no more deltas. */
+  /** The turn was cleared, or its item is over: no more deltas, and nothing of the session held. */
   cancel(): void;
   /** The final transcript of the committed audio (sends the last delta), within the item's limits. */
   final(samples: Float32Array, limits?: FinalLimits): Promise<string>;

@@ -11,6 +11,7 @@
  * - interims only ever extend: the deltas concatenate to the final transcript.
  * `KUMA_PROPERTY_RUNS` raises the number of random turns (default 8 per model); long turns reach 40 s.
  */
+import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resample } from '../../../src/codecs/resample.js';
@@ -20,6 +21,9 @@ import type { SpeechModel } from '../../../src/realtime/session-config.js';
 import { DEMO_SYMBOLS } from '../../../models/generator/demo-voice.js';
 
 const RUNS = Number(process.env.KUMA_PROPERTY_RUNS ?? 8);
+/** One session's signal for every turn of these tests, as a realtime session gives each of its turns. */
+const session = new AbortController();
+const sessionListeners = () => getEventListeners(session.signal, 'abort').length;
 const ASR = ['sunjata-1', 'djelia-asr-v1'] as const;
 const LETTERS = DEMO_SYMBOLS.filter((s) => s !== ' ');
 const RATE = 16_000;
@@ -81,7 +85,7 @@ async function liveTurn(
     model(id, methods),
     { ...geometry, streaming },
     'acct',
-    new AbortController().signal,
+    session.signal,
     (d) => deltas.push(d),
     () => eager[calls++ % eager.length]!,
   );
@@ -94,6 +98,8 @@ async function liveTurn(
   }
   const limits = speechSamples === undefined ? undefined : { signal: new AbortController().signal, deadlineAt: Infinity, speechSamples };
   const transcript = await turn.final(audio.slice(0, end), limits);
+  // A finished turn holds nothing of its session (a session has thousands of turns).
+  expect(sessionListeners()).toBe(0);
   return { transcript, deltas, ids: turn.frameIds, methods };
 }
 
@@ -118,6 +124,30 @@ const trailing = fc.integer({ min: 0, max: 16_000 });
 const holdback = fc.double({ min: 0, max: 1.5, noNaN: true });
 
 describe('ChunkedTurn on the demo CTC models', () => {
+  it("lets go of its session's signal once over, cancelled or finished, mid-chunk or not: a session's listeners do not grow with its turns", async () => {
+    const speech = await speak('i ni ce');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ id: fc.constantFrom(...ASR), cancel: fc.boolean(), offered: fc.integer({ min: 0, max: speech.length }) }), {
+          minLength: 1,
+          maxLength: 15,
+        }),
+        async (turns) => {
+          for (const { id, cancel, offered } of turns) {
+            const geometry = ctcGeometry(model(id))!;
+            const turn = new ChunkedTurn(model(id), geometry, 'acct', session.signal, () => undefined);
+            turn.offer(offered, (from, to) => speech.slice(from, to));
+            if (cancel) turn.cancel();
+            else await turn.final(speech);
+            await turn.settled();
+          }
+          expect(sessionListeners()).toBe(0);
+        },
+      ),
+      { numRuns: RUNS, seed: 20261130 },
+    );
+  }, 120_000);
+
   it('streams the demo NeMo model statefully, and the demo wav2vec2 in chunks with context', () => {
     expect(ctcGeometry(model('djelia-asr-v1'))!.stateful).toBe(true);
     expect(ctcGeometry(model('sunjata-1'))!.stateful).toBe(false);

@@ -34,9 +34,15 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Items whose recogniser was let go (cancel), by transcript. */
+let letGo: string[] = [];
+beforeEach(() => {
+  letGo = [];
+});
+
 /** A committed item of `seconds` of audio whose transcript is `text` (the transcriber's final decode). */
 function item(seconds: number, text: string, extra: Partial<CommittedItem> = {}): CommittedItem {
-  const transcriber = { final: async () => text } as unknown as TurnTranscriber;
+  const transcriber = { final: async () => text, cancel: () => letGo.push(text) } as unknown as TurnTranscriber;
   return {
     itemId: 'item_1',
     samples: new Float32Array(seconds * 16_000),
@@ -80,6 +86,18 @@ describe('deliverItem charges only what left the process', () => {
     expect(ledger.openReservations).toBe(0);
   });
 
+  it("lets go of the item's recogniser once the item is over, whether its final ran or its hold failed", async () => {
+    const { ctx } = context(async () => true);
+    await deliverItem(ctx, item(2, 'i ni ce'));
+    const poor = await store.createAccount('poor', 0);
+    const refused = context(async () => true, [], { charge: { requestId: 'req_rt', accountId: poor.id, keyId: 'key_0123456789ab' } });
+    let fatal = '';
+    refused.ctx.fatal = (code: string) => void (fatal = code);
+    await deliverItem(refused.ctx, item(2, 'a ni sogoma'));
+    expect(fatal).toBe('insufficient_quota');
+    expect(letGo).toEqual(['i ni ce', 'a ni sogoma']);
+  });
+
   it('a client gone before the event left the process: released, nothing charged', async () => {
     const { ctx, outputs } = context(async () => false);
     await deliverItem(ctx, item(2, 'i ni ce'));
@@ -117,6 +135,7 @@ describe('deliverItem within the item deadline', () => {
   const stuck = {
     final: (_s: Float32Array, limits?: { signal: AbortSignal }) =>
       new Promise<string>((_, reject) => limits!.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true })),
+    cancel: () => undefined,
   } as unknown as TurnTranscriber;
 
   it('an item whose final is not ready by its deadline gets failed transcription_timeout, is cancelled and not charged', async () => {
