@@ -32,9 +32,18 @@ export interface LoadedSession {
 
 /** Set once per worker thread (model-worker.ts) when its model has replicas that share their weights. */
 let sharing: SharedWeightsOptions | null = null;
+/** Whether this replica is its model's lead: with shared weights, the one replica whose widest session keeps an arena. */
+let leadReplica = true;
 
-export function shareWeightsAcrossReplicas(options: SharedWeightsOptions | null): void {
+/**
+ * `lead`: the replica a lone job goes to (the pool's first). A memory arena keeps the largest activations a
+ * session ever held (hundreds of MB after a long window), so with shared weights only the lead's widest
+ * session keeps one: a lone long window (REST) runs there, and a second replica costs its threads and
+ * buffers, not a second arena (bench:replica-memory).
+ */
+export function shareWeightsAcrossReplicas(options: SharedWeightsOptions | null, lead = true): void {
   sharing = options;
+  leadReplica = lead;
 }
 
 /** Set once per worker thread whose runs adapt their width to the process's load (run-width.ts). */
@@ -77,8 +86,9 @@ export async function createSession(file: string, options: SessionOptions, bytes
   const onCpu = providers.length === 0 || providers[0] === 'cpu';
   const widths = gate && onCpu && (source.shared || small) ? runWidths(options.intraOpThreads) : [options.intraOpThreads];
   const create = (threads: number) => {
-    // Shared weights: only the widest session keeps a memory arena (below).
-    const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared, !source.shared || threads === widths[widths.length - 1]);
+    // Shared weights: only the lead replica's widest session keeps a memory arena (below).
+    const arena = !source.shared || (leadReplica && threads === widths[widths.length - 1]);
+    const sessionOptions = ortOptions(threads, options.interOpThreads, source.shared, arena);
     return input.bytes ? ort.InferenceSession.create(input.bytes, sessionOptions) : ort.InferenceSession.create(source.file, sessionOptions);
   };
   const sessions: ort.InferenceSession[] = [];
@@ -140,8 +150,8 @@ function ortOptions(intraOpThreads: number, interOpThreads: number, shared: bool
     // A session's memory arena keeps the largest activations it ever held (a 30 s window of wav2vec2-base:
     // ≈ 450 MB, most of it attention scores; a 15 s window, the default now, about a quarter of the scores).
     // Without it a run allocates and frees its activations: about the same time for realtime chunks, up to
-    // ≈ 10 % more for a 10 s window (shared-weights.ts). With shared weights only the widest session of a
-    // replica keeps one — the one a lone long window (REST) runs on; the narrow ones run realtime chunks.
+    // ≈ 10 % more for a 10 s window (shared-weights.ts). With shared weights only the widest session of the
+    // lead replica keeps one — the one a lone long window (REST) runs on; the narrow ones run realtime chunks.
     ...(arena ? {} : { enableCpuMemArena: false }),
   };
 }

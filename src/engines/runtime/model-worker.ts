@@ -46,7 +46,7 @@ let runner: Runner | null = null;
 
 async function start(): Promise<void> {
   lowerThreadPriority(init.niceness);
-  shareWeightsAcrossReplicas(init.sharedWeights ?? null);
+  shareWeightsAcrossReplicas(init.sharedWeights ?? null, init.leadReplica ?? true);
   gateRunWidth(init.runGate ?? null);
   useExecutionProviders(init.executionProviders ?? []);
   try {

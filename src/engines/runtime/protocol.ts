@@ -23,6 +23,8 @@ export interface WorkerInit {
   executionProviders?: string[];
   /** Set when the model's replicas share one mapped copy of the weights (onnx/shared-weights.ts). */
   sharedWeights?: { cacheDir: string; minBytes: number };
+  /** The pool's first replica, where a lone job goes: with shared weights, the only one keeping a memory arena (onnx/session.ts). */
+  leadReplica?: boolean;
   /** The process's count of big-model runs and this worker's slot in it, when its runs are counted (onnx/run-width.ts). */
   runGate?: { slots: Int32Array; slot: number; wide: Int32Array; load: Int32Array };
 }

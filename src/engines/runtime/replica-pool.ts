@@ -45,6 +45,8 @@ export interface Replica {
   /** Jobs acquired on this replica and not yet released. */
   active: number;
   jobs: Map<number, JobHandlers>;
+  /** The first replica, where a lone job goes (ties go to the first); its replacement is the lead too. */
+  lead: boolean;
 }
 
 /**
@@ -140,7 +142,7 @@ export class ReplicaPool {
   }
 
   async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.replicaCount }, () => this.spawnReplica()));
+    await Promise.all(Array.from({ length: this.replicaCount }, (_, index) => this.spawnReplica(index === 0)));
     this.isReady = true;
   }
 
@@ -239,7 +241,7 @@ export class ReplicaPool {
     void replica.worker.terminate();
   }
 
-  private spawnReplica(): Promise<void> {
+  private spawnReplica(lead: boolean): Promise<void> {
     const { entry, threads } = this;
     // Every big model's runs are counted (those of adaptive models choose their width by the count).
     const slot = SHARED_ENGINES.has(entry.engine) ? freeRunSlots.pop() : undefined;
@@ -251,19 +253,21 @@ export class ReplicaPool {
       interOpThreads: threads.interOpThreads,
       niceness: entry.niceness ?? defaultNiceness(entry.engine, threads.niceness),
       // One replica has no one to share with, and keeps onnxruntime's pre-packed (slightly faster) matrices.
-      ...(this.replicaCount > 1 && threads.sharedWeights ? { sharedWeights: threads.sharedWeights } : {}),
+      ...(this.replicaCount > 1 && threads.sharedWeights ? { sharedWeights: threads.sharedWeights, leadReplica: lead } : {}),
       ...(threads.executionProviders?.length ? { executionProviders: [...threads.executionProviders] } : {}),
       ...(slot !== undefined ? { runGate: { ...RUN_SLOTS, slot } } : {}),
     };
     const worker = spawnWorker(WORKER_URL, { workerData: init });
-    const replica: Replica = { worker, active: 0, jobs: new Map() };
+    const replica: Replica = { worker, active: 0, jobs: new Map(), lead };
     return new Promise<void>((resolve, reject) => {
       let loaded = false;
       worker.on('message', (m: WorkerToMain) => {
         if (m.type === 'ready') {
           loaded = true;
           this.info = m.info;
-          this.replicas.push(replica);
+          // The lead stays first: the pool hands a job to the first of the replicas with the fewest jobs.
+          if (lead) this.replicas.unshift(replica);
+          else this.replicas.push(replica);
           this.replacementFailed = false;
           this.respawnDelayMs = RESPAWN_DELAY_MS;
           // A replacement for a crashed replica takes over whoever is waiting, as many as it has room for.
@@ -293,13 +297,13 @@ export class ReplicaPool {
         for (const job of jobs) job.onCrash(err);
         if (!loaded) reject(err);
         // A replica that dies while serving is replaced, so capacity recovers.
-        else if (!this.closed) this.replace();
+        else if (!this.closed) this.replace(lead);
       });
     });
   }
 
-  private replace(): void {
-    this.spawnReplica().catch(() => {
+  private replace(lead: boolean): void {
+    this.spawnReplica(lead).catch(() => {
       if (this.closed) return;
       if (this.replicas.length === 0) {
         // Nothing can serve the queue: fail it rather than leave it waiting, and keep trying in the background.
@@ -309,7 +313,7 @@ export class ReplicaPool {
       }
       this.respawnTimer = setTimeout(() => {
         this.respawnTimer = null;
-        if (!this.closed) this.replace();
+        if (!this.closed) this.replace(lead);
       }, this.respawnDelayMs);
       this.respawnTimer.unref();
       this.respawnDelayMs = Math.min(RESPAWN_DELAY_MAX_MS, this.respawnDelayMs * 2);
