@@ -7,8 +7,8 @@
  * wav2vec2-base: two sessions of the shared file in one process hold the weights once. The rest of a
  * replica's cost is its memory arena, which keeps the largest activations it ever held (≈ 450 MB after a 30 s
  * window): a second replica sharing the weights but keeping an arena still cost as much as the first (+884 MB
- * PSS, bench:replica-memory). So shared replicas run without the arena (session.ts): a second replica then
- * adds its thread and a few MB. The price, measured on one core: a 3.5 s chunk the same (≈ 560 ms), a 10 s
+ * PSS, bench:replica-memory). So only the lead replica's widest session keeps an arena (session.ts): a second
+ * replica then adds its threads and a few MB. The price, measured on one core: a 3.5 s chunk the same (≈ 560 ms), a 10 s
  * window ≈ 5–10 % slower (allocating its activations each run), and ≈ 6 % from the matrices not pre-packed.
  *
  * So, for models of at least `minBytes` served by more than one replica, the first replica to load writes the
