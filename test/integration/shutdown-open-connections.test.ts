@@ -2,7 +2,8 @@
  * Stopping a server that has connections open (a rolling restart's old worker, a node leaving a balancer):
  * the listener closes, but a request that arrives on a connection accepted before the close is still
  * answered, and its connection is closed after the answer. Only a WebSocket upgrade, whose session would be
- * closed at once, is refused with a retryable 503.
+ * closed at once, is refused with a retryable 503. A billed request served so is charged once, for what it
+ * delivered.
  *
  * Before: every request read after the stop began was answered 503 "shutting down", and the sockets were
  * closed as soon as nothing was in flight, so a request already on its way on an accepted connection was
@@ -143,5 +144,34 @@ it('refuses a WebSocket upgrade asked on an open connection during the stop: 503
   expect(answer.status).toBe(503);
   expect(answer.headers['retry-after']).toMatch(/^\d+$/);
   expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'service_unavailable', message: expect.stringMatching(/shutting down/) } });
+  await stopped;
+});
+
+it('charges a billed request that arrives during the stop once, for the answer it delivered, and holds nothing after', async () => {
+  t = await startTestServer({ config: { shutdownGraceMs: 20_000, modelsManifest: 'models/kuma-models.json', demoPack: false } });
+  await t.server.enginesReady;
+  const connection = await RawConnection.open(t.server.port);
+  connection.send(get('/healthz'));
+  expect((await connection.response()).status).toBe(200);
+
+  const stopped = t.server.close();
+  const chat = JSON.stringify({
+    model: 'banjugu-1',
+    messages: [{ role: 'user', content: 'i ni ce' }],
+    djelia: { source_language: 'bam_Latn', target_language: 'fra_Latn' },
+  });
+  connection.send(
+    `POST /openai/v1/chat/completions HTTP/1.1\r\nHost: kuma\r\nAuthorization: Bearer ${t.apiKey}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(chat)}\r\n\r\n${chat}`,
+  );
+  const answer = await connection.response();
+  expect(answer.status).toBe(200);
+  expect(answer.headers.connection).toBe('close');
+  const translated = JSON.parse(answer.body).choices[0].message.content as string;
+  expect(translated.length).toBeGreaterThan(0);
+  // The charge is recorded once the answer has left (before the store closes with the server).
+  const usage = async () => (await t!.server.store.listUsage({ accountId: t!.accountId })).map((r) => [r.model, r.unit, r.quantity]);
+  await expect.poll(usage, { timeout: 10_000 }).toEqual([['banjugu-1', 'character', 'i ni ce'.length]]);
+  expect(t.server.ledger.openReservations).toBe(0);
   await stopped;
 });
